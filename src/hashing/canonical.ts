@@ -1,0 +1,88 @@
+/**
+ * Canonical-form rules. The participant re-parses several strings from the
+ * prepared transaction and re-renders them before it recomputes the hash; text
+ * that does not survive that round trip would give a hash the participant
+ * rejects, or hide a difference from the person signing. These predicates say
+ * exactly which texts survive. They validate; they never normalise.
+ */
+
+const NUMERIC = /^-?(?:[1-9][0-9]*|0)\.([0-9]*)$/;
+
+/** Daml Numeric as rendered by the participant: mandatory dot, scale ≤ 37, precision ≤ 38, no negative zero. */
+export function numericProblem(s: string): string | undefined {
+  const m = NUMERIC.exec(s);
+  if (!m) return 'is not a canonical Daml numeric (expected -?digits.digits, no leading zeros, no exponent)';
+  const scale = m[1]!.length;
+  if (scale > 37) return `has scale ${scale}, above the Daml maximum 37`;
+  const neg = s.startsWith('-');
+  const intPart = s.slice(neg ? 1 : 0, s.indexOf('.'));
+  const intDigits = intPart === '0' ? 0 : intPart.length;
+  if (intDigits + scale > 38) return `has ${intDigits + scale} digits, above the Daml precision 38`;
+  if (neg && /^-0\.0*$/.test(s)) return 'is a negative zero, which the participant renders without the sign';
+  return undefined;
+}
+
+const HEX = /^(?:[0-9a-f]{2})+$/;
+
+/** Contract ids: lowercase, even-length hex with a known version prefix. */
+export function contractIdProblem(s: string): string | undefined {
+  if (!HEX.test(s)) return 'is not lowercase even-length hex';
+  const version = s.slice(0, 2);
+  const bytes = s.length / 2;
+  if (version === '00') {
+    // V1: 0x00 ‖ 32-byte discriminator ‖ suffix of at most 94 bytes
+    if (bytes < 33 || bytes > 33 + 94) return `is a V1 contract id of ${bytes} bytes (expected 33 to 127)`;
+    return undefined;
+  }
+  if (version === '01') {
+    if (bytes > 255) return `is ${bytes} bytes long (at most 255)`;
+    return undefined;
+  }
+  return `has unknown contract-id version prefix 0x${version}`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function uuidProblem(s: string): string | undefined {
+  return UUID.test(s) ? undefined : 'is not a canonical lowercase UUID (8-4-4-4-12 hex digits)';
+}
+
+const PARTY = /^[A-Za-z0-9:\-_ ]{1,255}$/;
+
+/** Daml party ids: 1–255 characters from letters, digits, space, `:`, `-`, `_`. */
+export function partyProblem(s: string): string | undefined {
+  return PARTY.test(s) ? undefined : 'is not a valid Daml party id (1-255 of A-Z a-z 0-9 space : - _)';
+}
+
+/** Node ids are decimal int32 without sign or leading zeros (the participant parses them as Int). */
+export function nodeIdProblem(s: string): string | undefined {
+  if (!/^(?:0|[1-9][0-9]{0,9})$/.test(s)) return 'is not a canonical non-negative decimal integer';
+  if (Number(s) > 0x7fffffff) return 'does not fit in int32';
+  return undefined;
+}
+
+/** Dotted Daml names (module and entity): no empty segment. */
+export function dottedNameProblem(s: string): string | undefined {
+  if (s.split('.').some((p) => p === '')) return 'has an empty dotted segment';
+  return undefined;
+}
+
+/**
+ * Compares strings by Unicode code point, which is the order of their UTF-8
+ * bytes (the participant's order for text-map keys). JS `<` compares UTF-16
+ * code units, which differs for characters above U+FFFF.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (D800–DFFF) encode code points above FFFF: they sort after E000–FFFF.
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}

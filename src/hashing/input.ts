@@ -1,0 +1,59 @@
+/**
+ * Turns caller input into bytes: raw bytes as given, text as strict standard
+ * base64 (RFC 4648 §4, padded, canonical padding bits; surrounding whitespace
+ * ignored). Lenient decoders silently skip bad characters: this one refuses.
+ */
+import { TransactionError } from './errors.js';
+
+const B64_BODY = /^[A-Za-z0-9+/]*={0,2}$/;
+const B64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+export function base64ToBytes(text: string, what = 'input'): Uint8Array {
+  const s = text.trim();
+  if (s.length % 4 !== 0 || !B64_BODY.test(s))
+    throw new TransactionError('bad_encoding', '', `${what} is not standard padded base64`);
+  // Unused low bits of the last character must be zero (else two texts decode to the same bytes).
+  if (s.endsWith('==')) {
+    if (B64_ALPHABET.indexOf(s[s.length - 3]!) & 0x0f)
+      throw new TransactionError('bad_encoding', '', `${what} is not canonical base64 (non-zero padding bits)`);
+  } else if (s.endsWith('=')) {
+    if (B64_ALPHABET.indexOf(s[s.length - 2]!) & 0x03)
+      throw new TransactionError('bad_encoding', '', `${what} is not canonical base64 (non-zero padding bits)`);
+  }
+  const buf = Buffer.from(s, 'base64');
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+export function hexToBytes(text: string, what = 'input'): Uint8Array {
+  const s = text.trim();
+  if (s.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(s))
+    throw new TransactionError('bad_encoding', '', `${what} is not even-length hex`);
+  const buf = Buffer.from(s, 'hex');
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+export function bytesToHex(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+}
+
+export function bytesToBase64(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+}
+
+/** A 32-byte hash given as 64 hex characters or as base64. */
+export function parseHash(text: string, what = 'hash'): Uint8Array {
+  const s = text.trim();
+  const bytes = /^[0-9a-fA-F]{64}$/.test(s) ? hexToBytes(s, what) : base64ToBytes(s, what);
+  if (bytes.length !== 32)
+    throw new TransactionError('bad_encoding', '', `${what} must be 32 bytes (64 hex characters or 44 base64 characters)`);
+  return bytes;
+}
+
+/** Input to the decoder: raw protobuf bytes, or their base64 text. */
+export type TransactionInput = string | Uint8Array;
+
+export function inputBytes(input: TransactionInput): Uint8Array {
+  if (typeof input === 'string') return base64ToBytes(input, 'prepared transaction');
+  if (input instanceof Uint8Array) return input;
+  throw new TransactionError('bad_encoding', '', 'prepared transaction must be base64 text or bytes');
+}

@@ -1,0 +1,125 @@
+/**
+ * Streaming SHA-256 over Canton's hash encoding primitives (big-endian,
+ * 4-byte length prefixes, `00`/`01` optional markers). Bytes are gathered in a
+ * reusable 64 KiB buffer and handed to the hash only when it fills, so a 20 MB
+ * text costs no extra copy of the whole encoding, and small node encodings are
+ * hashed in one call. One sink computes one digest at a time.
+ */
+import { createHash, type Hash, hash as oneShot } from 'node:crypto';
+
+const CAP = 64 * 1024;
+
+export class Sha256Sink {
+  private buf = Buffer.allocUnsafe(CAP);
+  private len = 0;
+  private h: Hash | undefined;
+
+  begin(): this {
+    this.len = 0;
+    this.h = undefined;
+    return this;
+  }
+
+  /** Finishes the digest and returns its 32 bytes. */
+  digest(): Uint8Array {
+    let out: Buffer;
+    if (this.h === undefined) out = oneShot('sha256', this.buf.subarray(0, this.len), 'buffer') as Buffer;
+    else {
+      this.h.update(this.buf.subarray(0, this.len));
+      out = this.h.digest();
+      this.h = undefined;
+    }
+    this.len = 0;
+    const d = new Uint8Array(32);
+    d.set(out);
+    return d;
+  }
+
+  private flush(): void {
+    this.h ??= createHash('sha256');
+    this.h.update(this.buf.subarray(0, this.len));
+    this.len = 0;
+  }
+
+  private room(n: number): void {
+    if (this.len + n > CAP) this.flush();
+  }
+
+  u8(b: number): void {
+    if (this.len === CAP) this.flush();
+    this.buf[this.len++] = b;
+  }
+
+  bool(v: boolean): void {
+    this.u8(v ? 1 : 0);
+  }
+
+  /** 4-byte big-endian; unsigned values keep their raw 32 bits. */
+  i32(n: number): void {
+    this.room(4);
+    this.buf.writeUInt32BE(n >>> 0, this.len);
+    this.len += 4;
+  }
+
+  /** 8-byte big-endian two's complement (unsigned values keep their raw 64 bits). */
+  i64(n: bigint): void {
+    this.room(8);
+    this.buf.writeBigUInt64BE(BigInt.asUintN(64, n), this.len);
+    this.len += 8;
+  }
+
+  /** Bytes as they are, no length prefix (fixed-size hashes and seeds). */
+  raw(b: Uint8Array): void {
+    if (b.length > CAP / 2) {
+      this.flush();
+      this.h!.update(b);
+      return;
+    }
+    this.room(b.length);
+    this.buf.set(b, this.len);
+    this.len += b.length;
+  }
+
+  /** 4-byte length ‖ bytes. */
+  bytes(b: Uint8Array): void {
+    this.i32(b.length);
+    this.raw(b);
+  }
+
+  /** 4-byte UTF-8 byte length ‖ UTF-8 bytes. */
+  string(s: string): void {
+    const n = s.length;
+    if (n <= 1024) {
+      // Fast path: ASCII written directly; anything else goes through the encoder.
+      this.room(4 + n * 3);
+      const start = this.len;
+      let p = start + 4;
+      const buf = this.buf;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[p++] = c;
+      }
+      if (i < n) p += buf.write(s.slice(i), p, 'utf8');
+      buf.writeUInt32BE(p - start - 4, start);
+      this.len = p;
+      return;
+    }
+    const b = Buffer.from(s, 'utf8');
+    this.bytes(b);
+  }
+
+  /** Hex text hashed as the bytes it denotes (contract ids), length-prefixed. */
+  hex(s: string): void {
+    const n = s.length >>> 1;
+    if (n > 1024) {
+      this.bytes(Buffer.from(s, 'hex'));
+      return;
+    }
+    this.room(4 + n);
+    this.buf.writeUInt32BE(n, this.len);
+    this.len += 4;
+    this.len += this.buf.write(s, this.len, 'hex');
+  }
+}

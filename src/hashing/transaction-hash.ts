@@ -1,0 +1,445 @@
+/**
+ * The prepared-transaction hash, schemes V2 and V3 (hashing-spec §3–§9).
+ *
+ *   node_hash     = SHA256(node encoding)                       (no purpose)
+ *   tx_hash       = SHA256(purpose ‖ string(version) ‖ int32(#roots) ‖ root hashes)
+ *   metadata_hash = SHA256(purpose ‖ metadata encoding)
+ *   final         = SHA256(purpose ‖ scheme byte ‖ tx_hash ‖ metadata_hash)   32 raw bytes
+ *
+ * Everything that differs between V2 and V3 is in `SCHEMES` and in the
+ * branches that read it; nothing else changes between the two.
+ * Node hashes are computed bottom-up with an explicit stack (no recursion over
+ * nodes); value encoding recurses, bounded by the decoder's depth limit.
+ */
+import { type DecodeOptions, decodePreparedTransaction } from './decode.js';
+import { TransactionError } from './errors.js';
+import type { TransactionInput } from './input.js';
+import type {
+  CreateNode,
+  DecodedTransaction,
+  GlobalKeyWithMaintainers,
+  Identifier,
+  Metadata,
+  NodeBody,
+  Value,
+} from './model.js';
+import { Sha256Sink } from './sink.js';
+
+export type HashingScheme = 'v2' | 'v3';
+
+/** HashPurpose.PreparedSubmission = 48, written as a 4-byte int before every non-node hash. */
+export const PREPARED_SUBMISSION_PURPOSE = 48;
+
+interface SchemeRules {
+  /** The byte that names the scheme inside the final hash. */
+  readonly versionByte: number;
+  /** V2 starts every node and the metadata with an encoding-version byte `01`; V3 dropped it. */
+  readonly encodingVersionByte: boolean;
+  /** V3 covers contract keys, by-key flags and QueryByKey nodes. */
+  readonly keys: boolean;
+  /** V3 appends `optional(max_record_time)` to the metadata; V2 leaves it unsigned. */
+  readonly maxRecordTime: boolean;
+  /** Daml-LF versions whose nodes the scheme can hash. */
+  readonly lfVersions: ReadonlySet<string>;
+}
+
+export const SCHEMES: Readonly<Record<HashingScheme, SchemeRules>> = {
+  v2: { versionByte: 2, encodingVersionByte: true, keys: false, maxRecordTime: false, lfVersions: new Set(['2.1']) },
+  v3: { versionByte: 3, encodingVersionByte: false, keys: true, maxRecordTime: true, lfVersions: new Set(['2.1', '2']) },
+};
+
+export interface HashOptions extends DecodeOptions {
+  /** Default `v2`, as the participant's default. */
+  scheme?: HashingScheme;
+  /**
+   * Refuse unless the hash covers `max_record_time` (V3 only). Under V2 the
+   * executing participant may change or drop the deadline after signing.
+   */
+  requireMaxRecordTimeSigned?: boolean;
+}
+
+export interface HashParts {
+  scheme: HashingScheme;
+  transactionHash: Uint8Array;
+  metadataHash: Uint8Array;
+  hash: Uint8Array;
+  /** Hash of every node reachable from the roots, by node id. */
+  nodeHashes: ReadonlyMap<string, Uint8Array>;
+}
+
+/** Decodes (strictly) and hashes; returns the 32-byte hash the party signs. */
+export function hashPreparedTransaction(
+  input: TransactionInput | DecodedTransaction,
+  options: HashOptions = {},
+): Uint8Array {
+  return hashParts(input, options).hash;
+}
+
+export function hashParts(input: TransactionInput | DecodedTransaction, options: HashOptions = {}): HashParts {
+  const tx = isDecoded(input) ? input : decodePreparedTransaction(input, options);
+  const scheme = options.scheme ?? 'v2';
+  const rules = SCHEMES[scheme];
+  if (!rules) throw new TransactionError('unsupported_version', '', `unknown hashing scheme ${String(scheme)}`);
+  if (options.requireMaxRecordTimeSigned && !rules.maxRecordTime)
+    throw new TransactionError(
+      'not_covered',
+      'metadata.max_record_time',
+      `hashing scheme ${scheme.toUpperCase()} does not cover max_record_time; use V3 to have the deadline signed`,
+    );
+  return new Hasher(rules, scheme).run(tx);
+}
+
+function isDecoded(x: unknown): x is DecodedTransaction {
+  return typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && 'nodeById' in x;
+}
+
+class Hasher {
+  private readonly s = new Sha256Sink();
+  constructor(
+    private readonly rules: SchemeRules,
+    private readonly scheme: HashingScheme,
+  ) {}
+
+  run(tx: DecodedTransaction): HashParts {
+    const { rules, s } = this;
+    if (!rules.lfVersions.has(tx.transaction.version))
+      throw this.refuseVersion('transaction.version', tx.transaction.version);
+    const nodeHashes = this.nodeHashes(tx);
+
+    s.begin();
+    s.i32(PREPARED_SUBMISSION_PURPOSE);
+    s.string(tx.transaction.version);
+    s.i32(tx.transaction.roots.length);
+    for (const r of tx.transaction.roots) s.raw(nodeHashes.get(r)!);
+    const transactionHash = s.digest();
+
+    const metadataHash = this.metadata(tx.metadata);
+
+    s.begin();
+    s.i32(PREPARED_SUBMISSION_PURPOSE);
+    s.u8(rules.versionByte);
+    s.raw(transactionHash);
+    s.raw(metadataHash);
+    return { scheme: this.scheme, transactionHash, metadataHash, hash: s.digest(), nodeHashes };
+  }
+
+  private refuseVersion(path: string, v: string): TransactionError {
+    const hint = v === '2' && !this.rules.keys ? ' (contract-key transactions need scheme V3)' : '';
+    return new TransactionError(
+      'unsupported_version',
+      path,
+      `Daml-LF version ${JSON.stringify(v)} cannot be hashed with scheme ${this.scheme.toUpperCase()}${hint}`,
+    );
+  }
+
+  /** Post-order over the nodes reachable from the roots; each node hashed once. */
+  private nodeHashes(tx: DecodedTransaction): Map<string, Uint8Array> {
+    const done = new Map<string, Uint8Array>();
+    const open = new Set<string>();
+    const stack: string[] = [];
+    for (let r = tx.transaction.roots.length - 1; r >= 0; r--) stack.push(tx.transaction.roots[r]!);
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      if (done.has(id)) {
+        stack.pop();
+        continue;
+      }
+      const node = tx.nodeById.get(id);
+      if (!node) throw new TransactionError('missing_node', 'transaction', `node ${id} does not exist`);
+      const kids = node.type === 'exercise' || node.type === 'rollback' ? node.children : undefined;
+      if (kids && !open.has(id)) {
+        open.add(id);
+        for (let k = kids.length - 1; k >= 0; k--) {
+          const kid = kids[k]!;
+          if (open.has(kid)) throw new TransactionError('cycle', 'transaction', `node ${kid} is its own ancestor`);
+          if (!done.has(kid)) stack.push(kid);
+        }
+        continue;
+      }
+      stack.pop();
+      open.delete(id);
+      done.set(id, this.node(id, node, tx, done));
+    }
+    return done;
+  }
+
+  private node(id: string, n: NodeBody, tx: DecodedTransaction, done: Map<string, Uint8Array>): Uint8Array {
+    const { s, rules } = this;
+    const path = `node ${id}`;
+    if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion)) throw this.refuseVersion(path, n.lfVersion);
+    if (!rules.keys) this.refuseKeys(n, path);
+    s.begin();
+    if (rules.encodingVersionByte) s.u8(1);
+    switch (n.type) {
+      case 'create':
+        this.create(n, tx.seedById.get(id));
+        break;
+      case 'exercise': {
+        const seed = tx.seedById.get(id);
+        if (!seed) throw new TransactionError('seed', path, 'exercise node has no seed');
+        s.string(n.lfVersion);
+        s.u8(1);
+        s.raw(seed);
+        s.hex(n.contractId);
+        s.string(n.packageName);
+        this.identifier(n.templateId);
+        this.strings(n.signatories);
+        this.strings(n.stakeholders);
+        this.strings(n.actingParties);
+        this.optIdentifier(n.interfaceId);
+        s.string(n.choiceId);
+        this.value(n.chosenValue);
+        s.bool(n.consuming);
+        if (n.exerciseResult === undefined) s.u8(0);
+        else {
+          s.u8(1);
+          this.value(n.exerciseResult);
+        }
+        this.strings(n.choiceObservers);
+        if (rules.keys) {
+          s.bool(n.byKey);
+          this.optKey(n.key);
+        }
+        this.children(n.children, done);
+        break;
+      }
+      case 'fetch':
+        s.string(n.lfVersion);
+        s.u8(2);
+        s.hex(n.contractId);
+        s.string(n.packageName);
+        this.identifier(n.templateId);
+        this.strings(n.signatories);
+        this.strings(n.stakeholders);
+        this.optIdentifier(n.interfaceId);
+        this.strings(n.actingParties);
+        if (rules.keys) {
+          s.bool(n.byKey);
+          this.optKey(n.key);
+        }
+        break;
+      case 'rollback':
+        s.u8(3);
+        this.children(n.children, done);
+        break;
+      case 'queryByKey':
+        s.string(n.lfVersion);
+        s.u8(4);
+        s.string(n.packageName);
+        this.identifier(n.templateId);
+        s.bool(n.exhaustive);
+        this.key(n.key);
+        s.i32(n.result.length);
+        for (const c of n.result) s.hex(c);
+        break;
+    }
+    return s.digest();
+  }
+
+  /** V2 has no encoding for contract keys: refusing is the only way not to sign what is not hashed. */
+  private refuseKeys(n: NodeBody, path: string): void {
+    const why = 'is not covered by hashing scheme V2 (use V3)';
+    if (n.type === 'queryByKey') throw new TransactionError('unsupported', path, `a QueryByKey node ${why}`);
+    if (n.type === 'rollback') return;
+    if (n.key !== undefined) throw new TransactionError('unsupported', `${path}.key`, `a contract key ${why}`);
+    if (n.type !== 'create' && n.byKey)
+      throw new TransactionError('unsupported', `${path}.by_key`, `an action by key ${why}`);
+  }
+
+  /** Create encoding after the optional V2 version byte; `seed` absent for input contracts. */
+  private create(n: CreateNode, seed: Uint8Array | undefined): void {
+    const s = this.s;
+    s.string(n.lfVersion);
+    s.u8(0);
+    if (seed === undefined) s.u8(0);
+    else {
+      s.u8(1);
+      s.raw(seed);
+    }
+    s.hex(n.contractId);
+    s.string(n.packageName);
+    this.identifier(n.templateId);
+    this.value(n.argument);
+    this.strings(n.signatories);
+    this.strings(n.stakeholders);
+    if (this.rules.keys) this.optKey(n.key);
+  }
+
+  private children(ids: string[], done: Map<string, Uint8Array>): void {
+    this.s.i32(ids.length);
+    for (const c of ids) this.s.raw(done.get(c)!);
+  }
+
+  private metadata(m: Metadata): Uint8Array {
+    const { s, rules } = this;
+    // Input-contract create hashes first: the sink hashes one thing at a time.
+    const inputs = m.inputContracts.map((ic, i) => {
+      const path = `metadata.input_contracts[${i}].v1`;
+      if (!rules.lfVersions.has(ic.contract.lfVersion)) throw this.refuseVersion(path, ic.contract.lfVersion);
+      if (!rules.keys) this.refuseKeys(ic.contract, path);
+      s.begin();
+      if (rules.encodingVersionByte) s.u8(1);
+      this.create(ic.contract, undefined);
+      return s.digest();
+    });
+    s.begin();
+    s.i32(PREPARED_SUBMISSION_PURPOSE);
+    if (rules.encodingVersionByte) s.u8(1);
+    this.strings(m.submitterInfo.actAs);
+    s.string(m.submitterInfo.commandId);
+    s.string(m.transactionUuid);
+    s.i32(m.mediatorGroup);
+    s.string(m.synchronizerId);
+    this.optI64(m.minLedgerEffectiveTime);
+    this.optI64(m.maxLedgerEffectiveTime);
+    s.i64(m.preparationTime);
+    s.i32(inputs.length);
+    m.inputContracts.forEach((ic, i) => {
+      s.i64(ic.createdAt);
+      s.raw(inputs[i]!);
+    });
+    if (rules.maxRecordTime) this.optI64(m.maxRecordTime);
+    return s.digest();
+  }
+
+  private optI64(v: bigint | undefined): void {
+    if (v === undefined) this.s.u8(0);
+    else {
+      this.s.u8(1);
+      this.s.i64(v);
+    }
+  }
+
+  private strings(list: string[]): void {
+    this.s.i32(list.length);
+    for (const x of list) this.s.string(x);
+  }
+
+  private identifier(id: Identifier): void {
+    this.s.string(id.packageId);
+    this.strings(id.moduleName.split('.'));
+    this.strings(id.entityName.split('.'));
+  }
+
+  private optIdentifier(id: Identifier | undefined): void {
+    if (id === undefined) this.s.u8(0);
+    else {
+      this.s.u8(1);
+      this.identifier(id);
+    }
+  }
+
+  /** key_with_maintainers (V3): package_name first, although it is proto field 2. */
+  private key(k: GlobalKeyWithMaintainers): void {
+    const s = this.s;
+    s.string(k.key.packageName);
+    this.identifier(k.key.templateId);
+    this.value(k.key.key);
+    s.raw(k.key.hash);
+    this.strings(k.maintainers);
+  }
+
+  private optKey(k: GlobalKeyWithMaintainers | undefined): void {
+    if (k === undefined) this.s.u8(0);
+    else {
+      this.s.u8(1);
+      this.key(k);
+    }
+  }
+
+  /** Value encoding (identical in V2 and V3): one type tag byte, then the payload. */
+  private value(v: Value): void {
+    const s = this.s;
+    switch (v.kind) {
+      case 'unit':
+        s.u8(0x00);
+        return;
+      case 'bool':
+        s.u8(0x01);
+        s.bool(v.value);
+        return;
+      case 'int64':
+        s.u8(0x02);
+        s.i64(v.value);
+        return;
+      case 'numeric':
+        s.u8(0x03);
+        s.string(v.value);
+        return;
+      case 'timestamp':
+        s.u8(0x04);
+        s.i64(v.value);
+        return;
+      case 'date':
+        s.u8(0x05);
+        s.i32(v.value);
+        return;
+      case 'party':
+        s.u8(0x06);
+        s.string(v.value);
+        return;
+      case 'text':
+        s.u8(0x07);
+        s.string(v.value);
+        return;
+      case 'contractId':
+        s.u8(0x08);
+        s.hex(v.value);
+        return;
+      case 'optional':
+        s.u8(0x09);
+        if (v.value === undefined) s.u8(0);
+        else {
+          s.u8(1);
+          this.value(v.value);
+        }
+        return;
+      case 'list':
+        s.u8(0x0a);
+        s.i32(v.elements.length);
+        for (const e of v.elements) this.value(e);
+        return;
+      case 'textMap':
+        s.u8(0x0b);
+        s.i32(v.entries.length);
+        for (const e of v.entries) {
+          s.string(e.key);
+          this.value(e.value);
+        }
+        return;
+      case 'record':
+        s.u8(0x0c);
+        this.optIdentifier(v.recordId);
+        s.i32(v.fields.length);
+        for (const f of v.fields) {
+          // An empty label is "no label" for the participant (P7); the decoder refuses it anyway.
+          if (f.label === '') s.u8(0);
+          else {
+            s.u8(1);
+            s.string(f.label);
+          }
+          this.value(f.value);
+        }
+        return;
+      case 'variant':
+        s.u8(0x0d);
+        this.optIdentifier(v.variantId);
+        s.string(v.constructor);
+        this.value(v.value);
+        return;
+      case 'enum':
+        s.u8(0x0e);
+        this.optIdentifier(v.enumId);
+        s.string(v.constructor);
+        return;
+      case 'genMap':
+        s.u8(0x0f);
+        s.i32(v.entries.length);
+        for (const e of v.entries) {
+          this.value(e.key);
+          this.value(e.value);
+        }
+        return;
+    }
+  }
+}

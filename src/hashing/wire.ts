@@ -1,0 +1,149 @@
+/**
+ * Strict protobuf wire reader. Knows nothing about messages: it reads tags,
+ * varints, fixed-width numbers and length-delimited slices, and refuses
+ * (with the field path) anything a canonical encoder would not produce:
+ * truncation, overlong varints, lengths past the end, group wire types,
+ * invalid UTF-8. The decoder built on it owns field numbers and meaning.
+ */
+import type { FieldPath } from './errors.js';
+
+export const WT_VARINT = 0;
+export const WT_I64 = 1;
+export const WT_LEN = 2;
+export const WT_I32 = 5;
+
+const WT_NAMES = ['varint', 'i64', 'len', 'group-start', 'group-end', 'i32', '6', '7'];
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+export class WireReader {
+  pos = 0;
+  constructor(
+    readonly buf: Uint8Array,
+    readonly path: FieldPath,
+  ) {}
+
+  /** Reads the next tag; `end` bounds the enclosing message. */
+  tag(end: number): number {
+    const start = this.pos;
+    const t = this.varint32(end, 'tag');
+    const field = t >>> 3;
+    const wt = t & 7;
+    if (field === 0) this.path.fail('malformed', `field number 0 at byte ${start}`);
+    if (wt === 3 || wt === 4 || wt > 5) this.path.fail('malformed', `unsupported wire type ${WT_NAMES[wt]} at byte ${start}`);
+    return t;
+  }
+
+  /** A varint that must fit in 32 unsigned bits (tags, lengths, uint32). */
+  varint32(end: number, what: string): number {
+    const b = this.buf;
+    let result = 0;
+    let shift = 0;
+    const start = this.pos;
+    for (;;) {
+      if (this.pos >= end) this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
+      const byte = b[this.pos++]!;
+      if (shift === 28) {
+        if (byte > 0x0f) this.path.fail('malformed', `${what} does not fit in 32 bits at byte ${start}`);
+        result += byte * 0x10000000;
+        if (byte === 0 && this.pos - start > 1) this.path.fail('malformed', `overlong varint at byte ${start}`);
+        return result;
+      }
+      result += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) {
+        if (byte === 0 && this.pos - start > 1) this.path.fail('malformed', `overlong varint at byte ${start}`);
+        return result;
+      }
+      shift += 7;
+    }
+  }
+
+  /** A full 64-bit varint as an unsigned bigint. */
+  varint64(end: number, what: string): bigint {
+    const b = this.buf;
+    const start = this.pos;
+    let lo = 0;
+    let hi = 0;
+    for (let i = 0; ; i++) {
+      if (this.pos >= end) this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
+      const byte = b[this.pos++]!;
+      if (i < 4) lo += (byte & 0x7f) * 2 ** (7 * i);
+      else if (i === 4) {
+        lo += (byte & 0x0f) * 2 ** 28;
+        hi += (byte & 0x70) >>> 4;
+      } else if (i < 9) hi += (byte & 0x7f) * 2 ** (7 * i - 32);
+      else {
+        if (byte > 1) this.path.fail('malformed', `${what} does not fit in 64 bits at byte ${start}`);
+        hi += byte * 2 ** 31;
+      }
+      if (byte < 0x80) {
+        if (byte === 0 && i > 0) this.path.fail('malformed', `overlong varint at byte ${start}`);
+        return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+      }
+    }
+  }
+
+  /** Little-endian 8 bytes as a signed bigint (sfixed64). */
+  sfixed64(end: number): bigint {
+    if (this.pos + 8 > end) this.path.fail('truncated', `input ends inside a fixed64 at byte ${this.pos}`);
+    const b = this.buf;
+    const p = this.pos;
+    const lo = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
+    const hi = b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24);
+    this.pos = p + 8;
+    return (BigInt(hi) << 32n) | BigInt(lo);
+  }
+
+  /** Reads a length prefix and returns the end offset of the slice that follows. */
+  len(end: number): number {
+    const start = this.pos;
+    const n = this.varint32(end, 'length');
+    const stop = this.pos + n;
+    if (stop > end)
+      this.path.fail('truncated', `length ${n} at byte ${start} runs past the end of its message (${end - this.pos} left)`);
+    return stop;
+  }
+
+  bytes(end: number): Uint8Array {
+    const stop = this.len(end);
+    const out = this.buf.slice(this.pos, stop);
+    this.pos = stop;
+    return out;
+  }
+
+  string(end: number): string {
+    const stop = this.len(end);
+    const s = decodeUtf8(this.buf, this.pos, stop);
+    if (s === null) this.path.fail('invalid_utf8', `string at byte ${this.pos} is not valid UTF-8`);
+    this.pos = stop;
+    return s;
+  }
+
+  /** Asserts the wire type of a known field. */
+  expect(tag: number, wt: number, field: string): void {
+    if ((tag & 7) !== wt)
+      this.path.fail('malformed', `wire type ${WT_NAMES[tag & 7]} where ${WT_NAMES[wt]} was expected`, field);
+  }
+}
+
+/** Fatal UTF-8 decoding (keeps a leading BOM: it is part of the hashed bytes). */
+export function decodeUtf8(buf: Uint8Array, start: number, end: number): string | null {
+  if (end - start <= 32) {
+    let s = '';
+    for (let i = start; i < end; i++) {
+      const c = buf[i]!;
+      if (c >= 0x80) return slowUtf8(buf, start, end);
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+  return slowUtf8(buf, start, end);
+}
+
+function slowUtf8(buf: Uint8Array, start: number, end: number): string | null {
+  try {
+    return utf8.decode(buf.subarray(start, end));
+  } catch {
+    return null;
+  }
+}
