@@ -56,7 +56,10 @@ export interface DecodeOptions {
   unsafeAllowNonTreeForTests?: boolean;
 }
 
-export function decodePreparedTransaction(input: TransactionInput, options: DecodeOptions = {}): DecodedTransaction {
+export function decodePreparedTransaction(
+  input: TransactionInput,
+  options: DecodeOptions = {},
+): DecodedTransaction {
   const bytes = inputBytes(input);
   const d = new Decoder(bytes);
   const { transaction, metadata } = d.preparedTransaction();
@@ -82,7 +85,10 @@ class Decoder {
   }
 
   private unknown(tag: number): never {
-    this.p.fail('unknown_field', `unknown field number ${tag >>> 3} (wire type ${tag & 7}): its bytes would be unsigned`);
+    this.p.fail(
+      'unknown_field',
+      `unknown field number ${tag >>> 3} (wire type ${tag & 7}): its bytes would be unsigned`,
+    );
   }
 
   private str(tag: number, end: number, name: string): string {
@@ -162,7 +168,11 @@ class Decoder {
       const b = list[i]!;
       if (a === b) this.p.fail('duplicate', `${JSON.stringify(truncate(b))} appears twice in a set`, name);
       if (a > b)
-        this.p.fail('unsorted', `set is not in ascending order at index ${i}: the participant hashes it sorted`, name);
+        this.p.fail(
+          'unsorted',
+          `set is not in ascending order at index ${i}: the participant hashes it sorted`,
+          name,
+        );
     }
   }
 
@@ -236,7 +246,11 @@ class Decoder {
       }
     }
     if (!KNOWN_LF_VERSIONS.has(version))
-      this.p.fail('unsupported_version', `unknown Daml-LF version ${JSON.stringify(truncate(version))}`, 'version');
+      this.p.fail(
+        'unsupported_version',
+        `unknown Daml-LF version ${JSON.stringify(truncate(version))}`,
+        'version',
+      );
     return { version, roots, nodes, nodeSeeds };
   }
 
@@ -263,7 +277,7 @@ class Decoder {
           this.unknown(tag);
       }
     }
-    if (!seed || seed.length !== 32)
+    if (seed?.length !== 32)
       this.p.fail('seed', `seed must be exactly 32 bytes (got ${seed?.length ?? 0})`, 'seed');
     return { nodeId, seed };
   }
@@ -323,7 +337,11 @@ class Decoder {
   private lfVersion(tag: number, end: number): string {
     const v = this.str(tag, end, 'lf_version');
     if (!KNOWN_LF_VERSIONS.has(v))
-      this.p.fail('unsupported_version', `unknown Daml-LF version ${JSON.stringify(truncate(v))}`, 'lf_version');
+      this.p.fail(
+        'unsupported_version',
+        `unknown Daml-LF version ${JSON.stringify(truncate(v))}`,
+        'lf_version',
+      );
     return v;
   }
 
@@ -381,7 +399,11 @@ class Decoder {
           this.unknown(tag);
       }
     }
-    this.require(seen, [1, 2, 3, 4, 5], ['lf_version', 'contract_id', 'package_name', 'template_id', 'argument']);
+    this.require(
+      seen,
+      [1, 2, 3, 4, 5],
+      ['lf_version', 'contract_id', 'package_name', 'template_id', 'argument'],
+    );
     this.sortedSet(n.signatories, 'signatories');
     this.sortedSet(n.stakeholders, 'stakeholders');
     return n;
@@ -665,9 +687,19 @@ class Decoder {
     }
     if (id.packageId === '') this.p.fail('missing_field', 'identifier has no package id', 'package_id');
     const m = dottedNameProblem(id.moduleName);
-    if (m) this.p.fail('non_canonical', `module name ${JSON.stringify(truncate(id.moduleName))} ${m}`, 'module_name');
+    if (m)
+      this.p.fail(
+        'non_canonical',
+        `module name ${JSON.stringify(truncate(id.moduleName))} ${m}`,
+        'module_name',
+      );
     const e = dottedNameProblem(id.entityName);
-    if (e) this.p.fail('non_canonical', `entity name ${JSON.stringify(truncate(id.entityName))} ${e}`, 'entity_name');
+    if (e)
+      this.p.fail(
+        'non_canonical',
+        `entity name ${JSON.stringify(truncate(id.entityName))} ${e}`,
+        'entity_name',
+      );
     return id;
   }
 
@@ -732,7 +764,7 @@ class Decoder {
     }
     if (!templateId) this.p.fail('missing_field', 'global key has no template id', 'template_id');
     if (!key) this.p.fail('missing_field', 'global key has no key value', 'key');
-    if (!hash || hash.length !== 32)
+    if (hash?.length !== 32)
       this.p.fail('non_canonical', `global key hash must be 32 bytes (got ${hash?.length ?? 0})`, 'hash');
     return { templateId, packageName, key, hash };
   }
@@ -740,7 +772,8 @@ class Decoder {
   // ---- values (recursive, bounded by MAX_VALUE_DEPTH) ---------------------
 
   private value(end: number, depth: number): Value {
-    if (depth > MAX_VALUE_DEPTH) this.p.fail('too_deep', `value nesting exceeds the Daml limit of ${MAX_VALUE_DEPTH}`);
+    if (depth > MAX_VALUE_DEPTH)
+      this.p.fail('too_deep', `value nesting exceeds the Daml limit of ${MAX_VALUE_DEPTH}`);
     let v: Value | undefined;
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
@@ -842,7 +875,8 @@ class Decoder {
           if (!value) this.p.fail('missing_field', 'text-map entry has no value', 'value');
           if (i > 0) {
             const c = compareUtf8(entries[i - 1]!.key, key);
-            if (c === 0) this.p.fail('duplicate', `text-map key ${JSON.stringify(truncate(key))} appears twice`, 'key');
+            if (c === 0)
+              this.p.fail('duplicate', `text-map key ${JSON.stringify(truncate(key))} appears twice`, 'key');
             if (c > 0) this.p.fail('unsorted', 'text-map keys are not in ascending UTF-8 order', 'key');
           }
           entries.push({ key, value });
@@ -906,7 +940,7 @@ class Decoder {
       case 15: {
         const stop = this.enter(tag, end, 'variant');
         let variantId: Identifier | undefined;
-        let constructor = '';
+        let ctor = '';
         let value: Value | undefined;
         let seen = 0;
         while (r.pos < stop) {
@@ -917,7 +951,7 @@ class Decoder {
             variantId = this.identifierField(t, stop, 'variant_id');
           } else if (f2 === 2) {
             seen = this.once(seen, 2, 'constructor');
-            constructor = this.str(t, stop, 'constructor');
+            ctor = this.str(t, stop, 'constructor');
           } else if (f2 === 3) {
             seen = this.once(seen, 3, 'value');
             const s2 = this.enter(t, stop, 'value');
@@ -925,15 +959,15 @@ class Decoder {
             this.leave(s2);
           } else this.unknown(t);
         }
-        if (constructor === '') this.p.fail('missing_field', 'variant has no constructor', 'constructor');
+        if (ctor === '') this.p.fail('missing_field', 'variant has no constructor', 'constructor');
         if (!value) this.p.fail('missing_field', 'variant has no value', 'value');
         this.leave(stop);
-        return { kind: 'variant', variantId, constructor, value };
+        return { kind: 'variant', variantId, constructor: ctor, value };
       }
       default: {
         const stop = this.enter(tag, end, 'enum');
         let enumId: Identifier | undefined;
-        let constructor = '';
+        let ctor = '';
         let seen = 0;
         while (r.pos < stop) {
           const t = r.tag(stop);
@@ -943,12 +977,12 @@ class Decoder {
             enumId = this.identifierField(t, stop, 'enum_id');
           } else if (f2 === 2) {
             seen = this.once(seen, 2, 'constructor');
-            constructor = this.str(t, stop, 'constructor');
+            ctor = this.str(t, stop, 'constructor');
           } else this.unknown(t);
         }
-        if (constructor === '') this.p.fail('missing_field', 'enum has no constructor', 'constructor');
+        if (ctor === '') this.p.fail('missing_field', 'enum has no constructor', 'constructor');
         this.leave(stop);
-        return { kind: 'enum', enumId, constructor };
+        return { kind: 'enum', enumId, constructor: ctor };
       }
     }
   }
@@ -1022,7 +1056,11 @@ class Decoder {
           m.transactionUuid = this.str(tag, end, 'transaction_uuid');
           const bad = uuidProblem(m.transactionUuid);
           if (bad)
-            this.p.fail('non_canonical', `${JSON.stringify(truncate(m.transactionUuid))} ${bad}`, 'transaction_uuid');
+            this.p.fail(
+              'non_canonical',
+              `${JSON.stringify(truncate(m.transactionUuid))} ${bad}`,
+              'transaction_uuid',
+            );
           break;
         }
         case 6:
@@ -1061,13 +1099,22 @@ class Decoder {
     }
     this.require(seen, [2, 5], ['submitter_info', 'transaction_uuid']);
     if (m.submitterInfo.actAs.length === 0)
-      this.p.fail('missing_field', 'act_as is empty: no party would authorise this transaction', 'submitter_info.act_as');
+      this.p.fail(
+        'missing_field',
+        'act_as is empty: no party would authorise this transaction',
+        'submitter_info.act_as',
+      );
     for (let i = 1; i < m.inputContracts.length; i++) {
       const a = m.inputContracts[i - 1]!.contract.contractId;
       const b = m.inputContracts[i]!.contract.contractId;
-      if (a === b) this.p.fail('duplicate', `input contract ${truncate(b)} appears twice`, `input_contracts[${i}]`);
+      if (a === b)
+        this.p.fail('duplicate', `input contract ${truncate(b)} appears twice`, `input_contracts[${i}]`);
       if (a > b)
-        this.p.fail('unsorted', 'input contracts are not sorted by contract id', `input_contracts[${i}].v1.contract_id`);
+        this.p.fail(
+          'unsorted',
+          'input contracts are not sorted by contract id',
+          `input_contracts[${i}].v1.contract_id`,
+        );
     }
     return m;
   }
@@ -1165,18 +1212,29 @@ function checkStructure(
   const indexById = new Map<string, number>();
   tx.nodes.forEach((n, i) => {
     const bad = nodeIdProblem(n.nodeId);
-    if (bad) throw new TransactionError('node_id', `transaction.nodes[${i}].node_id`, `${JSON.stringify(n.nodeId)} ${bad}`);
+    if (bad)
+      throw new TransactionError(
+        'node_id',
+        `transaction.nodes[${i}].node_id`,
+        `${JSON.stringify(n.nodeId)} ${bad}`,
+      );
     if (nodeById.has(n.nodeId))
-      throw new TransactionError('node_id', `transaction.nodes[${i}].node_id`, `node id ${n.nodeId} is used twice`);
+      throw new TransactionError(
+        'node_id',
+        `transaction.nodes[${i}].node_id`,
+        `node id ${n.nodeId} is used twice`,
+      );
     nodeById.set(n.nodeId, n.node);
     indexById.set(n.nodeId, i);
   });
-  if (tx.roots.length === 0) throw new TransactionError('missing_field', 'transaction.roots', 'transaction has no roots');
+  if (tx.roots.length === 0)
+    throw new TransactionError('missing_field', 'transaction.roots', 'transaction has no roots');
 
   // Reference counting: each node may be named once, by the roots or by one parent.
   const parentOf = new Map<string, string>(); // child → parent id ('' for roots)
   const reference = (id: string, parent: string, path: string) => {
-    if (!nodeById.has(id)) throw new TransactionError('missing_node', path, `node ${JSON.stringify(id)} does not exist`);
+    if (!nodeById.has(id))
+      throw new TransactionError('missing_node', path, `node ${JSON.stringify(id)} does not exist`);
     if (parentOf.has(id) && !lenient)
       throw new TransactionError('shared_node', path, `node ${id} is referenced more than once`);
     if (!parentOf.has(id)) parentOf.set(id, parent);
@@ -1219,7 +1277,12 @@ function checkStructure(
         }
         const next = kids[top[1]++]!;
         const st = state.get(next);
-        if (st === 1) throw new TransactionError('cycle', `transaction.nodes[${indexById.get(next)}]`, `node ${next} is its own ancestor`);
+        if (st === 1)
+          throw new TransactionError(
+            'cycle',
+            `transaction.nodes[${indexById.get(next)}]`,
+            `node ${next} is its own ancestor`,
+          );
         if (st === undefined) {
           state.set(next, 1);
           work.push([next, 0]);
@@ -1237,7 +1300,11 @@ function checkStructure(
         steps++;
       }
       if (cur === id)
-        throw new TransactionError('cycle', `transaction.nodes[${i}]`, `node ${id} is its own ancestor (cycle)`);
+        throw new TransactionError(
+          'cycle',
+          `transaction.nodes[${i}]`,
+          `node ${id} is its own ancestor (cycle)`,
+        );
       throw new TransactionError(
         'orphan_node',
         `transaction.nodes[${i}]`,

@@ -27,7 +27,10 @@ export type RefusalCode =
   | 'non_canonical' // a value the participant would re-render differently
   | 'unsupported' // a feature the hashing scheme cannot cover
   | 'unsupported_version' // unknown LF version or hashing scheme
-  | 'not_covered'; // the caller asked for a guarantee the scheme does not give
+  | 'not_covered' // the caller asked for a guarantee the scheme does not give
+  // keys and identities
+  | 'invalid_key' // a public key that is not a supported, well-formed key
+  | 'invalid_party'; // a party hint or party id that breaks the Daml rules
 
 export class TransactionError extends Error {
   override readonly name = 'TransactionError';

@@ -15,10 +15,18 @@ export function base64ToBytes(text: string, what = 'input'): Uint8Array {
   // Unused low bits of the last character must be zero (else two texts decode to the same bytes).
   if (s.endsWith('==')) {
     if (B64_ALPHABET.indexOf(s[s.length - 3]!) & 0x0f)
-      throw new TransactionError('bad_encoding', '', `${what} is not canonical base64 (non-zero padding bits)`);
+      throw new TransactionError(
+        'bad_encoding',
+        '',
+        `${what} is not canonical base64 (non-zero padding bits)`,
+      );
   } else if (s.endsWith('=')) {
     if (B64_ALPHABET.indexOf(s[s.length - 2]!) & 0x03)
-      throw new TransactionError('bad_encoding', '', `${what} is not canonical base64 (non-zero padding bits)`);
+      throw new TransactionError(
+        'bad_encoding',
+        '',
+        `${what} is not canonical base64 (non-zero padding bits)`,
+      );
   }
   const buf = Buffer.from(s, 'base64');
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -45,7 +53,11 @@ export function parseHash(text: string, what = 'hash'): Uint8Array {
   const s = text.trim();
   const bytes = /^[0-9a-fA-F]{64}$/.test(s) ? hexToBytes(s, what) : base64ToBytes(s, what);
   if (bytes.length !== 32)
-    throw new TransactionError('bad_encoding', '', `${what} must be 32 bytes (64 hex characters or 44 base64 characters)`);
+    throw new TransactionError(
+      'bad_encoding',
+      '',
+      `${what} must be 32 bytes (64 hex characters or 44 base64 characters)`,
+    );
   return bytes;
 }
 

@@ -44,8 +44,20 @@ interface SchemeRules {
 }
 
 export const SCHEMES: Readonly<Record<HashingScheme, SchemeRules>> = {
-  v2: { versionByte: 2, encodingVersionByte: true, keys: false, maxRecordTime: false, lfVersions: new Set(['2.1']) },
-  v3: { versionByte: 3, encodingVersionByte: false, keys: true, maxRecordTime: true, lfVersions: new Set(['2.1', '2']) },
+  v2: {
+    versionByte: 2,
+    encodingVersionByte: true,
+    keys: false,
+    maxRecordTime: false,
+    lfVersions: new Set(['2.1']),
+  },
+  v3: {
+    versionByte: 3,
+    encodingVersionByte: false,
+    keys: true,
+    maxRecordTime: true,
+    lfVersions: new Set(['2.1', '2']),
+  },
 };
 
 export interface HashOptions extends DecodeOptions {
@@ -75,11 +87,15 @@ export function hashPreparedTransaction(
   return hashParts(input, options).hash;
 }
 
-export function hashParts(input: TransactionInput | DecodedTransaction, options: HashOptions = {}): HashParts {
+export function hashParts(
+  input: TransactionInput | DecodedTransaction,
+  options: HashOptions = {},
+): HashParts {
   const tx = isDecoded(input) ? input : decodePreparedTransaction(input, options);
   const scheme = options.scheme ?? 'v2';
   const rules = SCHEMES[scheme];
-  if (!rules) throw new TransactionError('unsupported_version', '', `unknown hashing scheme ${String(scheme)}`);
+  if (!rules)
+    throw new TransactionError('unsupported_version', '', `unknown hashing scheme ${String(scheme)}`);
   if (options.requireMaxRecordTimeSigned && !rules.maxRecordTime)
     throw new TransactionError(
       'not_covered',
@@ -151,7 +167,8 @@ class Hasher {
         open.add(id);
         for (let k = kids.length - 1; k >= 0; k--) {
           const kid = kids[k]!;
-          if (open.has(kid)) throw new TransactionError('cycle', 'transaction', `node ${kid} is its own ancestor`);
+          if (open.has(kid))
+            throw new TransactionError('cycle', 'transaction', `node ${kid} is its own ancestor`);
           if (!done.has(kid)) stack.push(kid);
         }
         continue;
@@ -166,7 +183,8 @@ class Hasher {
   private node(id: string, n: NodeBody, tx: DecodedTransaction, done: Map<string, Uint8Array>): Uint8Array {
     const { s, rules } = this;
     const path = `node ${id}`;
-    if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion)) throw this.refuseVersion(path, n.lfVersion);
+    if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion))
+      throw this.refuseVersion(path, n.lfVersion);
     if (!rules.keys) this.refuseKeys(n, path);
     s.begin();
     if (rules.encodingVersionByte) s.u8(1);
@@ -241,7 +259,8 @@ class Hasher {
     const why = 'is not covered by hashing scheme V2 (use V3)';
     if (n.type === 'queryByKey') throw new TransactionError('unsupported', path, `a QueryByKey node ${why}`);
     if (n.type === 'rollback') return;
-    if (n.key !== undefined) throw new TransactionError('unsupported', `${path}.key`, `a contract key ${why}`);
+    if (n.key !== undefined)
+      throw new TransactionError('unsupported', `${path}.key`, `a contract key ${why}`);
     if (n.type !== 'create' && n.byKey)
       throw new TransactionError('unsupported', `${path}.by_key`, `an action by key ${why}`);
   }

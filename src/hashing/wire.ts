@@ -30,7 +30,8 @@ export class WireReader {
     const field = t >>> 3;
     const wt = t & 7;
     if (field === 0) this.path.fail('malformed', `field number 0 at byte ${start}`);
-    if (wt === 3 || wt === 4 || wt > 5) this.path.fail('malformed', `unsupported wire type ${WT_NAMES[wt]} at byte ${start}`);
+    if (wt === 3 || wt === 4 || wt > 5)
+      this.path.fail('malformed', `unsupported wire type ${WT_NAMES[wt]} at byte ${start}`);
     return t;
   }
 
@@ -41,17 +42,20 @@ export class WireReader {
     let shift = 0;
     const start = this.pos;
     for (;;) {
-      if (this.pos >= end) this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
+      if (this.pos >= end)
+        this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
       const byte = b[this.pos++]!;
       if (shift === 28) {
         if (byte > 0x0f) this.path.fail('malformed', `${what} does not fit in 32 bits at byte ${start}`);
         result += byte * 0x10000000;
-        if (byte === 0 && this.pos - start > 1) this.path.fail('malformed', `overlong varint at byte ${start}`);
+        if (byte === 0 && this.pos - start > 1)
+          this.path.fail('malformed', `overlong varint at byte ${start}`);
         return result;
       }
       result += (byte & 0x7f) * 2 ** shift;
       if (byte < 0x80) {
-        if (byte === 0 && this.pos - start > 1) this.path.fail('malformed', `overlong varint at byte ${start}`);
+        if (byte === 0 && this.pos - start > 1)
+          this.path.fail('malformed', `overlong varint at byte ${start}`);
         return result;
       }
       shift += 7;
@@ -65,7 +69,8 @@ export class WireReader {
     let lo = 0;
     let hi = 0;
     for (let i = 0; ; i++) {
-      if (this.pos >= end) this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
+      if (this.pos >= end)
+        this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
       const byte = b[this.pos++]!;
       if (i < 4) lo += (byte & 0x7f) * 2 ** (7 * i);
       else if (i === 4) {
@@ -100,7 +105,10 @@ export class WireReader {
     const n = this.varint32(end, 'length');
     const stop = this.pos + n;
     if (stop > end)
-      this.path.fail('truncated', `length ${n} at byte ${start} runs past the end of its message (${end - this.pos} left)`);
+      this.path.fail(
+        'truncated',
+        `length ${n} at byte ${start} runs past the end of its message (${end - this.pos} left)`,
+      );
     return stop;
   }
 
