@@ -63,7 +63,8 @@ export function nodeIdProblem(s: string): string | undefined {
 
 /** Dotted Daml names (module and entity): no empty segment. */
 export function dottedNameProblem(s: string): string | undefined {
-  if (s.split('.').some((p) => p === '')) return 'has an empty dotted segment';
+  if (s === '' || s.startsWith('.') || s.endsWith('.') || s.includes('..'))
+    return 'has an empty dotted segment';
   return undefined;
 }
 

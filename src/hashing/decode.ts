@@ -78,8 +78,13 @@ class Decoder {
 
   // ---- helpers -----------------------------------------------------------
 
+  /** Distinct identifiers by their wire bytes: real transactions repeat a few dozen thousands of times. */
+  private readonly identifiers = new Map<string, Identifier>();
+  /** Party strings already validated. */
+  private readonly parties = new Set<string>();
+
   private once(seen: number, field: number, name: string): number {
-    const bit = 2 ** field;
+    const bit = 1 << field;
     if (seen & bit) this.p.fail('duplicate_field', 'singular field occurs more than once', name);
     return seen | bit;
   }
@@ -91,35 +96,24 @@ class Decoder {
     );
   }
 
-  private str(tag: number, end: number, name: string): string {
-    this.r.expect(tag, WT_LEN, name);
-    this.p.push(name);
-    const s = this.r.string(end);
-    this.p.pop();
-    return s;
+  private str(tag: number, end: number, name: string, index?: number): string {
+    return this.r.string(tag, end, name, index);
   }
 
   private party(tag: number, end: number, name: string, index?: number): string {
-    this.r.expect(tag, WT_LEN, name);
-    this.p.push(name);
-    if (index !== undefined) this.p.push(index);
-    const s = this.r.string(end);
-    const bad = partyProblem(s);
-    if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`);
-    if (index !== undefined) this.p.pop();
-    this.p.pop();
+    const s = this.r.string(tag, end, name, index);
+    if (!this.parties.has(s)) {
+      const bad = partyProblem(s);
+      if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`, name, index);
+      this.parties.add(s);
+    }
     return s;
   }
 
   private contractId(tag: number, end: number, name: string, index?: number): string {
-    this.r.expect(tag, WT_LEN, name);
-    this.p.push(name);
-    if (index !== undefined) this.p.push(index);
-    const s = this.r.string(end);
+    const s = this.r.string(tag, end, name, index);
     const bad = contractIdProblem(s);
-    if (bad) this.p.fail('non_canonical', `contract id ${JSON.stringify(truncate(s))} ${bad}`);
-    if (index !== undefined) this.p.pop();
-    this.p.pop();
+    if (bad) this.p.fail('non_canonical', `contract id ${JSON.stringify(truncate(s))} ${bad}`, name, index);
     return s;
   }
 
@@ -223,9 +217,7 @@ class Decoder {
           version = this.str(tag, end, 'version');
           break;
         case 2:
-          this.p.push('roots');
-          roots.push(this.str(tag, end, String(roots.length)));
-          this.p.pop();
+          roots.push(this.str(tag, end, 'roots', roots.length));
           break;
         case 3: {
           const i = nodes.length;
@@ -479,9 +471,7 @@ class Decoder {
           n.consuming = this.bool(tag, end, 'consuming');
           break;
         case 12:
-          this.p.push('children');
-          n.children.push(this.str(tag, end, String(n.children.length)));
-          this.p.pop();
+          n.children.push(this.str(tag, end, 'children', n.children.length));
           break;
         case 13: {
           seen = this.once(seen, f, 'exercise_result');
@@ -596,9 +586,7 @@ class Decoder {
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
       if (tag >>> 3 !== 1) this.unknown(tag);
-      this.p.push('children');
-      children.push(this.str(tag, end, String(children.length)));
-      this.p.pop();
+      children.push(this.str(tag, end, 'children', children.length));
     }
     return { type: 'rollback', children };
   }
@@ -651,13 +639,19 @@ class Decoder {
 
   private require(seen: number, fields: number[], names: string[]): void {
     for (let i = 0; i < fields.length; i++) {
-      if (!(seen & (2 ** fields[i]!))) this.p.fail('missing_field', 'required field is absent', names[i]);
+      if (!(seen & (1 << fields[i]!))) this.p.fail('missing_field', 'required field is absent', names[i]);
     }
   }
 
   private identifierField(tag: number, end: number, name: string): Identifier {
     const stop = this.enter(tag, end, name);
-    const id = this.identifier(stop);
+    const k = this.r.key(this.r.pos, stop);
+    let id = this.identifiers.get(k);
+    if (id) this.r.pos = stop;
+    else {
+      id = this.identifier(stop);
+      this.identifiers.set(k, id);
+    }
     this.leave(stop);
     return id;
   }

@@ -56,16 +56,17 @@ export class FieldPath {
   get depth(): number {
     return this.segs.length;
   }
-  render(extra?: string | number): string {
+  render(...extra: (string | number | undefined)[]): string {
     let out = '';
-    const all = extra === undefined ? this.segs : [...this.segs, extra];
+    const all = [...this.segs, ...extra.filter((x) => x !== undefined)];
     for (const s of all) {
       if (typeof s === 'number') out += `[${s}]`;
       else out += out === '' ? s : `.${s}`;
     }
     return out;
   }
-  fail(code: RefusalCode, detail: string, extra?: string | number): never {
-    throw new TransactionError(code, this.render(extra), detail);
+  /** Throws for the current path, optionally extended by field name and index. */
+  fail(code: RefusalCode, detail: string, ...extra: (string | number | undefined)[]): never {
+    throw new TransactionError(code, this.render(...extra), detail);
   }
 }

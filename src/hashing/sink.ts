@@ -10,7 +10,9 @@ import { createHash, type Hash, hash as oneShot } from 'node:crypto';
 const CAP = 64 * 1024;
 
 export class Sha256Sink {
-  private buf = Buffer.allocUnsafe(CAP);
+  private readonly nodeBuf = Buffer.allocUnsafe(CAP);
+  /** Plain view of `nodeBuf`: its subarrays are cheap to create. */
+  private readonly buf = new Uint8Array(this.nodeBuf.buffer, this.nodeBuf.byteOffset, CAP);
   private len = 0;
   private h: Hash | undefined;
 
@@ -56,15 +58,20 @@ export class Sha256Sink {
 
   /** 4-byte big-endian; unsigned values keep their raw 32 bits. */
   i32(n: number): void {
-    this.room(4);
-    this.buf.writeUInt32BE(n >>> 0, this.len);
-    this.len += 4;
+    if (this.len + 4 > CAP) this.flush();
+    const b = this.buf;
+    const p = this.len;
+    b[p] = n >>> 24;
+    b[p + 1] = n >>> 16;
+    b[p + 2] = n >>> 8;
+    b[p + 3] = n;
+    this.len = p + 4;
   }
 
   /** 8-byte big-endian two's complement (unsigned values keep their raw 64 bits). */
   i64(n: bigint): void {
     this.room(8);
-    this.buf.writeBigUInt64BE(BigInt.asUintN(64, n), this.len);
+    this.nodeBuf.writeBigUInt64BE(BigInt.asUintN(64, n), this.len);
     this.len += 8;
   }
 
@@ -89,25 +96,50 @@ export class Sha256Sink {
   /** 4-byte UTF-8 byte length ‖ UTF-8 bytes. */
   string(s: string): void {
     const n = s.length;
-    if (n <= 1024) {
-      // Fast path: ASCII written directly; anything else goes through the encoder.
+    if (n <= 24) {
+      // Short strings: copy ASCII by hand (cheaper than a native call); anything else falls through.
       this.room(4 + n * 3);
+      const b = this.buf;
       const start = this.len;
-      let p = start + 4;
-      const buf = this.buf;
       let i = 0;
       for (; i < n; i++) {
         const c = s.charCodeAt(i);
         if (c >= 0x80) break;
-        buf[p++] = c;
+        b[start + 4 + i] = c;
       }
-      if (i < n) p += buf.write(s.slice(i), p, 'utf8');
-      buf.writeUInt32BE(p - start - 4, start);
-      this.len = p;
+      if (i === n) {
+        b[start] = 0;
+        b[start + 1] = 0;
+        b[start + 2] = 0;
+        b[start + 3] = n;
+        this.len = start + 4 + n;
+        return;
+      }
+    }
+    if (n <= 4096) {
+      this.room(4 + n * 3);
+      const start = this.len;
+      const b = this.buf;
+      const w = this.nodeBuf.write(s, start + 4, 'utf8');
+      b[start] = w >>> 24;
+      b[start + 1] = w >>> 16;
+      b[start + 2] = w >>> 8;
+      b[start + 3] = w;
+      this.len = start + 4 + w;
       return;
     }
-    const b = Buffer.from(s, 'utf8');
-    this.bytes(b);
+    this.bytes(Buffer.from(s, 'utf8'));
+  }
+
+  /**
+   * Runs `write` and returns a copy of the bytes it produced, for caching an
+   * encoding. `max` must bound what `write` emits (so nothing is flushed meanwhile).
+   */
+  capture(max: number, write: () => void): Uint8Array {
+    this.room(max);
+    const start = this.len;
+    write();
+    return this.buf.slice(start, this.len);
   }
 
   /** Hex text hashed as the bytes it denotes (contract ids), length-prefixed. */
@@ -118,8 +150,8 @@ export class Sha256Sink {
       return;
     }
     this.room(4 + n);
-    this.buf.writeUInt32BE(n, this.len);
+    this.nodeBuf.writeUInt32BE(n, this.len);
     this.len += 4;
-    this.len += this.buf.write(s, this.len, 'hex');
+    this.len += this.nodeBuf.write(s, this.len, 'hex');
   }
 }

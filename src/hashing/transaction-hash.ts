@@ -27,6 +27,9 @@ import { Sha256Sink } from './sink.js';
 
 export type HashingScheme = 'v2' | 'v3';
 
+/** Identifier encodings are the same in V2 and V3; decoded identifiers are interned and immutable. */
+const identifierEncodings = new WeakMap<Identifier, Uint8Array>();
+
 /** HashPurpose.PreparedSubmission = 48, written as a 4-byte int before every non-node hash. */
 export const PREPARED_SUBMISSION_PURPOSE = 48;
 
@@ -334,10 +337,23 @@ class Hasher {
     for (const x of list) this.s.string(x);
   }
 
+  /** string(package_id) ‖ list(module_name split on '.') ‖ list(entity_name split on '.'). */
   private identifier(id: Identifier): void {
-    this.s.string(id.packageId);
-    this.strings(id.moduleName.split('.'));
-    this.strings(id.entityName.split('.'));
+    let enc = identifierEncodings.get(id);
+    if (enc === undefined) {
+      const { packageId, moduleName, entityName } = id;
+      // Each dot becomes at most 4 bytes of length prefix; characters at most 3 UTF-8 bytes.
+      const max =
+        12 +
+        3 * (packageId.length + moduleName.length + entityName.length) +
+        4 * (moduleName.length + entityName.length);
+      enc = this.s.capture(max, () => {
+        this.s.string(packageId);
+        this.strings(moduleName.split('.'));
+        this.strings(entityName.split('.'));
+      });
+      identifierEncodings.set(id, enc);
+    } else this.s.raw(enc);
   }
 
   private optIdentifier(id: Identifier | undefined): void {

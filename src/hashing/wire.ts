@@ -18,10 +18,22 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class WireReader {
   pos = 0;
+  /** Plain Uint8Array view (subarrays of a Buffer are much slower to create). */
+  readonly buf: Uint8Array;
+  /** The same bytes as a Buffer, for native slicing. */
+  readonly nodeBuf: Buffer;
   constructor(
-    readonly buf: Uint8Array,
+    bytes: Uint8Array,
     readonly path: FieldPath,
-  ) {}
+  ) {
+    this.buf = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.nodeBuf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /** The bytes [start, end) as a one-byte-per-char string: a cheap map key, not text. */
+  key(start: number, end: number): string {
+    return this.nodeBuf.toString('latin1', start, end);
+  }
 
   /** Reads the next tag; `end` bounds the enclosing message. */
   tag(end: number): number {
@@ -38,6 +50,20 @@ export class WireReader {
   /** A varint that must fit in 32 unsigned bits (tags, lengths, uint32). */
   varint32(end: number, what: string): number {
     const b = this.buf;
+    const p0 = this.pos;
+    if (p0 + 1 < end) {
+      // Fast paths: one and two bytes cover almost every tag and length.
+      const b0 = b[p0]!;
+      if (b0 < 0x80) {
+        this.pos = p0 + 1;
+        return b0;
+      }
+      const b1 = b[p0 + 1]!;
+      if (b1 < 0x80 && b1 !== 0) {
+        this.pos = p0 + 2;
+        return (b0 & 0x7f) | (b1 << 7);
+      }
+    }
     let result = 0;
     let shift = 0;
     const start = this.pos;
@@ -100,7 +126,7 @@ export class WireReader {
   }
 
   /** Reads a length prefix and returns the end offset of the slice that follows. */
-  len(end: number): number {
+  len(end: number, field?: string, index?: number): number {
     const start = this.pos;
     const n = this.varint32(end, 'length');
     const stop = this.pos + n;
@@ -108,6 +134,8 @@ export class WireReader {
       this.path.fail(
         'truncated',
         `length ${n} at byte ${start} runs past the end of its message (${end - this.pos} left)`,
+        field,
+        index,
       );
     return stop;
   }
@@ -119,24 +147,35 @@ export class WireReader {
     return out;
   }
 
-  string(end: number): string {
-    const stop = this.len(end);
+  /** A length-delimited UTF-8 string; `field`/`index` only name it in errors. */
+  string(tag: number, end: number, field: string, index?: number): string {
+    if ((tag & 7) !== WT_LEN) this.wrongType(tag, WT_LEN, field, index);
+    const stop = this.len(end, field, index);
     const s = decodeUtf8(this.buf, this.pos, stop);
-    if (s === null) this.path.fail('invalid_utf8', `string at byte ${this.pos} is not valid UTF-8`);
+    if (s === null)
+      this.path.fail('invalid_utf8', `string at byte ${this.pos} is not valid UTF-8`, field, index);
     this.pos = stop;
     return s;
   }
 
   /** Asserts the wire type of a known field. */
-  expect(tag: number, wt: number, field: string): void {
-    if ((tag & 7) !== wt)
-      this.path.fail('malformed', `wire type ${WT_NAMES[tag & 7]} where ${WT_NAMES[wt]} was expected`, field);
+  expect(tag: number, wt: number, field: string, index?: number): void {
+    if ((tag & 7) !== wt) this.wrongType(tag, wt, field, index);
+  }
+
+  private wrongType(tag: number, wt: number, field: string, index?: number): never {
+    this.path.fail(
+      'malformed',
+      `wire type ${WT_NAMES[tag & 7]} where ${WT_NAMES[wt]} was expected`,
+      field,
+      index,
+    );
   }
 }
 
 /** Fatal UTF-8 decoding (keeps a leading BOM: it is part of the hashed bytes). */
 export function decodeUtf8(buf: Uint8Array, start: number, end: number): string | null {
-  if (end - start <= 32) {
+  if (end - start <= 12) {
     let s = '';
     for (let i = start; i < end; i++) {
       const c = buf[i]!;
