@@ -928,6 +928,7 @@ class Decoder {
             this.leave(s2, i);
           } else this.unknown(t);
         }
+        this.uniqueLabels(fields);
         this.leave(stop);
         return { kind: 'record', recordId, fields };
       }
@@ -979,6 +980,35 @@ class Decoder {
         return { kind: 'enum', enumId, constructor: ctor };
       }
     }
+  }
+
+  /** Daml records never repeat a field; a repeated label would let the display hide one value. */
+  private uniqueLabels(fields: { label: string }[]): void {
+    const n = fields.length;
+    if (n < 2) return;
+    if (n <= 16) {
+      for (let i = 1; i < n; i++)
+        for (let j = 0; j < i; j++)
+          if (fields[i]!.label === fields[j]!.label)
+            this.p.fail(
+              'duplicate',
+              `record field label ${JSON.stringify(truncate(fields[i]!.label))} repeats`,
+              'fields',
+              i,
+            );
+      return;
+    }
+    const seen = new Set<string>();
+    fields.forEach((f, i) => {
+      if (seen.has(f.label))
+        this.p.fail(
+          'duplicate',
+          `record field label ${JSON.stringify(truncate(f.label))} repeats`,
+          'fields',
+          i,
+        );
+      seen.add(f.label);
+    });
   }
 
   private recordField(end: number, depth: number): { label: string; value: Value } {

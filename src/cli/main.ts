@@ -1,0 +1,67 @@
+/**
+ * The `canton-signer` command line. Exit codes: 0 success, 1 a check failed
+ * (e.g. `hash --expect` mismatch), 2 refused input or bad usage. Errors are one
+ * line on stderr; stdout carries only the command's result.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { TransactionError } from '../hashing/errors.js';
+import { registerHash } from './hash.js';
+import { UsageError } from './input.js';
+import { registerInspect } from './inspect.js';
+import { CliExit } from './options.js';
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('canton-signer')
+    .description('Custody and signing for Canton Network external parties. Never blind-signs.')
+    .version(version())
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  registerHash(program);
+  registerInspect(program);
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // help and version exit 0; usage errors were already printed by commander
+      return e.exitCode === 0 ? 0 : 2;
+    }
+    if (e instanceof CliExit) {
+      process.stderr.write(`canton-signer: ${oneLine(e.message)}\n`);
+      return e.exitCode;
+    }
+    if (e instanceof TransactionError) {
+      process.stderr.write(`canton-signer: refused: ${oneLine(e.message)}\n`);
+      return 2;
+    }
+    if (e instanceof UsageError) {
+      process.stderr.write(`canton-signer: ${oneLine(e.message)}\n`);
+      return 2;
+    }
+    process.stderr.write(
+      `canton-signer: internal error: ${oneLine(e instanceof Error ? e.message : String(e))}\n`,
+    );
+    return 70;
+  }
+}
