@@ -67,7 +67,17 @@ export function decodePreparedTransaction(
   return { transaction, metadata, nodeById, seedById, bytes };
 }
 
-const EMPTY_ID: Identifier = { packageId: '', moduleName: '', entityName: '' };
+const EMPTY_ID: Identifier = Object.freeze({ packageId: '', moduleName: '', entityName: '' });
+
+/**
+ * Caches shared by all decodes. Transactions name the same few templates and
+ * parties again and again. Identifiers are keyed by their exact wire bytes and
+ * frozen, so a cached object can never differ from a fresh decode; parties are
+ * remembered only once they passed validation. Both are bounded.
+ */
+const CACHE_LIMIT = 10_000;
+const IDENTIFIERS = new Map<string, Identifier>();
+const PARTIES = new Set<string>();
 
 class Decoder {
   readonly p: FieldPath = new FieldPath();
@@ -78,10 +88,8 @@ class Decoder {
 
   // ---- helpers -----------------------------------------------------------
 
-  /** Distinct identifiers by their wire bytes: real transactions repeat a few dozen thousands of times. */
-  private readonly identifiers = new Map<string, Identifier>();
-  /** Party strings already validated. */
-  private readonly parties = new Set<string>();
+  private readonly identifiers = IDENTIFIERS;
+  private readonly parties = PARTIES;
 
   private once(seen: number, field: number, name: string): number {
     const bit = 1 << field;
@@ -105,6 +113,7 @@ class Decoder {
     if (!this.parties.has(s)) {
       const bad = partyProblem(s);
       if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`, name, index);
+      if (this.parties.size >= CACHE_LIMIT) this.parties.clear();
       this.parties.add(s);
     }
     return s;
@@ -649,7 +658,8 @@ class Decoder {
     let id = this.identifiers.get(k);
     if (id) this.r.pos = stop;
     else {
-      id = this.identifier(stop);
+      id = Object.freeze(this.identifier(stop));
+      if (this.identifiers.size >= CACHE_LIMIT) this.identifiers.clear();
       this.identifiers.set(k, id);
     }
     this.leave(stop);

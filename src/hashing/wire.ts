@@ -151,11 +151,22 @@ export class WireReader {
   string(tag: number, end: number, field: string, index?: number): string {
     if ((tag & 7) !== WT_LEN) this.wrongType(tag, WT_LEN, field, index);
     const stop = this.len(end, field, index);
-    const s = decodeUtf8(this.buf, this.pos, stop);
+    const s = stop - this.pos <= 12 ? decodeUtf8(this.buf, this.pos, stop) : this.longUtf8(this.pos, stop);
     if (s === null)
       this.path.fail('invalid_utf8', `string at byte ${this.pos} is not valid UTF-8`, field, index);
     this.pos = stop;
     return s;
+  }
+
+  /**
+   * Node's decoder replaces every malformed sequence with U+FFFD (and keeps a
+   * leading BOM), so output without U+FFFD proves the bytes were valid. Only
+   * output containing U+FFFD goes through the strict decoder, which tells a
+   * genuine U+FFFD from a replaced error.
+   */
+  private longUtf8(start: number, end: number): string | null {
+    const s = this.nodeBuf.toString('utf8', start, end);
+    return s.includes('\uFFFD') ? slowUtf8(this.buf, start, end) : s;
   }
 
   /** Asserts the wire type of a known field. */
