@@ -106,7 +106,14 @@ export function parsePublicKey(key: Uint8Array): ParsedPublicKey {
     };
   }
   const obj = checkKey(Buffer.from(key));
-  const der = obj.export({ type: 'spki', format: 'der' });
+  // Canonical form: what OpenSSL exports for the key. EC keys go through JWK first so that the
+  // point is uncompressed (an SPKI re-export keeps a compressed point compressed, and the same
+  // key would then have two fingerprints).
+  const canonical =
+    obj.asymmetricKeyType === 'ec'
+      ? createPublicKey({ key: obj.export({ format: 'jwk' }), format: 'jwk' })
+      : obj;
+  const der = canonical.export({ type: 'spki', format: 'der' });
   if (!der.equals(Buffer.from(key)))
     throw new TransactionError(
       'invalid_key',
@@ -157,6 +164,8 @@ export function partyHintProblem(hint: string): string | undefined {
   if (hint.length > 185) return `party hint is ${hint.length} characters long (at most 185)`;
   if (!HINT.test(hint)) return 'party hint may contain only ASCII letters, digits, space, ":", "-" and "_"';
   if (hint.includes('::')) return 'party hint must not contain "::"';
+  // "alice:" + "::" + fingerprint contains ":::"; Canton splits a party id at the first "::".
+  if (hint.endsWith(':')) return 'party hint must not end with ":" (the party id would contain ":::")';
   return undefined;
 }
 

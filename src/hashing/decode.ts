@@ -38,7 +38,7 @@ import type {
   RollbackNode,
   Value,
 } from './model.js';
-import { WireReader, WT_I64, WT_LEN, WT_VARINT } from './wire.js';
+import { ByteCache, WireReader, WT_I64, WT_LEN, WT_VARINT } from './wire.js';
 
 /** Daml-LF serialization versions a V2 or V3 hash can cover. */
 export const KNOWN_LF_VERSIONS: ReadonlySet<string> = new Set(['2.1', '2']);
@@ -76,8 +76,8 @@ const EMPTY_ID: Identifier = Object.freeze({ packageId: '', moduleName: '', enti
  * remembered only once they passed validation. Both are bounded.
  */
 const CACHE_LIMIT = 10_000;
-const IDENTIFIERS = new Map<string, Identifier>();
-const PARTIES = new Set<string>();
+const IDENTIFIERS = new ByteCache<Identifier>(CACHE_LIMIT);
+const PARTIES = new ByteCache<string>(CACHE_LIMIT);
 
 class Decoder {
   readonly p: FieldPath = new FieldPath();
@@ -109,13 +109,18 @@ class Decoder {
   }
 
   private party(tag: number, end: number, name: string, index?: number): string {
-    const s = this.r.string(tag, end, name, index);
-    if (!this.parties.has(s)) {
-      const bad = partyProblem(s);
-      if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`, name, index);
-      if (this.parties.size >= CACHE_LIMIT) this.parties.clear();
-      this.parties.add(s);
-    }
+    const r = this.r;
+    r.expect(tag, WT_LEN, name, index);
+    const stop = r.len(end, name, index);
+    const start = r.pos;
+    r.pos = stop;
+    // Party ids repeat: a hit skips decoding and validation, both done when it was cached.
+    const hit = this.parties.get(r, start, stop);
+    if (hit !== undefined) return hit;
+    const s = r.text(start, stop, name, index);
+    const bad = partyProblem(s);
+    if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`, name, index);
+    this.parties.set(r, start, stop, s);
     return s;
   }
 
@@ -654,13 +659,12 @@ class Decoder {
 
   private identifierField(tag: number, end: number, name: string): Identifier {
     const stop = this.enter(tag, end, name);
-    const k = this.r.key(this.r.pos, stop);
-    let id = this.identifiers.get(k);
+    const start = this.r.pos;
+    let id = this.identifiers.get(this.r, start, stop);
     if (id) this.r.pos = stop;
     else {
       id = Object.freeze(this.identifier(stop));
-      if (this.identifiers.size >= CACHE_LIMIT) this.identifiers.clear();
-      this.identifiers.set(k, id);
+      this.identifiers.set(this.r, start, stop, id);
     }
     this.leave(stop);
     return id;
@@ -1193,7 +1197,7 @@ class Decoder {
         seenBlob = true;
         this.r.expect(tag, WT_LEN, 'event_blob');
         this.p.push('event_blob');
-        eventBlob = this.r.bytes(end);
+        eventBlob = this.r.view(end);
         this.p.pop();
       } else this.unknown(tag);
     }

@@ -124,7 +124,7 @@ export interface DamlTransaction {
 export interface InputContract {
   contract: CreateNode; // the `v1` branch; the hash treats it as a create without seed
   createdAt: bigint; // µs
-  eventBlob: Uint8Array; // not hashed
+  eventBlob: Uint8Array; // not hashed; a view into the decoded bytes
 }
 
 export interface Metadata {

@@ -140,9 +140,18 @@ export class WireReader {
     return stop;
   }
 
+  /** A length-delimited byte string, copied. */
   bytes(end: number): Uint8Array {
     const stop = this.len(end);
     const out = this.buf.slice(this.pos, stop);
+    this.pos = stop;
+    return out;
+  }
+
+  /** A length-delimited byte string as a view of the input (no copy; for large unhashed payloads). */
+  view(end: number): Uint8Array {
+    const stop = this.len(end);
+    const out = this.buf.subarray(this.pos, stop);
     this.pos = stop;
     return out;
   }
@@ -151,10 +160,16 @@ export class WireReader {
   string(tag: number, end: number, field: string, index?: number): string {
     if ((tag & 7) !== WT_LEN) this.wrongType(tag, WT_LEN, field, index);
     const stop = this.len(end, field, index);
-    const s = stop - this.pos <= 12 ? decodeUtf8(this.buf, this.pos, stop) : this.longUtf8(this.pos, stop);
-    if (s === null)
-      this.path.fail('invalid_utf8', `string at byte ${this.pos} is not valid UTF-8`, field, index);
+    const s = this.text(this.pos, stop, field, index);
     this.pos = stop;
+    return s;
+  }
+
+  /** The bytes [start, stop) as strictly decoded UTF-8. */
+  text(start: number, stop: number, field: string, index?: number): string {
+    const s = stop - start <= 12 ? decodeUtf8(this.buf, start, stop) : this.longUtf8(start, stop);
+    if (s === null)
+      this.path.fail('invalid_utf8', `string at byte ${start} is not valid UTF-8`, field, index);
     return s;
   }
 
@@ -203,5 +218,57 @@ function slowUtf8(buf: Uint8Array, start: number, end: number): string | null {
     return utf8.decode(buf.subarray(start, end));
   } catch {
     return null;
+  }
+}
+
+/**
+ * A bounded cache from exact byte strings to decoded values, looked up without
+ * allocating: a numeric hash of a few sampled words picks a bucket and a native
+ * compare confirms the bytes. Used for values that repeat across a transaction
+ * and across transactions (identifiers, party ids). Buckets are capped, so
+ * input crafted to collide costs a few compares, never a quadratic scan.
+ */
+export class ByteCache<T> {
+  private readonly buckets = new Map<number, { bytes: Buffer; value: T }[]>();
+  private size = 0;
+  constructor(
+    private readonly limit: number,
+    private readonly bucketLimit = 4,
+  ) {}
+
+  private static hash(b: Uint8Array, start: number, end: number): number {
+    const n = end - start;
+    let h = n * 0x9e3779b1;
+    if (n >= 4) {
+      const at = (i: number) => b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
+      h = Math.imul(h ^ at(start), 0x85ebca6b);
+      h = Math.imul(h ^ at(start + (n >> 2)), 0xc2b2ae35);
+      h = Math.imul(h ^ at(start + (n >> 1)), 0x85ebca6b);
+      h = Math.imul(h ^ at(start + n - 4 - (n >> 3)), 0xc2b2ae35);
+      h = Math.imul(h ^ at(end - 4), 0x85ebca6b);
+    } else for (let i = start; i < end; i++) h = Math.imul(h ^ b[i]!, 0x85ebca6b);
+    return h ^ (h >>> 15);
+  }
+
+  get(r: WireReader, start: number, end: number): T | undefined {
+    const bucket = this.buckets.get(ByteCache.hash(r.buf, start, end));
+    if (bucket === undefined) return undefined;
+    const n = end - start;
+    for (const e of bucket)
+      if (e.bytes.length === n && r.nodeBuf.compare(e.bytes, 0, n, start, end) === 0) return e.value;
+    return undefined;
+  }
+
+  set(r: WireReader, start: number, end: number, value: T): void {
+    if (this.size >= this.limit) {
+      this.buckets.clear();
+      this.size = 0;
+    }
+    const h = ByteCache.hash(r.buf, start, end);
+    let bucket = this.buckets.get(h);
+    if (bucket === undefined) this.buckets.set(h, (bucket = []));
+    if (bucket.length >= this.bucketLimit) return;
+    bucket.push({ bytes: Buffer.from(r.buf.slice(start, end)), value });
+    this.size++;
   }
 }
