@@ -192,6 +192,11 @@ class Decoder {
     let metadata: Metadata | undefined;
     let seen = 0;
     while (this.r.pos < end) {
+      if (transaction && metadata)
+        this.p.fail(
+          'trailing_bytes',
+          `${end - this.r.pos} bytes follow a complete prepared transaction (at byte ${this.r.pos})`,
+        );
       const tag = this.r.tag(end);
       switch (tag >>> 3) {
         case 1: {

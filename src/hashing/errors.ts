@@ -8,7 +8,7 @@ export type RefusalCode =
   // wire level
   | 'bad_encoding' // input text is not valid base64 / hex / JSON
   | 'truncated' // input ends inside a field
-  | 'trailing_bytes' // bytes after the end of a message
+  | 'trailing_bytes' // bytes after a complete transaction and metadata
   | 'malformed' // invalid tag, wire type, varint or length
   | 'unknown_field' // a field number the signer does not know
   | 'duplicate_field' // a singular field or a oneof set more than once

@@ -294,14 +294,15 @@ export function valueToJson(v: Value): JsonValue {
     case 'list':
       return v.elements.map(valueToJson);
     case 'textMap': {
-      const o: { [k: string]: JsonValue } = {};
+      // Null prototype: a key such as "__proto__" stays data.
+      const o: { [k: string]: JsonValue } = Object.create(null);
       for (const e of v.entries) o[e.key] = valueToJson(e.value);
       return o;
     }
     case 'genMap':
       return v.entries.map((e) => [valueToJson(e.key), valueToJson(e.value)]);
     case 'record': {
-      const o: { [k: string]: JsonValue } = {};
+      const o: { [k: string]: JsonValue } = Object.create(null);
       for (const f of v.fields) o[f.label] = valueToJson(f.value);
       return o;
     }

@@ -108,6 +108,21 @@ export function hashParts(
   return new Hasher(rules, scheme).run(tx);
 }
 
+const PROTO_NODE_NAMES: Record<NodeBody['type'], string> = {
+  create: 'create',
+  exercise: 'exercise',
+  fetch: 'fetch',
+  rollback: 'rollback',
+  queryByKey: 'query_by_key',
+};
+
+/** Protobuf path of a node, e.g. `transaction.nodes[3].v1.exercise` (computed only when refusing). */
+function nodePath(tx: DecodedTransaction, id: string): string {
+  const i = tx.transaction.nodes.findIndex((n) => n.nodeId === id);
+  const node = tx.nodeById.get(id);
+  return node ? `transaction.nodes[${i}].v1.${PROTO_NODE_NAMES[node.type]}` : `transaction.nodes[?${id}]`;
+}
+
 function isDecoded(x: unknown): x is DecodedTransaction {
   return typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && 'nodeById' in x;
 }
@@ -185,10 +200,9 @@ class Hasher {
 
   private node(id: string, n: NodeBody, tx: DecodedTransaction, done: Map<string, Uint8Array>): Uint8Array {
     const { s, rules } = this;
-    const path = `node ${id}`;
     if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion))
-      throw this.refuseVersion(path, n.lfVersion);
-    if (!rules.keys) this.refuseKeys(n, path);
+      throw this.refuseVersion(`${nodePath(tx, id)}.lf_version`, n.lfVersion);
+    if (!rules.keys) this.refuseKeys(n, nodePath(tx, id));
     s.begin();
     if (rules.encodingVersionByte) s.u8(1);
     switch (n.type) {
@@ -197,7 +211,7 @@ class Hasher {
         break;
       case 'exercise': {
         const seed = tx.seedById.get(id);
-        if (!seed) throw new TransactionError('seed', path, 'exercise node has no seed');
+        if (!seed) throw new TransactionError('seed', nodePath(tx, id), 'exercise node has no seed');
         s.string(n.lfVersion);
         s.u8(1);
         s.raw(seed);
@@ -297,7 +311,8 @@ class Hasher {
     // Input-contract create hashes first: the sink hashes one thing at a time.
     const inputs = m.inputContracts.map((ic, i) => {
       const path = `metadata.input_contracts[${i}].v1`;
-      if (!rules.lfVersions.has(ic.contract.lfVersion)) throw this.refuseVersion(path, ic.contract.lfVersion);
+      if (!rules.lfVersions.has(ic.contract.lfVersion))
+        throw this.refuseVersion(`${path}.lf_version`, ic.contract.lfVersion);
       if (!rules.keys) this.refuseKeys(ic.contract, path);
       s.begin();
       if (rules.encodingVersionByte) s.u8(1);

@@ -48,7 +48,7 @@ export class WireReader {
   }
 
   /** A varint that must fit in 32 unsigned bits (tags, lengths, uint32). */
-  varint32(end: number, what: string): number {
+  varint32(end: number, what: string, field?: string, index?: number): number {
     const b = this.buf;
     const p0 = this.pos;
     if (p0 + 1 < end) {
@@ -69,19 +69,20 @@ export class WireReader {
     const start = this.pos;
     for (;;) {
       if (this.pos >= end)
-        this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`);
+        this.path.fail('truncated', `input ends inside a varint (${what}) at byte ${start}`, field, index);
       const byte = b[this.pos++]!;
       if (shift === 28) {
-        if (byte > 0x0f) this.path.fail('malformed', `${what} does not fit in 32 bits at byte ${start}`);
+        if (byte > 0x0f)
+          this.path.fail('malformed', `${what} does not fit in 32 bits at byte ${start}`, field, index);
         result += byte * 0x10000000;
         if (byte === 0 && this.pos - start > 1)
-          this.path.fail('malformed', `overlong varint at byte ${start}`);
+          this.path.fail('malformed', `overlong varint at byte ${start}`, field, index);
         return result;
       }
       result += (byte & 0x7f) * 2 ** shift;
       if (byte < 0x80) {
         if (byte === 0 && this.pos - start > 1)
-          this.path.fail('malformed', `overlong varint at byte ${start}`);
+          this.path.fail('malformed', `overlong varint at byte ${start}`, field, index);
         return result;
       }
       shift += 7;
@@ -128,7 +129,7 @@ export class WireReader {
   /** Reads a length prefix and returns the end offset of the slice that follows. */
   len(end: number, field?: string, index?: number): number {
     const start = this.pos;
-    const n = this.varint32(end, 'length');
+    const n = this.varint32(end, 'length', field, index);
     const stop = this.pos + n;
     if (stop > end)
       this.path.fail(
@@ -266,7 +267,10 @@ export class ByteCache<T> {
     }
     const h = ByteCache.hash(r.buf, start, end);
     let bucket = this.buckets.get(h);
-    if (bucket === undefined) this.buckets.set(h, (bucket = []));
+    if (bucket === undefined) {
+      bucket = [];
+      this.buckets.set(h, bucket);
+    }
     if (bucket.length >= this.bucketLimit) return;
     bucket.push({ bytes: Buffer.from(r.buf.slice(start, end)), value });
     this.size++;
