@@ -13,7 +13,7 @@
  */
 import { type DecodeOptions, decodePreparedTransaction } from './decode.js';
 import { TransactionError } from './errors.js';
-import type { TransactionInput } from './input.js';
+import { base64ToScratch, type TransactionInput } from './input.js';
 import type {
   CreateNode,
   DecodedTransaction,
@@ -29,6 +29,8 @@ export type HashingScheme = 'v2' | 'v3';
 
 /** Identifier encodings are the same in V2 and V3; decoded identifiers are interned and immutable. */
 const identifierEncodings = new WeakMap<Identifier, Uint8Array>();
+/** Encoded form (length ‖ UTF-8) of party ids, identical in V2 and V3. Bounded. */
+const partyEncodings = new Map<string, Uint8Array>();
 
 /** HashPurpose.PreparedSubmission = 48, written as a 4-byte int before every non-node hash. */
 export const PREPARED_SUBMISSION_PURPOSE = 48;
@@ -94,7 +96,13 @@ export function hashParts(
   input: TransactionInput | DecodedTransaction,
   options: HashOptions = {},
 ): HashParts {
-  const tx = isDecoded(input) ? input : decodePreparedTransaction(input, options);
+  // Base64 text is decoded into a reused buffer: nothing returned from here refers to the bytes.
+  const tx = isDecoded(input)
+    ? input
+    : decodePreparedTransaction(
+        typeof input === 'string' ? base64ToScratch(input, 'prepared transaction') : input,
+        options,
+      );
   const scheme = options.scheme ?? 'v2';
   const rules = SCHEMES[scheme];
   if (!rules)
@@ -218,9 +226,9 @@ class Hasher {
         s.hex(n.contractId);
         s.string(n.packageName);
         this.identifier(n.templateId);
-        this.strings(n.signatories);
-        this.strings(n.stakeholders);
-        this.strings(n.actingParties);
+        this.parties(n.signatories);
+        this.parties(n.stakeholders);
+        this.parties(n.actingParties);
         this.optIdentifier(n.interfaceId);
         s.string(n.choiceId);
         this.value(n.chosenValue);
@@ -230,7 +238,7 @@ class Hasher {
           s.u8(1);
           this.value(n.exerciseResult);
         }
-        this.strings(n.choiceObservers);
+        this.parties(n.choiceObservers);
         if (rules.keys) {
           s.bool(n.byKey);
           this.optKey(n.key);
@@ -244,10 +252,10 @@ class Hasher {
         s.hex(n.contractId);
         s.string(n.packageName);
         this.identifier(n.templateId);
-        this.strings(n.signatories);
-        this.strings(n.stakeholders);
+        this.parties(n.signatories);
+        this.parties(n.stakeholders);
         this.optIdentifier(n.interfaceId);
-        this.strings(n.actingParties);
+        this.parties(n.actingParties);
         if (rules.keys) {
           s.bool(n.byKey);
           this.optKey(n.key);
@@ -296,8 +304,8 @@ class Hasher {
     s.string(n.packageName);
     this.identifier(n.templateId);
     this.value(n.argument);
-    this.strings(n.signatories);
-    this.strings(n.stakeholders);
+    this.parties(n.signatories);
+    this.parties(n.stakeholders);
     if (this.rules.keys) this.optKey(n.key);
   }
 
@@ -322,7 +330,7 @@ class Hasher {
     s.begin();
     s.i32(PREPARED_SUBMISSION_PURPOSE);
     if (rules.encodingVersionByte) s.u8(1);
-    this.strings(m.submitterInfo.actAs);
+    this.parties(m.submitterInfo.actAs);
     s.string(m.submitterInfo.commandId);
     s.string(m.transactionUuid);
     s.i32(m.mediatorGroup);
@@ -350,6 +358,26 @@ class Hasher {
   private strings(list: string[]): void {
     this.s.i32(list.length);
     for (const x of list) this.s.string(x);
+  }
+
+  /** A party list: same encoding as `strings`, through the party-encoding cache. */
+  private parties(list: string[]): void {
+    this.s.i32(list.length);
+    for (const x of list) this.party(x);
+  }
+
+  /**
+   * Party ids repeat, and the decoder hands out the same string objects for
+   * them (their hash is already computed), so looking up their encoding is
+   * cheaper than encoding them again.
+   */
+  private party(p: string): void {
+    let enc = partyEncodings.get(p);
+    if (enc === undefined) {
+      if (partyEncodings.size >= 10_000) partyEncodings.clear();
+      enc = this.s.capture(4 + 3 * p.length, () => this.s.string(p));
+      partyEncodings.set(p, enc);
+    } else this.s.raw(enc);
   }
 
   /** string(package_id) ‖ list(module_name split on '.') ‖ list(entity_name split on '.'). */
@@ -386,7 +414,7 @@ class Hasher {
     this.identifier(k.key.templateId);
     this.value(k.key.key);
     s.raw(k.key.hash);
-    this.strings(k.maintainers);
+    this.parties(k.maintainers);
   }
 
   private optKey(k: GlobalKeyWithMaintainers | undefined): void {
@@ -426,7 +454,7 @@ class Hasher {
         return;
       case 'party':
         s.u8(0x06);
-        s.string(v.value);
+        this.party(v.value);
         return;
       case 'text':
         s.u8(0x07);
