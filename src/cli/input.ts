@@ -72,7 +72,8 @@ export function transactionBytes(data: Buffer, format: InputFormat): Uint8Array 
     case 'raw':
       return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     case 'base64':
-      return base64ToBytes(data.toString('latin1'), 'input');
+      // Files from `base64` are wrapped at 76 columns: line breaks and spaces carry no data here.
+      return base64ToBytes(data.toString('latin1').replace(/[ \t\r\n]+/g, ''), 'input');
     case 'json': {
       let doc: unknown;
       try {

@@ -26,7 +26,10 @@ export function buildProgram(): Command {
     .version(version())
     .showHelpAfterError(false)
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(s),
+      outputError: (s, write) => write(`canton-signer: ${s.replace(/^error: /, '')}`),
+    });
   registerHash(program);
   registerInspect(program);
   for (const c of program.commands) c.exitOverride();

@@ -264,7 +264,7 @@ function isoDate(days: number): string {
 /**
  * JSON rendering close to Daml's JSON encoding: records as objects by label,
  * numerics and int64 as strings, None as null and Some(x) as x (nested
- * optionals as arrays), variants as `{tag, value}`, enums as their constructor,
+ * optionals as arrays, as Daml does: Some(None) is [], Some(Some(x)) is [x]), variants as `{tag, value}`, enums as their constructor,
  * gen maps as `[key, value]` pairs, timestamps as ISO strings.
  */
 export function valueToJson(v: Value): JsonValue {
@@ -285,12 +285,10 @@ export function valueToJson(v: Value): JsonValue {
     case 'contractId':
       return v.value;
     case 'optional':
+      // Daml JSON: None → null; Some(x) → x; but Some(None) → [] and Some(Some(x)) → [encode(Some(x))].
       if (v.value === undefined) return null;
-      return v.value.kind === 'optional'
-        ? v.value.value === undefined
-          ? []
-          : [valueToJson(v.value.value)]
-        : valueToJson(v.value);
+      if (v.value.kind !== 'optional') return valueToJson(v.value);
+      return v.value.value === undefined ? [] : [valueToJson(v.value)];
     case 'list':
       return v.elements.map(valueToJson);
     case 'textMap': {
