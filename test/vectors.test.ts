@@ -1,5 +1,5 @@
 /**
- * Every file of the shared vector folder (see /work/shared/vectors/README.md):
+ * Every file of the shared vector folder (see ../shared/vectors/README.md):
  * 26 real transactions (V2 published hash, V3 Canton-Python reference hash),
  * the 2 Canton-derived transactions, the 17 Canton value encodings, and the
  * negative vector.
