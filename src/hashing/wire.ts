@@ -22,12 +22,15 @@ export class WireReader {
   readonly buf: Uint8Array;
   /** The same bytes as a Buffer, for native slicing. */
   readonly nodeBuf: Buffer;
+  /** And as a DataView, for word-at-a-time comparisons. */
+  readonly view32: DataView;
   constructor(
     bytes: Uint8Array,
     readonly path: FieldPath,
   ) {
     this.buf = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.nodeBuf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.view32 = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
   /** The bytes [start, end) as a one-byte-per-char string: a cheap map key, not text. */
@@ -230,33 +233,29 @@ function slowUtf8(buf: Uint8Array, start: number, end: number): string | null {
  * input crafted to collide costs a few compares, never a quadratic scan.
  */
 export class ByteCache<T> {
-  private readonly buckets = new Map<number, { bytes: Buffer; value: T }[]>();
+  private readonly buckets = new Map<number, { bytes: Uint8Array; words: DataView; value: T }[]>();
   private size = 0;
   constructor(
     private readonly limit: number,
     private readonly bucketLimit = 4,
   ) {}
 
-  private static hash(b: Uint8Array, start: number, end: number): number {
-    const n = end - start;
-    let h = n * 0x9e3779b1;
-    if (n >= 4) {
-      const at = (i: number) => b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
-      h = Math.imul(h ^ at(start), 0x85ebca6b);
-      h = Math.imul(h ^ at(start + (n >> 2)), 0xc2b2ae35);
-      h = Math.imul(h ^ at(start + (n >> 1)), 0x85ebca6b);
-      h = Math.imul(h ^ at(start + n - 4 - (n >> 3)), 0xc2b2ae35);
-      h = Math.imul(h ^ at(end - 4), 0x85ebca6b);
-    } else for (let i = start; i < end; i++) h = Math.imul(h ^ b[i]!, 0x85ebca6b);
-    return h ^ (h >>> 15);
-  }
-
   get(r: WireReader, start: number, end: number): T | undefined {
-    const bucket = this.buckets.get(ByteCache.hash(r.buf, start, end));
+    const b = r.buf;
+    const bucket = this.buckets.get(sampleHash(b, start, end));
     if (bucket === undefined) return undefined;
     const n = end - start;
-    for (const e of bucket)
-      if (e.bytes.length === n && r.nodeBuf.compare(e.bytes, 0, n, start, end) === 0) return e.value;
+    const v = r.view32;
+    outer: for (let k = 0; k < bucket.length; k++) {
+      const e = bucket[k]!;
+      if (e.bytes.length !== n) continue;
+      // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
+      const w = e.words;
+      let i = 0;
+      for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) continue outer;
+      for (; i < n; i++) if (e.bytes[i] !== b[start + i]) continue outer;
+      return e.value;
+    }
     return undefined;
   }
 
@@ -265,14 +264,33 @@ export class ByteCache<T> {
       this.buckets.clear();
       this.size = 0;
     }
-    const h = ByteCache.hash(r.buf, start, end);
+    const h = sampleHash(r.buf, start, end);
     let bucket = this.buckets.get(h);
     if (bucket === undefined) {
       bucket = [];
       this.buckets.set(h, bucket);
     }
     if (bucket.length >= this.bucketLimit) return;
-    bucket.push({ bytes: Buffer.from(r.buf.slice(start, end)), value });
+    const bytes = r.buf.slice(start, end);
+    bucket.push({ bytes, words: new DataView(bytes.buffer), value });
     this.size++;
   }
+}
+
+function word(b: Uint8Array, i: number): number {
+  return b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
+}
+
+/** Mixes the length and five sampled words (a bucket picker, not a checksum: hits are confirmed byte by byte). */
+function sampleHash(b: Uint8Array, start: number, end: number): number {
+  const n = end - start;
+  let h = Math.imul(n, 0x9e3779b1);
+  if (n >= 4) {
+    h = Math.imul(h ^ word(b, start), 0x85ebca6b);
+    h = Math.imul(h ^ word(b, start + (n >> 2)), 0xc2b2ae35);
+    h = Math.imul(h ^ word(b, start + (n >> 1)), 0x85ebca6b);
+    h = Math.imul(h ^ word(b, start + n - 4 - (n >> 3)), 0xc2b2ae35);
+    h = Math.imul(h ^ word(b, end - 4), 0x85ebca6b);
+  } else for (let i = start; i < end; i++) h = Math.imul(h ^ b[i]!, 0x85ebca6b);
+  return (h ^ (h >>> 15)) | 0;
 }
