@@ -21,11 +21,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../src/hashing/encode.js';
 import type { DecodedTransaction, NodeBody } from '../src/hashing/model.js';
+import { VECTORS_DIR as VECTORS } from './support/vectors.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin', 'canton-signer.js');
-const VECTORS =
-  process.env.CANTON_VECTORS_DIR ?? fileURLToPath(new URL('../../shared/vectors/', import.meta.url));
 
 interface RealVector {
   name: string;

@@ -8,7 +8,6 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../src/hashing/decode.js';
@@ -18,9 +17,8 @@ import { base64ToBytes, bytesToHex } from '../src/hashing/input.js';
 import type { DecodedTransaction } from '../src/hashing/model.js';
 import { hashPreparedTransaction } from '../src/hashing/transaction-hash.js';
 import { concat, tag, varint } from './support/protobuf.js';
+import { VECTORS_DIR as VECTORS } from './support/vectors.js';
 
-const VECTORS =
-  process.env.CANTON_VECTORS_DIR ?? fileURLToPath(new URL('../../shared/vectors/', import.meta.url));
 const corpus: Uint8Array[] = readdirSync(join(VECTORS, 'real'))
   .filter((f) => f.endsWith('.json'))
   .sort()

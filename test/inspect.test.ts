@@ -35,10 +35,9 @@ import type {
   Value,
 } from '../src/hashing/model.js';
 import { type HashingScheme, hashPreparedTransaction } from '../src/hashing/transaction-hash.js';
+import { VECTORS_DIR as VECTORS } from './support/vectors.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const VECTORS =
-  process.env.CANTON_VECTORS_DIR ?? fileURLToPath(new URL('../../shared/vectors/', import.meta.url));
 
 interface RealVector {
   prepared_transaction_base64: string;

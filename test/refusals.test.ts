@@ -809,6 +809,10 @@ describe('canonical forms', () => {
     ['unknown version prefix', `02${cid(100).slice(2)}`],
     ['a V1 id shorter than 33 bytes', cid(100).slice(0, 64)],
     ['non-hex', `${cid(100).slice(0, -2)}zz`],
+    ['a V1 id with a suffix over 94 bytes', `${cid(100).slice(0, 66)}${'ab'.repeat(95)}`],
+    ['a bare V2 prefix', '01'],
+    ['a V2 id shorter than 13 bytes', `01${'ab'.repeat(11)}`],
+    ['a V2 id with a suffix over 33 bytes', `01${'ab'.repeat(12)}${'cd'.repeat(34)}`],
   ];
   for (const [name, id] of badCids) {
     it(`contract id: ${name}`, () => {
@@ -821,6 +825,24 @@ describe('canonical forms', () => {
       );
     });
   }
+
+  it('V1 and V2 contract ids at their length bounds are accepted', () => {
+    for (const id of [
+      cid(100).slice(0, 66),
+      `${cid(100).slice(0, 66)}${'ab'.repeat(94)}`,
+      `01${'ab'.repeat(12)}`,
+      `01${'ab'.repeat(12)}${'cd'.repeat(33)}`,
+    ]) {
+      const bytes = encode(
+        (() => {
+          const m = baseModel();
+          createOf(m).contractId = id;
+          return m;
+        })(),
+      );
+      expect(decodePreparedTransaction(bytes).transaction.nodes.length, id).toBeGreaterThan(0);
+    }
+  });
 
   it('contract ids inside values are checked too', () => {
     expectModelRefusal(

@@ -6,7 +6,6 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../src/hashing/decode.js';
 import { encodePreparedTransaction, encodeValue } from '../src/hashing/encode.js';
@@ -16,9 +15,7 @@ import { hashParts, hashPreparedTransaction } from '../src/hashing/transaction-h
 import { encode, expectRefusal, singleCreateExpectedHash, singleCreateModel } from './support/fixtures.js';
 import { lenField, replaceField } from './support/protobuf.js';
 import { sha256 } from './support/spec-hash.js';
-
-const VECTORS =
-  process.env.CANTON_VECTORS_DIR ?? fileURLToPath(new URL('../../shared/vectors/', import.meta.url));
+import { VECTORS_DIR as VECTORS } from './support/vectors.js';
 
 interface TxVector {
   name: string;

@@ -35,7 +35,8 @@ export function contractIdProblem(s: string): string | undefined {
     return undefined;
   }
   if (version === '01') {
-    if (bytes > 255) return `is ${bytes} bytes long (at most 255)`;
+    // V2: 0x01 ‖ 12-byte local part (5-byte time prefix, 7-byte discriminator) ‖ suffix of at most 33 bytes
+    if (bytes < 13 || bytes > 13 + 33) return `is a V2 contract id of ${bytes} bytes (expected 13 to 46)`;
     return undefined;
   }
   return `has unknown contract-id version prefix 0x${version}`;

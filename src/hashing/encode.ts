@@ -151,7 +151,8 @@ function create(w: Writer, n: CreateNode): void {
   if (n.key) w.message(8, (k) => key(k, n.key!));
 }
 
-function exercise(w: Writer, n: ExerciseNode): void {
+/** Fields 1–8, numbered alike in Exercise and Fetch. */
+function actionHeader(w: Writer, n: ExerciseNode | FetchNode): void {
   w.stringField(1, n.lfVersion);
   w.stringField(2, n.contractId);
   w.stringField(3, n.packageName);
@@ -160,6 +161,10 @@ function exercise(w: Writer, n: ExerciseNode): void {
   for (const p of n.stakeholders) w.stringField(6, p, true);
   for (const p of n.actingParties) w.stringField(7, p, true);
   if (n.interfaceId) w.message(8, (i) => identifier(i, n.interfaceId!));
+}
+
+function exercise(w: Writer, n: ExerciseNode): void {
+  actionHeader(w, n);
   w.stringField(9, n.choiceId);
   w.message(10, (v) => value(v, n.chosenValue));
   w.boolField(11, n.consuming);
@@ -171,14 +176,7 @@ function exercise(w: Writer, n: ExerciseNode): void {
 }
 
 function fetch(w: Writer, n: FetchNode): void {
-  w.stringField(1, n.lfVersion);
-  w.stringField(2, n.contractId);
-  w.stringField(3, n.packageName);
-  w.message(4, (i) => identifier(i, n.templateId));
-  for (const p of n.signatories) w.stringField(5, p, true);
-  for (const p of n.stakeholders) w.stringField(6, p, true);
-  for (const p of n.actingParties) w.stringField(7, p, true);
-  if (n.interfaceId) w.message(8, (i) => identifier(i, n.interfaceId!));
+  actionHeader(w, n);
   if (n.key) w.message(9, (k) => key(k, n.key!));
   w.boolField(10, n.byKey);
 }

@@ -11,7 +11,15 @@
  */
 
 import { bytesToHex } from './input.js';
-import type { DecodedTransaction, Identifier, NodeBody, Value } from './model.js';
+import type {
+  CreateNode,
+  DecodedTransaction,
+  ExerciseNode,
+  FetchNode,
+  Identifier,
+  NodeBody,
+  Value,
+} from './model.js';
 import { type HashingScheme, hashParts } from './transaction-hash.js';
 
 export const INSPECT_FORMAT = 'canton-signer/inspect@1';
@@ -149,6 +157,20 @@ export function inspectTransaction(tx: DecodedTransaction, scheme: HashingScheme
   };
 }
 
+/** Fields every node that names a contract template shares. */
+function contractFields(n: CreateNode | ExerciseNode | FetchNode) {
+  return {
+    lfVersion: n.lfVersion,
+    template: templateName(n.packageName, n.templateId),
+    templateId: { ...n.templateId },
+    contractId: n.contractId,
+    signatories: [...n.signatories],
+    stakeholders: [...n.stakeholders],
+    observers: n.stakeholders.filter((p) => !n.signatories.includes(p)),
+    hasKey: n.key !== undefined,
+  };
+}
+
 function describeNode(
   id: string,
   n: NodeBody,
@@ -161,34 +183,20 @@ function describeNode(
     case 'create':
       return {
         ...base,
-        lfVersion: n.lfVersion,
-        template: templateName(n.packageName, n.templateId),
-        templateId: { ...n.templateId },
-        contractId: n.contractId,
-        signatories: [...n.signatories],
-        stakeholders: [...n.stakeholders],
-        observers: n.stakeholders.filter((p) => !n.signatories.includes(p)),
-        hasKey: n.key !== undefined,
+        ...contractFields(n),
         argument: valueToJson(n.argument),
         highlights: highlights(n.argument),
       };
     case 'exercise':
       return {
         ...base,
-        lfVersion: n.lfVersion,
-        template: templateName(n.packageName, n.templateId),
-        templateId: { ...n.templateId },
-        contractId: n.contractId,
+        ...contractFields(n),
         choice: n.choiceId,
         consuming: n.consuming,
         ...(n.interfaceId ? { interface: qualified(n.interfaceId) } : {}),
         actingParties: [...n.actingParties],
-        signatories: [...n.signatories],
-        stakeholders: [...n.stakeholders],
-        observers: n.stakeholders.filter((p) => !n.signatories.includes(p)),
         choiceObservers: [...n.choiceObservers],
         byKey: n.byKey,
-        hasKey: n.key !== undefined,
         argument: valueToJson(n.chosenValue),
         ...(n.exerciseResult ? { exerciseResult: valueToJson(n.exerciseResult) } : {}),
         highlights: highlights(n.chosenValue),
@@ -197,17 +205,10 @@ function describeNode(
     case 'fetch':
       return {
         ...base,
-        lfVersion: n.lfVersion,
-        template: templateName(n.packageName, n.templateId),
-        templateId: { ...n.templateId },
-        contractId: n.contractId,
+        ...contractFields(n),
         ...(n.interfaceId ? { interface: qualified(n.interfaceId) } : {}),
         actingParties: [...n.actingParties],
-        signatories: [...n.signatories],
-        stakeholders: [...n.stakeholders],
-        observers: n.stakeholders.filter((p) => !n.signatories.includes(p)),
         byKey: n.byKey,
-        hasKey: n.key !== undefined,
       };
     case 'rollback':
       return { ...base, children: [...n.children] };
