@@ -1,14 +1,17 @@
 /**
- * The `canton-signer` command line. Exit codes: 0 success, 1 a check failed
- * (e.g. `hash --expect` mismatch), 2 refused input or bad usage. Errors are one
+ * The `canton-signer` command line. Exit codes: 0 success, 1 a check or a key
+ * operation failed (e.g. `hash --expect` mismatch, wrong passphrase), 2 refused
+ * input or bad usage. Errors are one
  * line on stderr; stdout carries only the command's result.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { TransactionError } from '../hashing/errors.js';
+import { KeyError } from '../keys/backend.js';
 import { registerHash } from './hash.js';
 import { UsageError } from './input.js';
 import { registerInspect } from './inspect.js';
+import { registerKeys } from './keys.js';
 import { CliExit } from './options.js';
 
 function version(): string {
@@ -32,7 +35,12 @@ export function buildProgram(): Command {
     });
   registerHash(program);
   registerInspect(program);
-  for (const c of program.commands) c.exitOverride();
+  registerKeys(program);
+  const override = (c: Command): void => {
+    c.exitOverride();
+    for (const sub of c.commands) override(sub);
+  };
+  override(program);
   return program;
 }
 
@@ -57,6 +65,10 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof TransactionError) {
       process.stderr.write(`canton-signer: refused: ${oneLine(e.message)}\n`);
       return 2;
+    }
+    if (e instanceof KeyError) {
+      process.stderr.write(`canton-signer: ${e.code}: ${oneLine(e.message)}\n`);
+      return 1;
     }
     if (e instanceof UsageError) {
       process.stderr.write(`canton-signer: ${oneLine(e.message)}\n`);

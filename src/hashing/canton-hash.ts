@@ -6,6 +6,7 @@
  *   CantonHash(purpose, x) = 0x12 ‖ 0x20 ‖ SHA-256(int32(purpose) ‖ x)   (34-byte multihash)
  */
 import { createHash, createPublicKey } from 'node:crypto';
+import { type KeyScheme, schemeOfKey, spkiFromRaw } from '../keys/schemes.js';
 import { TransactionError } from './errors.js';
 import { base64ToBytes, bytesToHex } from './input.js';
 
@@ -71,7 +72,8 @@ export function multiHash(hashes: readonly Uint8Array[]): Uint8Array {
   return cantonHash(HashPurpose.MultiTopologyTransaction, payload);
 }
 
-export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256' | 'ecdsa-p384' | 'ecdsa-secp256k1';
+/** Same names as the signing schemes (src/keys/schemes.ts). */
+export type KeyAlgorithm = KeyScheme;
 
 export interface ParsedPublicKey {
   algorithm: KeyAlgorithm;
@@ -83,20 +85,13 @@ export interface ParsedPublicKey {
   raw: Uint8Array;
 }
 
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-const CURVES: Record<string, KeyAlgorithm> = {
-  prime256v1: 'ecdsa-p256',
-  secp384r1: 'ecdsa-p384',
-  secp256k1: 'ecdsa-secp256k1',
-};
-
 /**
  * Accepts a raw 32-byte Ed25519 key or an SPKI DER key (Ed25519, ECDSA P-256,
  * P-384, secp256k1). The key is parsed and checked to be a valid point.
  */
 export function parsePublicKey(key: Uint8Array): ParsedPublicKey {
   if (key.length === 32) {
-    const spki = Buffer.concat([ED25519_SPKI_PREFIX, key]);
+    const spki = spkiFromRaw('ed25519', key);
     checkKey(spki);
     return {
       algorithm: 'ed25519',
@@ -125,10 +120,13 @@ export function parsePublicKey(key: Uint8Array): ParsedPublicKey {
     return { algorithm: 'ed25519', fingerprintBytes: raw, spki: key.slice(), raw };
   }
   if (obj.asymmetricKeyType === 'ec') {
-    const curve = obj.asymmetricKeyDetails?.namedCurve ?? '';
-    const algorithm = CURVES[curve];
+    const algorithm = schemeOfKey(obj);
     if (!algorithm)
-      throw new TransactionError('invalid_key', '', `unsupported EC curve ${curve || '(unknown)'}`);
+      throw new TransactionError(
+        'invalid_key',
+        '',
+        `unsupported EC curve ${obj.asymmetricKeyDetails?.namedCurve ?? '(unknown)'}`,
+      );
     const jwk = obj.export({ format: 'jwk' });
     const x = Buffer.from(jwk.x!, 'base64url');
     const y = Buffer.from(jwk.y!, 'base64url');

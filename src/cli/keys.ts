@@ -1,0 +1,242 @@
+/**
+ * `canton-signer keys …`: create, list, show, import, export-public, sign,
+ * disable, enable, delete. Secrets come from the environment or a prompt,
+ * never from arguments (see docs/keys.md).
+ */
+import { createPublicKey } from 'node:crypto';
+import { type Command, Option } from 'commander';
+import { KeyError } from '../keys/backend.js';
+import { openSigner } from '../keys/config.js';
+import { KEY_SCHEMES, type KeyScheme } from '../keys/schemes.js';
+import type { KeyDescription, Signer } from '../keys/signer.js';
+import { readSource, UsageError } from './input.js';
+
+export function keyJson(d: KeyDescription): Record<string, unknown> {
+  return {
+    label: d.label,
+    backend: d.backend,
+    scheme: d.scheme,
+    keySpec: d.keySpec,
+    signingAlgorithmSpec: d.signingAlgorithmSpec,
+    signatureFormat: d.signatureFormat,
+    publicKeySpki: Buffer.from(d.publicKeySpki).toString('base64'),
+    publicKeyRaw: Buffer.from(d.publicKeyRaw).toString('hex'),
+    fingerprint: d.fingerprint,
+    createdAt: d.createdAt,
+    disabled: d.disabled,
+    ...(d.partyIdPreview ? { partyIdPreview: d.partyIdPreview } : {}),
+  };
+}
+
+function keyText(d: KeyDescription): string {
+  const lines = [
+    `label:        ${d.label}`,
+    `backend:      ${d.backend}`,
+    `scheme:       ${d.scheme} (${d.keySpec}, ${d.signingAlgorithmSpec})`,
+    `fingerprint:  ${d.fingerprint}`,
+    `public key:   ${Buffer.from(d.publicKeyRaw).toString('hex')}`,
+    `created:      ${d.createdAt || '(not recorded by the backend)'}`,
+    `status:       ${d.disabled ? 'DISABLED' : 'enabled'}`,
+  ];
+  if (d.partyIdPreview) lines.push(`party id:     ${d.partyIdPreview}`);
+  return `${lines.join('\n')}\n`;
+}
+
+async function withSigner<T>(
+  opts: { keystore?: string },
+  extra: { interactive?: boolean; confirm?: boolean },
+  fn: (s: Signer) => Promise<T>,
+): Promise<T> {
+  const signer = await openSigner({
+    keystore: opts.keystore,
+    interactive: extra.interactive,
+    confirmPassphrase: extra.confirm,
+  });
+  try {
+    return await fn(signer);
+  } finally {
+    await signer.close();
+  }
+}
+
+function out(json: boolean | undefined, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : text);
+}
+
+export function registerKeys(program: Command): void {
+  const keys = program.command('keys').description('Manage signing keys (file keystore or PKCS#11 HSM)');
+  const keystoreOpt = () =>
+    new Option('--keystore <dir>', 'keystore folder (default $CANTON_SIGNER_KEYSTORE or ./keystore)');
+
+  keys
+    .command('create')
+    .description('Generate a key in the keystore or inside the HSM')
+    .requiredOption('--label <name>', 'key label (letters, digits, . _ -)')
+    .addOption(new Option('--scheme <scheme>', 'signing scheme').choices([...KEY_SCHEMES]).default('ed25519'))
+    .addOption(
+      new Option('--backend <backend>', 'where the key lives').choices(['file', 'pkcs11']).default('file'),
+    )
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(
+      async (opts: {
+        label: string;
+        scheme: KeyScheme;
+        backend: 'file' | 'pkcs11';
+        keystore?: string;
+        json?: boolean;
+      }) =>
+        withSigner(opts, { interactive: true, confirm: true }, async (s) => {
+          const d = await s.generate({ label: opts.label, scheme: opts.scheme, backend: opts.backend });
+          out(opts.json, keyJson(d), keyText(d));
+        }),
+    );
+
+  keys
+    .command('list')
+    .description('List keys of every configured backend')
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(async (opts: { keystore?: string; json?: boolean }) =>
+      withSigner(opts, {}, async (s) => {
+        const all = await s.list();
+        const text =
+          all.length === 0
+            ? 'no keys\n'
+            : `${all
+                .map(
+                  (d) =>
+                    `${d.label}\t${d.backend}\t${d.scheme}\t${d.fingerprint}${d.disabled ? '\tDISABLED' : ''}`,
+                )
+                .join('\n')}\n`;
+        out(opts.json, all.map(keyJson), text);
+      }),
+    );
+
+  keys
+    .command('show')
+    .description('Show one key: public key, Canton key spec, fingerprint')
+    .argument('<label>')
+    .option('--party-hint <hint>', 'also show the party id this key would give with that hint')
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(async (label: string, opts: { partyHint?: string; keystore?: string; json?: boolean }) =>
+      withSigner(opts, {}, async (s) => {
+        const d = await s.describe(label, { partyHint: opts.partyHint });
+        out(opts.json, keyJson(d), keyText(d));
+      }),
+    );
+
+  keys
+    .command('import')
+    .description('Import a private key into the file keystore (PKCS#8 PEM/DER, or an Ed25519 seed in hex)')
+    .requiredOption('--label <name>', 'key label')
+    .argument('[file]', 'file with the key; "-" or absent: stdin')
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(async (file: string | undefined, opts: { label: string; keystore?: string; json?: boolean }) => {
+      const material = await readSource(file);
+      try {
+        await withSigner(opts, { interactive: true, confirm: true }, async (s) => {
+          const d = await s.import({ label: opts.label, material: new Uint8Array(material) });
+          out(opts.json, keyJson(d), keyText(d));
+        });
+      } finally {
+        material.fill(0);
+      }
+    });
+
+  keys
+    .command('export-public')
+    .description('Print the public key as SPKI PEM (private keys are never exported)')
+    .argument('<label>')
+    .addOption(keystoreOpt())
+    .action(async (label: string, opts: { keystore?: string }) =>
+      withSigner(opts, {}, async (s) => {
+        const d = await s.describe(label);
+        const pem = createPublicKey({
+          key: Buffer.from(d.publicKeySpki),
+          format: 'der',
+          type: 'spki',
+        }).export({
+          type: 'spki',
+          format: 'pem',
+        });
+        process.stdout.write(String(pem));
+      }),
+    );
+
+  keys
+    .command('sign')
+    .description('Sign a 32-byte hash (or a 34-byte topology hash) and print the Canton signature object')
+    .argument('<label>')
+    .requiredOption('--hash <hex>', 'the hash to sign, in hex')
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON (the signature object plus the hex form)')
+    .action(async (label: string, opts: { hash: string; keystore?: string; json?: boolean }) => {
+      const hex = opts.hash.trim().toLowerCase();
+      if (!/^([0-9a-f]{2})+$/.test(hex) || (hex.length !== 64 && hex.length !== 68))
+        throw new UsageError(
+          '--hash must be 64 hex characters (a transaction hash) or 68 (a topology multihash)',
+        );
+      await withSigner(opts, { interactive: true }, async (s) => {
+        const r = await s.sign(label, Buffer.from(hex, 'hex'));
+        out(
+          opts.json,
+          { signature: r.signature, signatureHex: r.signatureHex },
+          `${JSON.stringify(r.signature, null, 2)}\n`,
+        );
+      });
+    });
+
+  keys
+    .command('backends')
+    .description('Show the configured backends and the schemes each can do (probes the HSM)')
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(async (opts: { keystore?: string; json?: boolean }) =>
+      withSigner(opts, {}, async (s) => {
+        const caps = await s.capabilities();
+        out(opts.json, caps, caps.map((c) => `${c.backend}\t${c.schemes.join(', ') || '(none)'}\n`).join(''));
+      }),
+    );
+
+  keys
+    .command('disable')
+    .description('Refuse all signing with a key until it is enabled again')
+    .argument('<label>')
+    .option('--reason <text>', 'why (kept in the key state)')
+    .addOption(keystoreOpt())
+    .action(async (label: string, opts: { reason?: string; keystore?: string }) =>
+      withSigner(opts, {}, async (s) => {
+        await s.disable(label, opts.reason);
+        process.stdout.write(`disabled ${label}\n`);
+      }),
+    );
+
+  keys
+    .command('enable')
+    .description('Allow signing with a disabled key again')
+    .argument('<label>')
+    .addOption(keystoreOpt())
+    .action(async (label: string, opts: { keystore?: string }) =>
+      withSigner(opts, {}, async (s) => {
+        await s.enable(label);
+        process.stdout.write(`enabled ${label}\n`);
+      }),
+    );
+
+  keys
+    .command('delete')
+    .description('Destroy a key for good (file removed, or HSM objects destroyed)')
+    .argument('<label>')
+    .option('--yes', 'confirm: this cannot be undone')
+    .addOption(keystoreOpt())
+    .action(async (label: string, opts: { yes?: boolean; keystore?: string }) => {
+      if (!opts.yes) throw new UsageError(`deleting ${label} cannot be undone: repeat with --yes`);
+      await withSigner(opts, {}, async (s) => {
+        await s.delete(label);
+        process.stdout.write(`deleted ${label}\n`);
+      });
+    });
+}

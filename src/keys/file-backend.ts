@@ -1,0 +1,457 @@
+/**
+ * The file keystore: one JSON file per key, the private key (PKCS#8 DER)
+ * encrypted with AES-256-GCM under a key derived from the passphrase with
+ * scrypt (memory-hard; parameters stored in the file). Format: docs/keys.md.
+ *
+ *   scrypt(passphrase, salt, N, r, p) → 64 bytes = AES key ‖ check key
+ *   check      = HMAC-SHA256(check key, "canton-signer/key passphrase check")
+ *   ciphertext = AES-256-GCM(AES key, iv, PKCS#8, aad = the file's header)
+ *
+ * The check value tells a wrong passphrase apart from a tampered file (GCM
+ * alone cannot); the AAD makes every header field (label, scheme, public key,
+ * KDF parameters) part of what GCM authenticates; after decryption the public
+ * key is derived again and compared. Writes are atomic and exclusive (temp
+ * file, then a hard link that fails if the key exists); files are 0600 in a
+ * 0700 folder. Unlocked keys stay in memory as node:crypto KeyObjects.
+ */
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  sign as cryptoSign,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  scrypt,
+  timingSafeEqual,
+} from 'node:crypto';
+import { constants } from 'node:fs';
+import { chmod, link, mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { fingerprint } from '../hashing/canton-hash.js';
+import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
+import { KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey } from './schemes.js';
+
+export const KEY_FILE_FORMAT = 'canton-signer/key';
+export const KEY_FILE_VERSION = 1;
+/** Default scrypt cost: N = 2^17, r = 8, p = 1 (128 MiB, a few hundred ms per unlock). */
+export const DEFAULT_SCRYPT = { N: 2 ** 17, r: 8, p: 1 } as const;
+/** Files may not ask for less than this (or for absurd amounts of memory). */
+const MIN_LOG_N = 14;
+const MAX_LOG_N = 22;
+const CHECK_MESSAGE = 'canton-signer/key passphrase check';
+
+const b64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
+const KeyFileSchema = z
+  .object({
+    format: z.literal(KEY_FILE_FORMAT),
+    version: z.literal(KEY_FILE_VERSION),
+    label: z.string(),
+    scheme: z.enum(KEY_SCHEMES as unknown as [KeyScheme, ...KeyScheme[]]),
+    createdAt: z.string(),
+    publicKeySpki: b64,
+    fingerprint: z.string().regex(/^1220[0-9a-f]{64}$/),
+    kdf: z
+      .object({
+        name: z.literal('scrypt'),
+        N: z.number().int(),
+        r: z.number().int().min(1).max(32),
+        p: z.number().int().min(1).max(16),
+        salt: b64,
+      })
+      .strict(),
+    check: b64,
+    cipher: z.object({ name: z.literal('aes-256-gcm'), iv: b64, tag: b64, ciphertext: b64 }).strict(),
+  })
+  .strict();
+
+export type KeyFile = z.infer<typeof KeyFileSchema>;
+
+export interface FileBackendOptions {
+  /** Keystore folder (created 0700 if missing). */
+  dir: string;
+  /** Returns the passphrase; called only when a key must be encrypted or unlocked. */
+  passphrase: () => Promise<string> | string;
+  /** scrypt cost for new files (default N = 2^17). Lower values are for tests only. */
+  scrypt?: { N: number; r: number; p: number };
+}
+
+/** The header fields GCM authenticates, in a fixed order. */
+function aad(f: Omit<KeyFile, 'check' | 'cipher'>): Buffer {
+  return Buffer.from(
+    JSON.stringify([
+      f.format,
+      f.version,
+      f.label,
+      f.scheme,
+      f.createdAt,
+      f.publicKeySpki,
+      f.fingerprint,
+      f.kdf.name,
+      f.kdf.N,
+      f.kdf.r,
+      f.kdf.p,
+      f.kdf.salt,
+    ]),
+    'utf8',
+  );
+}
+
+function deriveKeys(passphrase: string, salt: Buffer, N: number, r: number, p: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(
+      passphrase.normalize('NFC'),
+      salt,
+      64,
+      { N, r, p, maxmem: 256 * N * r + 1024 * 1024 },
+      (err, key) => (err ? reject(err) : resolve(key)),
+    );
+  });
+}
+
+function checkValue(checkKey: Buffer): Buffer {
+  return createHmac('sha256', checkKey).update(CHECK_MESSAGE).digest();
+}
+
+export class FileBackend implements KeyBackend {
+  readonly kind = 'file' as const;
+  private readonly unlocked = new Map<string, Promise<KeyObject>>();
+  /** Keys whose unlock has finished, for signing without waiting on a promise. */
+  private readonly ready = new Map<string, KeyObject>();
+  private readonly cost: { N: number; r: number; p: number };
+
+  constructor(private readonly opts: FileBackendOptions) {
+    this.cost = opts.scrypt ?? DEFAULT_SCRYPT;
+    const logN = Math.log2(this.cost.N);
+    if (!Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
+      throw new KeyError(
+        'invalid_key_file',
+        `scrypt N must be a power of two between 2^${MIN_LOG_N} and 2^${MAX_LOG_N}`,
+      );
+  }
+
+  get dir(): string {
+    return this.opts.dir;
+  }
+
+  async schemes(): Promise<KeyScheme[]> {
+    return [...KEY_SCHEMES];
+  }
+
+  private path(label: string): string {
+    return join(this.opts.dir, `${label}.key.json`);
+  }
+
+  private async ensureDir(): Promise<void> {
+    try {
+      await mkdir(this.opts.dir, { recursive: true, mode: 0o700 });
+      const st = await stat(this.opts.dir);
+      if ((st.mode & 0o077) !== 0) await chmod(this.opts.dir, 0o700);
+    } catch (e) {
+      throw ioError(`cannot prepare keystore folder ${this.opts.dir}`, e);
+    }
+  }
+
+  private async passphrase(): Promise<string> {
+    const p = await this.opts.passphrase();
+    if (typeof p !== 'string' || p.length === 0)
+      throw new KeyError(
+        'no_passphrase',
+        'no passphrase for the file keystore (set CANTON_SIGNER_PASSPHRASE or CANTON_SIGNER_PASSPHRASE_FILE)',
+      );
+    return p;
+  }
+
+  async generate(label: string, scheme: KeyScheme): Promise<BackendKey> {
+    checkLabel(label);
+    const { privateKey } =
+      scheme === 'ed25519'
+        ? generateKeyPairSync('ed25519')
+        : generateKeyPairSync('ec', { namedCurve: SCHEMES[scheme].curve! });
+    return this.store(label, scheme, privateKey);
+  }
+
+  /** Imports a private key (see `parsePrivateKey` for the accepted forms). */
+  async import(label: string, material: Uint8Array | string): Promise<BackendKey> {
+    checkLabel(label);
+    const key = parsePrivateKey(material);
+    const scheme = schemeOfKey(key);
+    if (!scheme)
+      throw new KeyError(
+        'unsupported_scheme',
+        `cannot import a ${key.asymmetricKeyType} key${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}: supported are Ed25519, ECDSA P-256, secp256k1 and P-384`,
+      );
+    return this.store(label, scheme, key);
+  }
+
+  private async store(label: string, scheme: KeyScheme, privateKey: KeyObject): Promise<BackendKey> {
+    await this.ensureDir();
+    const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
+    const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
+    const salt = randomBytes(16);
+    const { N, r, p } = this.cost;
+    const derived = await deriveKeys(await this.passphrase(), salt, N, r, p);
+    const header = {
+      format: KEY_FILE_FORMAT,
+      version: KEY_FILE_VERSION,
+      label,
+      scheme,
+      createdAt: new Date().toISOString(),
+      publicKeySpki: spki.toString('base64'),
+      fingerprint: fingerprint(spki),
+      kdf: { name: 'scrypt' as const, N, r, p, salt: salt.toString('base64') },
+    } satisfies Omit<KeyFile, 'check' | 'cipher'>;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', derived.subarray(0, 32), iv);
+    cipher.setAAD(aad(header));
+    const ciphertext = Buffer.concat([cipher.update(pkcs8), cipher.final()]);
+    const file: KeyFile = {
+      ...header,
+      check: checkValue(derived.subarray(32)).toString('base64'),
+      cipher: {
+        name: 'aes-256-gcm',
+        iv: iv.toString('base64'),
+        tag: cipher.getAuthTag().toString('base64'),
+        ciphertext: ciphertext.toString('base64'),
+      },
+    };
+    derived.fill(0);
+    pkcs8.fill(0);
+    await this.writeExclusive(label, `${JSON.stringify(file, null, 2)}\n`);
+    this.unlocked.set(label, Promise.resolve(privateKey));
+    return { label, scheme, spki: new Uint8Array(spki), createdAt: header.createdAt };
+  }
+
+  /** Temp file (0600), fsync, then a hard link to the final name: atomic, and fails if the key exists. */
+  private async writeExclusive(label: string, text: string): Promise<void> {
+    const final = this.path(label);
+    const temp = join(this.opts.dir, `.${label}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      try {
+        await fh.writeFile(text, 'utf8');
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      try {
+        await link(temp, final);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+          throw new KeyError('key_exists', `a key labelled ${label} already exists in ${this.opts.dir}`);
+        throw e;
+      }
+    } catch (e) {
+      if (e instanceof KeyError) throw e;
+      throw ioError(`cannot write key file for ${label}`, e);
+    } finally {
+      await unlink(temp).catch(() => {});
+    }
+  }
+
+  private async readFileOf(label: string): Promise<KeyFile | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path(label), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw ioError(`cannot read key file for ${label}`, e);
+    }
+    return parseKeyFile(text, label);
+  }
+
+  async find(label: string): Promise<BackendKey | undefined> {
+    checkLabel(label);
+    const f = await this.readFileOf(label);
+    return f && describeFile(f);
+  }
+
+  async list(): Promise<BackendKey[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.opts.dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw ioError(`cannot list keystore ${this.opts.dir}`, e);
+    }
+    const out: BackendKey[] = [];
+    for (const n of names.sort()) {
+      if (!n.endsWith('.key.json') || n.startsWith('.')) continue;
+      const f = await this.readFileOf(n.slice(0, -'.key.json'.length));
+      if (f) out.push(describeFile(f));
+    }
+    return out;
+  }
+
+  /** Decrypts the key once (concurrent callers share the work) and keeps it in memory. */
+  private unlock(label: string): Promise<KeyObject> {
+    let p = this.unlocked.get(label);
+    if (!p) {
+      p = this.decrypt(label);
+      this.unlocked.set(label, p);
+      p.catch(() => this.unlocked.delete(label));
+    }
+    return p;
+  }
+
+  private async decrypt(label: string): Promise<KeyObject> {
+    const f = await this.readFileOf(label);
+    if (!f) throw new KeyError('key_not_found', `no key labelled ${label} in ${this.opts.dir}`);
+    const { N, r, p } = f.kdf;
+    const logN = Math.log2(N);
+    if (!Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
+      throw new KeyError(
+        'invalid_key_file',
+        `key file ${label}: scrypt N=${N} is outside 2^${MIN_LOG_N}..2^${MAX_LOG_N}`,
+      );
+    const derived = await deriveKeys(await this.passphrase(), Buffer.from(f.kdf.salt, 'base64'), N, r, p);
+    try {
+      const check = Buffer.from(f.check, 'base64');
+      const expected = checkValue(derived.subarray(32));
+      if (check.length !== expected.length || !timingSafeEqual(check, expected))
+        throw new KeyError('wrong_passphrase', `wrong passphrase for key ${label}`);
+      let pkcs8: Buffer;
+      try {
+        const d = createDecipheriv(
+          'aes-256-gcm',
+          derived.subarray(0, 32),
+          Buffer.from(f.cipher.iv, 'base64'),
+        );
+        d.setAAD(aad(f));
+        d.setAuthTag(Buffer.from(f.cipher.tag, 'base64'));
+        pkcs8 = Buffer.concat([d.update(Buffer.from(f.cipher.ciphertext, 'base64')), d.final()]);
+      } catch {
+        throw new KeyError(
+          'tampered_key_file',
+          `key file ${label} was modified after it was written (authentication failed with the right passphrase)`,
+        );
+      }
+      let key: KeyObject;
+      try {
+        key = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+      } finally {
+        pkcs8.fill(0);
+      }
+      const spki = createPublicKey(key).export({ type: 'spki', format: 'der' });
+      if (schemeOfKey(key) !== f.scheme || !spki.equals(Buffer.from(f.publicKeySpki, 'base64')))
+        throw new KeyError(
+          'public_key_mismatch',
+          `key file ${label}: the private key does not belong to the public key recorded in the file`,
+        );
+      return key;
+    } finally {
+      derived.fill(0);
+    }
+  }
+
+  async sign(key: BackendKey, message: Uint8Array): Promise<Uint8Array> {
+    let k = this.ready.get(key.label);
+    if (k === undefined) {
+      k = await this.unlock(key.label);
+      this.ready.set(key.label, k);
+    }
+    const info = SCHEMES[key.scheme];
+    return info.digest === null
+      ? cryptoSign(null, message, k)
+      : cryptoSign(info.digest, message, { key: k, dsaEncoding: 'der' });
+  }
+
+  /** Decrypts a key now (checks the passphrase and the file) without signing. */
+  async verifyUnlock(label: string): Promise<void> {
+    await this.unlock(label);
+  }
+
+  async remove(label: string): Promise<void> {
+    checkLabel(label);
+    this.unlocked.delete(label);
+    this.ready.delete(label);
+    try {
+      await unlink(this.path(label));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new KeyError('key_not_found', `no key labelled ${label} in ${this.opts.dir}`);
+      throw ioError(`cannot delete key file for ${label}`, e);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.unlocked.clear();
+    this.ready.clear();
+  }
+}
+
+function describeFile(f: KeyFile): BackendKey {
+  return {
+    label: f.label,
+    scheme: f.scheme,
+    spki: new Uint8Array(Buffer.from(f.publicKeySpki, 'base64')),
+    createdAt: f.createdAt,
+  };
+}
+
+export function parseKeyFile(text: string, label: string): KeyFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new KeyError('invalid_key_file', `key file ${label} is not JSON`);
+  }
+  const r = KeyFileSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new KeyError(
+      'invalid_key_file',
+      `key file ${label} is not a canton-signer key file v${KEY_FILE_VERSION}: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+    );
+  }
+  if (r.data.label !== label)
+    throw new KeyError('tampered_key_file', `key file ${label}.key.json carries the label ${r.data.label}`);
+  return r.data;
+}
+
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/**
+ * Private key material for import: an Ed25519 seed as 64 hex characters, or
+ * PKCS#8 as PEM text or DER bytes (any supported scheme).
+ */
+export function parsePrivateKey(material: Uint8Array | string): KeyObject {
+  try {
+    if (typeof material === 'string') {
+      const t = material.trim();
+      if (/^[0-9a-fA-F]{64}$/.test(t))
+        return createPrivateKey({
+          key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(t, 'hex')]),
+          format: 'der',
+          type: 'pkcs8',
+        });
+      if (t.includes('-----BEGIN PRIVATE KEY-----')) return createPrivateKey({ key: t, format: 'pem' });
+      if (t.includes('-----BEGIN ENCRYPTED PRIVATE KEY-----'))
+        throw new KeyError(
+          'invalid_key_material',
+          'encrypted PKCS#8 is not accepted: decrypt it first (openssl pkcs8)',
+        );
+      throw new KeyError(
+        'invalid_key_material',
+        'expected an Ed25519 seed as 64 hex characters, or a PKCS#8 private key (PEM "BEGIN PRIVATE KEY" or DER)',
+      );
+    }
+    const text = Buffer.from(material).toString('latin1');
+    if (/-----BEGIN /.test(text) || /^[\s0-9a-fA-F]+$/.test(text)) return parsePrivateKey(text);
+    return createPrivateKey({ key: Buffer.from(material), format: 'der', type: 'pkcs8' });
+  } catch (e) {
+    if (e instanceof KeyError) throw e;
+    throw new KeyError(
+      'invalid_key_material',
+      'not a readable private key (PKCS#8 PEM/DER, or a 32-byte Ed25519 seed in hex)',
+    );
+  }
+}
+
+function ioError(what: string, e: unknown): KeyError {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return new KeyError('keystore_io', `${what}${code ? ` (${code})` : ''}`);
+}

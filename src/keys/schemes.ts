@@ -1,0 +1,166 @@
+/**
+ * Signing schemes canton-signer supports for external parties, with every
+ * Canton name that goes with them (key spec, algorithm, signature format),
+ * their SPKI encodings, and the conversions and verification that do not
+ * depend on where the private key lives.
+ *
+ * Ed25519 signs the message itself. ECDSA schemes sign SHA-256 (SHA-384 for
+ * P-384) *of the message*, because Canton verifies SHA256withECDSA over the
+ * bytes it is given; signatures are DER-encoded.
+ */
+import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
+
+export type KeyScheme = 'ed25519' | 'ecdsa-p256' | 'ecdsa-secp256k1' | 'ecdsa-p384';
+
+export const KEY_SCHEMES: readonly KeyScheme[] = ['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1', 'ecdsa-p384'];
+
+export type SigningKeySpec =
+  | 'SIGNING_KEY_SPEC_EC_CURVE25519'
+  | 'SIGNING_KEY_SPEC_EC_P256'
+  | 'SIGNING_KEY_SPEC_EC_SECP256K1'
+  | 'SIGNING_KEY_SPEC_EC_P384';
+
+export type SigningAlgorithmSpec =
+  | 'SIGNING_ALGORITHM_SPEC_ED25519'
+  | 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256'
+  | 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_384';
+
+export type SignatureFormat = 'SIGNATURE_FORMAT_CONCAT' | 'SIGNATURE_FORMAT_DER';
+
+export interface SchemeInfo {
+  scheme: KeyScheme;
+  keySpec: SigningKeySpec;
+  algorithm: SigningAlgorithmSpec;
+  format: SignatureFormat;
+  /** Digest applied to the message before ECDSA; none for Ed25519. */
+  digest: 'sha256' | 'sha384' | null;
+  /** OpenSSL curve name (ECDSA). */
+  curve?: string;
+  /** DER of the curve's OID, as PKCS#11 CKA_EC_PARAMS wants it. */
+  ecParams: Buffer;
+  /** Bytes of one coordinate / of the raw public key (Ed25519). */
+  fieldBytes: number;
+}
+
+export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
+  ed25519: {
+    scheme: 'ed25519',
+    keySpec: 'SIGNING_KEY_SPEC_EC_CURVE25519',
+    algorithm: 'SIGNING_ALGORITHM_SPEC_ED25519',
+    format: 'SIGNATURE_FORMAT_CONCAT',
+    digest: null,
+    ecParams: Buffer.from('06032b6570', 'hex'), // 1.3.101.112
+    fieldBytes: 32,
+  },
+  'ecdsa-p256': {
+    scheme: 'ecdsa-p256',
+    keySpec: 'SIGNING_KEY_SPEC_EC_P256',
+    algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256',
+    format: 'SIGNATURE_FORMAT_DER',
+    digest: 'sha256',
+    curve: 'prime256v1',
+    ecParams: Buffer.from('06082a8648ce3d030107', 'hex'), // 1.2.840.10045.3.1.7
+    fieldBytes: 32,
+  },
+  'ecdsa-secp256k1': {
+    scheme: 'ecdsa-secp256k1',
+    keySpec: 'SIGNING_KEY_SPEC_EC_SECP256K1',
+    algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256',
+    format: 'SIGNATURE_FORMAT_DER',
+    digest: 'sha256',
+    curve: 'secp256k1',
+    ecParams: Buffer.from('06052b8104000a', 'hex'), // 1.3.132.0.10
+    fieldBytes: 32,
+  },
+  'ecdsa-p384': {
+    scheme: 'ecdsa-p384',
+    keySpec: 'SIGNING_KEY_SPEC_EC_P384',
+    algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_384',
+    format: 'SIGNATURE_FORMAT_DER',
+    digest: 'sha384',
+    curve: 'secp384r1',
+    ecParams: Buffer.from('06052b81040022', 'hex'), // 1.3.132.0.34
+    fieldBytes: 48,
+  },
+};
+
+export function isKeyScheme(s: string): s is KeyScheme {
+  return (KEY_SCHEMES as readonly string[]).includes(s);
+}
+
+/** Scheme of a node:crypto key object, or undefined when canton-signer cannot use it. */
+export function schemeOfKey(key: KeyObject): KeyScheme | undefined {
+  if (key.asymmetricKeyType === 'ed25519') return 'ed25519';
+  if (key.asymmetricKeyType !== 'ec') return undefined;
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  return KEY_SCHEMES.find((s) => SCHEMES[s].curve === curve);
+}
+
+/** The message an ECDSA key actually signs: digest(message). Ed25519 signs the message. */
+export function prehash(scheme: KeyScheme, message: Uint8Array): Uint8Array {
+  const d = SCHEMES[scheme].digest;
+  return d === null ? message : createHash(d).update(message).digest();
+}
+
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/**
+ * SPKI DER from the raw public key: 32 bytes for Ed25519, the uncompressed
+ * point (04 ‖ x ‖ y) for ECDSA. The point is checked to be on the curve.
+ */
+export function spkiFromRaw(scheme: KeyScheme, raw: Uint8Array): Buffer {
+  const info = SCHEMES[scheme];
+  if (scheme === 'ed25519') {
+    if (raw.length !== 32) throw new Error(`an Ed25519 public key is 32 bytes, got ${raw.length}`);
+    return Buffer.concat([ED25519_SPKI_PREFIX, raw]);
+  }
+  if (raw.length !== 1 + 2 * info.fieldBytes || raw[0] !== 4)
+    throw new Error(`expected an uncompressed ${scheme} point of ${1 + 2 * info.fieldBytes} bytes`);
+  const x = Buffer.from(raw.subarray(1, 1 + info.fieldBytes)).toString('base64url');
+  const y = Buffer.from(raw.subarray(1 + info.fieldBytes)).toString('base64url');
+  const crv = { 'ecdsa-p256': 'P-256', 'ecdsa-secp256k1': 'secp256k1', 'ecdsa-p384': 'P-384' }[scheme];
+  const key = createPublicKey({ key: { kty: 'EC', crv, x, y }, format: 'jwk' });
+  return key.export({ type: 'spki', format: 'der' });
+}
+
+/** Converts a fixed-width r‖s signature (as PKCS#11 CKM_ECDSA returns it) to DER. */
+export function rawEcdsaToDer(rs: Uint8Array): Buffer {
+  if (rs.length % 2 !== 0 || rs.length === 0)
+    throw new Error('r‖s signature must have even, non-zero length');
+  const half = rs.length / 2;
+  const integer = (x: Uint8Array): Buffer => {
+    let i = 0;
+    while (i < x.length - 1 && x[i] === 0) i++;
+    let v = Buffer.from(x.subarray(i));
+    if (v[0]! & 0x80) v = Buffer.concat([Buffer.from([0]), v]);
+    return Buffer.concat([Buffer.from([0x02]), derLength(v.length), v]);
+  };
+  const body = Buffer.concat([integer(rs.subarray(0, half)), integer(rs.subarray(half))]);
+  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
+}
+
+function derLength(n: number): Buffer {
+  if (n < 0x80) return Buffer.from([n]);
+  if (n < 0x100) return Buffer.from([0x81, n]);
+  return Buffer.from([0x82, n >> 8, n & 0xff]);
+}
+
+/**
+ * Verifies a signature the way Canton does: Ed25519 over the message;
+ * ECDSA (DER) as SHA256withECDSA / SHA384withECDSA over the message.
+ */
+export function verifySignature(
+  scheme: KeyScheme,
+  spki: Uint8Array,
+  message: Uint8Array,
+  signature: Uint8Array,
+): boolean {
+  const key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+  if (schemeOfKey(key) !== scheme) return false;
+  try {
+    if (scheme === 'ed25519') return signature.length === 64 && verify(null, message, key, signature);
+    return verify(SCHEMES[scheme].digest!, message, { key, dsaEncoding: 'der' }, signature);
+  } catch {
+    return false;
+  }
+}

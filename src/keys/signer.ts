@@ -1,0 +1,327 @@
+/**
+ * The signer contract: the only way the rest of canton-signer uses keys,
+ * whichever backend holds them. Generate, import, list, describe, sign,
+ * disable/enable and delete; every operation is asynchronous and safe to call
+ * concurrently. `sign` returns Canton's signature object (Ledger API form) and
+ * the hex form the validator's external-party endpoints take.
+ *
+ * Labels are unique across backends. Whether a key is disabled is kept in one
+ * small state file in the keystore folder, for both backends.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fingerprint, partyId } from '../hashing/canton-hash.js';
+import { type BackendKey, type BackendKind, checkLabel, type KeyBackend, KeyError } from './backend.js';
+import type { FileBackend } from './file-backend.js';
+import {
+  type KeyScheme,
+  SCHEMES,
+  type SignatureFormat,
+  type SigningAlgorithmSpec,
+  type SigningKeySpec,
+} from './schemes.js';
+
+export interface KeyDescription {
+  label: string;
+  backend: BackendKind;
+  scheme: KeyScheme;
+  keySpec: SigningKeySpec;
+  signingAlgorithmSpec: SigningAlgorithmSpec;
+  signatureFormat: SignatureFormat;
+  /** SubjectPublicKeyInfo DER. */
+  publicKeySpki: Uint8Array;
+  /** Ed25519: the 32-byte key; ECDSA: the uncompressed point 04 ‖ x ‖ y. */
+  publicKeyRaw: Uint8Array;
+  /** Canton fingerprint (namespace / signedBy), 68 hex characters. */
+  fingerprint: string;
+  createdAt: string;
+  disabled: boolean;
+  /** `hint::fingerprint`, when a party hint was given to `describe`. */
+  partyIdPreview?: string;
+}
+
+/** Canton's `Signature` message in Ledger API JSON form. */
+export interface CantonSignature {
+  format: SignatureFormat;
+  /** base64 */
+  signature: string;
+  signedBy: string;
+  signingAlgorithmSpec: SigningAlgorithmSpec;
+}
+
+export interface SignOutput {
+  signature: CantonSignature;
+  /** The signature bytes in hex: what the validator's `/v0/admin/external-party/*` endpoints take (Ed25519). */
+  signatureHex: string;
+  bytes: Uint8Array;
+  key: KeyDescription;
+}
+
+interface StateFile {
+  version: 1;
+  disabled: Record<string, { at: string; reason?: string }>;
+}
+
+export interface SignerOptions {
+  file?: FileBackend;
+  pkcs11?: KeyBackend;
+  /** Folder for the key state file (default: the file backend's folder). */
+  stateDir?: string;
+}
+
+export class Signer {
+  private readonly backends: KeyBackend[];
+  private readonly stateDir: string;
+  private state: StateFile | undefined;
+  private stateCheckedAt = 0;
+  private stateMtime = -1;
+  private stateWrite: Promise<void> = Promise.resolve();
+  /** Described keys by label, so that signing does not re-read key files. */
+  private readonly cache = new Map<
+    string,
+    { backend: KeyBackend; key: BackendKey; description: KeyDescription }
+  >();
+
+  constructor(private readonly opts: SignerOptions) {
+    this.backends = [opts.file, opts.pkcs11].filter((b): b is KeyBackend => b !== undefined);
+    const dir = opts.stateDir ?? opts.file?.dir;
+    if (!dir)
+      throw new KeyError('backend_unavailable', 'the signer needs a folder for its key state (stateDir)');
+    this.stateDir = dir;
+  }
+
+  backend(kind: BackendKind): KeyBackend {
+    const b = kind === 'file' ? this.opts.file : this.opts.pkcs11;
+    if (!b)
+      throw new KeyError(
+        'backend_unavailable',
+        kind === 'pkcs11'
+          ? 'no PKCS#11 backend configured (set CANTON_SIGNER_PKCS11_MODULE, CANTON_SIGNER_PKCS11_TOKEN and a PIN)'
+          : 'no file keystore configured',
+      );
+    return b;
+  }
+
+  /** The configured backends and the schemes each can create and sign with. */
+  async capabilities(): Promise<{ backend: BackendKind; schemes: KeyScheme[] }[]> {
+    const out: { backend: BackendKind; schemes: KeyScheme[] }[] = [];
+    for (const b of this.backends) out.push({ backend: b.kind, schemes: await b.schemes() });
+    return out;
+  }
+
+  async generate(req: { label: string; scheme: KeyScheme; backend: BackendKind }): Promise<KeyDescription> {
+    checkLabel(req.label);
+    const backend = this.backend(req.backend);
+    await this.refuseExisting(req.label);
+    const supported = await backend.schemes();
+    if (!supported.includes(req.scheme))
+      throw new KeyError('unsupported_scheme', `the ${req.backend} backend cannot create ${req.scheme} keys`);
+    const key = await backend.generate(req.label, req.scheme);
+    return this.remember(backend, key);
+  }
+
+  /** Imports private key material into the file keystore. */
+  async import(req: { label: string; material: Uint8Array | string }): Promise<KeyDescription> {
+    checkLabel(req.label);
+    const file = this.backend('file') as FileBackend;
+    await this.refuseExisting(req.label);
+    const key = await file.import(req.label, req.material);
+    return this.remember(file, key);
+  }
+
+  async list(): Promise<KeyDescription[]> {
+    const out: KeyDescription[] = [];
+    for (const b of this.backends) for (const k of await b.list()) out.push(await this.describeKey(b, k));
+    return out.sort((a, b) => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+  }
+
+  async describe(label: string, opts: { partyHint?: string } = {}): Promise<KeyDescription> {
+    const { description } = await this.locate(label);
+    const d = { ...description, disabled: await this.isDisabled(label) };
+    if (opts.partyHint !== undefined) d.partyIdPreview = partyId(opts.partyHint, d.fingerprint);
+    return d;
+  }
+
+  /**
+   * Signs `message` (for Canton: a 32-byte prepared-transaction hash or a
+   * 34-byte topology hash) with the key. Refuses disabled keys.
+   */
+  async sign(label: string, message: Uint8Array): Promise<SignOutput> {
+    // Common path without extra awaits: key already described, state checked within the last second.
+    const entry = this.cache.get(label) ?? (await this.locate(label));
+    const disabled = this.disabledNow(label) ?? (await this.isDisabled(label));
+    if (disabled) throw new KeyError('key_disabled', `key ${label} is disabled`);
+    const { backend, key, description } = entry;
+    const bytes = await backend.sign(key, message);
+    const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return {
+      signature: {
+        format: description.signatureFormat,
+        signature: buf.toString('base64'),
+        signedBy: description.fingerprint,
+        signingAlgorithmSpec: description.signingAlgorithmSpec,
+      },
+      signatureHex: buf.toString('hex'),
+      bytes,
+      key: description,
+    };
+  }
+
+  async disable(label: string, reason?: string): Promise<void> {
+    await this.locate(label);
+    await this.updateState((s) => {
+      s.disabled[label] = { at: new Date().toISOString(), ...(reason ? { reason } : {}) };
+    });
+  }
+
+  async enable(label: string): Promise<void> {
+    await this.locate(label);
+    await this.updateState((s) => {
+      delete s.disabled[label];
+    });
+  }
+
+  /** Destroys the key in its backend. Irreversible. */
+  async delete(label: string): Promise<void> {
+    const { backend } = await this.locate(label);
+    await backend.remove(label);
+    this.cache.delete(label);
+    await this.updateState((s) => {
+      delete s.disabled[label];
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.stateWrite;
+    for (const b of this.backends) await b.close();
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  private async refuseExisting(label: string): Promise<void> {
+    for (const b of this.backends)
+      if (await b.find(label))
+        throw new KeyError('key_exists', `a key labelled ${label} already exists (${b.kind})`);
+  }
+
+  private async locate(
+    label: string,
+  ): Promise<{ backend: KeyBackend; key: BackendKey; description: KeyDescription }> {
+    const hit = this.cache.get(label);
+    if (hit) return hit;
+    checkLabel(label);
+    for (const b of this.backends) {
+      const k = await b.find(label);
+      if (k) {
+        await this.remember(b, k);
+        return this.cache.get(label)!;
+      }
+    }
+    throw new KeyError('key_not_found', `no key labelled ${label}`);
+  }
+
+  private async remember(backend: KeyBackend, key: BackendKey): Promise<KeyDescription> {
+    const description = await this.describeKey(backend, key);
+    this.cache.set(key.label, { backend, key, description });
+    return description;
+  }
+
+  private async describeKey(backend: KeyBackend, key: BackendKey): Promise<KeyDescription> {
+    const info = SCHEMES[key.scheme];
+    const spki = Buffer.from(key.spki);
+    const raw =
+      key.scheme === 'ed25519'
+        ? spki.subarray(spki.length - 32)
+        : spki.subarray(spki.length - (1 + 2 * info.fieldBytes));
+    return {
+      label: key.label,
+      backend: backend.kind,
+      scheme: key.scheme,
+      keySpec: info.keySpec,
+      signingAlgorithmSpec: info.algorithm,
+      signatureFormat: info.format,
+      publicKeySpki: new Uint8Array(spki),
+      publicKeyRaw: new Uint8Array(raw),
+      fingerprint: fingerprint(spki),
+      createdAt: key.createdAt,
+      disabled: await this.isDisabled(key.label),
+    };
+  }
+
+  private statePath(): string {
+    return join(this.stateDir, 'key-state.json');
+  }
+
+  private async loadState(): Promise<StateFile> {
+    if (this.state) return this.state;
+    try {
+      const parsed = JSON.parse(await readFile(this.statePath(), 'utf8')) as StateFile;
+      if (parsed.version !== 1 || typeof parsed.disabled !== 'object' || parsed.disabled === null)
+        throw new KeyError('invalid_key_file', `${this.statePath()} is not a canton-signer key state file`);
+      this.state = parsed;
+    } catch (e) {
+      if (e instanceof KeyError) throw e;
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw new KeyError('keystore_io', `cannot read ${this.statePath()}: ${(e as Error).message}`);
+      this.state = { version: 1, disabled: {} };
+    }
+    return this.state;
+  }
+
+  /** The disabled flag when the state is fresh (checked within the last second); undefined otherwise. */
+  private disabledNow(label: string): boolean | undefined {
+    if (!this.state || Date.now() - this.stateCheckedAt > 1000) return undefined;
+    return Object.hasOwn(this.state.disabled, label);
+  }
+
+  /**
+   * Another process (the CLI, a second instance) may disable a key: the state
+   * file's mtime is re-checked at most once a second, so a disable takes
+   * effect everywhere within a second without a file read per signature.
+   */
+  private async isDisabled(label: string): Promise<boolean> {
+    const now = Date.now();
+    if (now - this.stateCheckedAt > 1000) {
+      this.stateCheckedAt = now;
+      const mtime = await stat(this.statePath()).then(
+        (st) => st.mtimeMs,
+        () => 0,
+      );
+      if (mtime !== this.stateMtime) {
+        this.stateMtime = mtime;
+        this.state = undefined;
+      }
+    }
+    return Object.hasOwn((await this.loadState()).disabled, label);
+  }
+
+  /** Serialised read-modify-write of the state file; atomic replace on disk. */
+  private updateState(change: (s: StateFile) => void): Promise<void> {
+    const run = async () => {
+      this.state = undefined;
+      const s = await this.loadState();
+      change(s);
+      await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
+      const temp = join(this.stateDir, `.key-state.${randomBytes(6).toString('hex')}.tmp`);
+      try {
+        const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+        try {
+          await fh.writeFile(`${JSON.stringify(s, null, 2)}\n`, 'utf8');
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        await rename(temp, this.statePath());
+        this.stateCheckedAt = 0;
+      } catch (e) {
+        await unlink(temp).catch(() => {});
+        throw new KeyError('keystore_io', `cannot write ${this.statePath()}: ${(e as Error).message}`);
+      }
+    };
+    const next = this.stateWrite.then(run, run);
+    this.stateWrite = next.catch(() => {});
+    return next;
+  }
+}
