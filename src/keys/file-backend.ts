@@ -119,8 +119,8 @@ function checkValue(checkKey: Buffer): Buffer {
 export class FileBackend implements KeyBackend {
   readonly kind = 'file' as const;
   private readonly unlocked = new Map<string, Promise<KeyObject>>();
-  /** Keys whose unlock has finished, for signing without waiting on a promise. */
-  private readonly ready = new Map<string, KeyObject>();
+  /** Keys whose unlock has finished (with their public key), for signing without waiting on a promise. */
+  private readonly ready = new Map<string, { key: KeyObject; spki: Buffer }>();
   private readonly cost: { N: number; r: number; p: number };
 
   constructor(private readonly opts: FileBackendOptions) {
@@ -348,11 +348,27 @@ export class FileBackend implements KeyBackend {
   }
 
   async sign(key: BackendKey, message: Uint8Array): Promise<Uint8Array> {
-    let k = this.ready.get(key.label);
-    if (k === undefined) {
-      k = await this.unlock(key.label);
-      this.ready.set(key.label, k);
+    let r = this.ready.get(key.label);
+    if (r !== undefined && !r.spki.equals(key.spki)) {
+      // The file was replaced (deleted and re-created elsewhere): never sign with the old key.
+      this.ready.delete(key.label);
+      this.unlocked.delete(key.label);
+      r = undefined;
     }
+    if (r === undefined) {
+      const unlocked = await this.unlock(key.label);
+      const spki = createPublicKey(unlocked).export({ type: 'spki', format: 'der' });
+      if (!spki.equals(key.spki)) {
+        this.unlocked.delete(key.label);
+        throw new KeyError(
+          'key_not_found',
+          `key ${key.label} changed on disk while in use: describe it again`,
+        );
+      }
+      r = { key: unlocked, spki };
+      this.ready.set(key.label, r);
+    }
+    const k = r.key;
     const info = SCHEMES[key.scheme];
     return info.digest === null
       ? cryptoSign(null, message, k)

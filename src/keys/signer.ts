@@ -62,6 +62,8 @@ export interface SignOutput {
 interface StateFile {
   version: 1;
   disabled: Record<string, { at: string; reason?: string }>;
+  /** Keys deleted (by any process), so that other instances stop using cached copies. */
+  deleted?: Record<string, { at: string }>;
 }
 
 export interface SignerOptions {
@@ -71,6 +73,13 @@ export interface SignerOptions {
   stateDir?: string;
 }
 
+type KeyFlag = 'ok' | 'disabled' | 'deleted';
+
+function flagIn(s: StateFile, label: string): KeyFlag {
+  if (s.deleted !== undefined && Object.hasOwn(s.deleted, label)) return 'deleted';
+  return Object.hasOwn(s.disabled, label) ? 'disabled' : 'ok';
+}
+
 export class Signer {
   private readonly backends: KeyBackend[];
   private readonly stateDir: string;
@@ -78,6 +87,8 @@ export class Signer {
   private stateCheckedAt = 0;
   private stateMtime = -1;
   private stateWrite: Promise<void> = Promise.resolve();
+  /** Mutations of one label (generate, import, delete) run one at a time. */
+  private readonly locks = new Map<string, Promise<unknown>>();
   /** Described keys by label, so that signing does not re-read key files. */
   private readonly cache = new Map<
     string,
@@ -114,21 +125,30 @@ export class Signer {
   async generate(req: { label: string; scheme: KeyScheme; backend: BackendKind }): Promise<KeyDescription> {
     checkLabel(req.label);
     const backend = this.backend(req.backend);
-    await this.refuseExisting(req.label);
-    const supported = await backend.schemes();
-    if (!supported.includes(req.scheme))
-      throw new KeyError('unsupported_scheme', `the ${req.backend} backend cannot create ${req.scheme} keys`);
-    const key = await backend.generate(req.label, req.scheme);
-    return this.remember(backend, key);
+    return this.locked(req.label, async () => {
+      await this.refuseExisting(req.label);
+      const supported = await backend.schemes();
+      if (!supported.includes(req.scheme))
+        throw new KeyError(
+          'unsupported_scheme',
+          `the ${req.backend} backend cannot create ${req.scheme} keys`,
+        );
+      const key = await backend.generate(req.label, req.scheme);
+      await this.clearTombstone(req.label);
+      return this.remember(backend, key);
+    });
   }
 
   /** Imports private key material into the file keystore. */
   async import(req: { label: string; material: Uint8Array | string }): Promise<KeyDescription> {
     checkLabel(req.label);
     const file = this.backend('file') as FileBackend;
-    await this.refuseExisting(req.label);
-    const key = await file.import(req.label, req.material);
-    return this.remember(file, key);
+    return this.locked(req.label, async () => {
+      await this.refuseExisting(req.label);
+      const key = await file.import(req.label, req.material);
+      await this.clearTombstone(req.label);
+      return this.remember(file, key);
+    });
   }
 
   async list(): Promise<KeyDescription[]> {
@@ -150,9 +170,14 @@ export class Signer {
    */
   async sign(label: string, message: Uint8Array): Promise<SignOutput> {
     // Common path without extra awaits: key already described, state checked within the last second.
+    // The state first: refreshing it drops descriptions that another instance may have made stale.
+    const flag = this.flagNow(label) ?? (await this.flag(label));
+    if (flag === 'deleted') {
+      this.cache.delete(label);
+      throw new KeyError('key_not_found', `key ${label} was deleted`);
+    }
+    if (flag === 'disabled') throw new KeyError('key_disabled', `key ${label} is disabled`);
     const entry = this.cache.get(label) ?? (await this.locate(label));
-    const disabled = this.disabledNow(label) ?? (await this.isDisabled(label));
-    if (disabled) throw new KeyError('key_disabled', `key ${label} is disabled`);
     const { backend, key, description } = entry;
     const bytes = await backend.sign(key, message);
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -183,13 +208,17 @@ export class Signer {
     });
   }
 
-  /** Destroys the key in its backend. Irreversible. */
+  /** Destroys the key in its backend. Irreversible. Other instances stop using it within a second. */
   async delete(label: string): Promise<void> {
-    const { backend } = await this.locate(label);
-    await backend.remove(label);
-    this.cache.delete(label);
-    await this.updateState((s) => {
-      delete s.disabled[label];
+    await this.locked(label, async () => {
+      const { backend } = await this.locate(label);
+      await backend.remove(label);
+      this.cache.delete(label);
+      await this.updateState((s) => {
+        delete s.disabled[label];
+        s.deleted ??= {};
+        s.deleted[label] = { at: new Date().toISOString() };
+      });
     });
   }
 
@@ -199,6 +228,26 @@ export class Signer {
   }
 
   // ---- internals -------------------------------------------------------------
+
+  private async locked<T>(label: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(label) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.locks.set(label, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(label) === tail) this.locks.delete(label);
+    }
+  }
+
+  private async clearTombstone(label: string): Promise<void> {
+    const s = await this.loadState();
+    if (s.deleted && Object.hasOwn(s.deleted, label))
+      await this.updateState((st) => {
+        if (st.deleted) delete st.deleted[label];
+      });
+  }
 
   private async refuseExisting(label: string): Promise<void> {
     for (const b of this.backends)
@@ -270,10 +319,15 @@ export class Signer {
     return this.state;
   }
 
-  /** The disabled flag when the state is fresh (checked within the last second); undefined otherwise. */
-  private disabledNow(label: string): boolean | undefined {
+  /** The key's flag when the state is fresh (checked within the last second); undefined otherwise. */
+  private flagNow(label: string): KeyFlag | undefined {
     if (!this.state || Date.now() - this.stateCheckedAt > 1000) return undefined;
-    return Object.hasOwn(this.state.disabled, label);
+    return flagIn(this.state, label);
+  }
+
+  private async flag(label: string): Promise<KeyFlag> {
+    await this.refreshState();
+    return flagIn(await this.loadState(), label);
   }
 
   /**
@@ -281,20 +335,24 @@ export class Signer {
    * file's mtime is re-checked at most once a second, so a disable takes
    * effect everywhere within a second without a file read per signature.
    */
-  private async isDisabled(label: string): Promise<boolean> {
+  private async refreshState(): Promise<void> {
     const now = Date.now();
-    if (now - this.stateCheckedAt > 1000) {
-      this.stateCheckedAt = now;
-      const mtime = await stat(this.statePath()).then(
-        (st) => st.mtimeMs,
-        () => 0,
-      );
-      if (mtime !== this.stateMtime) {
-        this.stateMtime = mtime;
-        this.state = undefined;
-      }
+    if (now - this.stateCheckedAt <= 1000) return;
+    this.stateCheckedAt = now;
+    const mtime = await stat(this.statePath()).then(
+      (st) => st.mtimeMs,
+      () => 0,
+    );
+    if (mtime !== this.stateMtime) {
+      this.stateMtime = mtime;
+      this.state = undefined;
+      // Keys may have been deleted or replaced elsewhere: describe them afresh.
+      this.cache.clear();
     }
-    return Object.hasOwn((await this.loadState()).disabled, label);
+  }
+
+  private async isDisabled(label: string): Promise<boolean> {
+    return (await this.flag(label)) === 'disabled';
   }
 
   /** Serialised read-modify-write of the state file; atomic replace on disk. */
