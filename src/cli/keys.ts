@@ -5,7 +5,6 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { type Command, Option } from 'commander';
-import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
 import { KEY_SCHEMES, type KeyScheme } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
