@@ -99,6 +99,8 @@ export function registerKeys(program: Command): void {
     .action(async (opts: { keystore?: string; json?: boolean }) =>
       withSigner(opts, {}, async (s) => {
         const all = await s.list();
+        for (const p of s.keystoreProblems())
+          process.stderr.write(`canton-signer: warning: ${p.file} not listed: ${p.code}: ${p.message}\n`);
         const text =
           all.length === 0
             ? 'no keys\n'

@@ -36,6 +36,7 @@ export async function openSigner(config: SignerConfig = {}): Promise<Signer> {
       cached ??= getSecret(PASSPHRASE, {
         interactive: config.interactive,
         confirm: config.confirmPassphrase,
+        env,
       });
       return cached;
     },

@@ -42,6 +42,8 @@ export const DEFAULT_SCRYPT = { N: 2 ** 17, r: 8, p: 1 } as const;
 /** Files may not ask for less than this (or for absurd amounts of memory). */
 const MIN_LOG_N = 14;
 const MAX_LOG_N = 22;
+/** scrypt needs 128·N·r bytes; a file may not ask for more than this. */
+const MAX_SCRYPT_MEMORY = 1024 * 1024 * 1024;
 const CHECK_MESSAGE = 'canton-signer/key passphrase check';
 
 const b64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
@@ -58,8 +60,8 @@ const KeyFileSchema = z
       .object({
         name: z.literal('scrypt'),
         N: z.number().int(),
-        r: z.number().int().min(1).max(32),
-        p: z.number().int().min(1).max(16),
+        r: z.number().int().min(1).max(16),
+        p: z.number().int().min(1).max(4),
         salt: b64,
       })
       .strict(),
@@ -116,8 +118,15 @@ function checkValue(checkKey: Buffer): Buffer {
   return createHmac('sha256', checkKey).update(CHECK_MESSAGE).digest();
 }
 
+export interface KeyFileProblem {
+  file: string;
+  code: string;
+  message: string;
+}
+
 export class FileBackend implements KeyBackend {
   readonly kind = 'file' as const;
+  private problems: KeyFileProblem[] = [];
   private readonly unlocked = new Map<string, Promise<KeyObject>>();
   /** Keys whose unlock has finished (with their public key), for signing without waiting on a promise. */
   private readonly ready = new Map<string, { key: KeyObject; spki: Buffer }>();
@@ -278,12 +287,27 @@ export class FileBackend implements KeyBackend {
       throw ioError(`cannot list keystore ${this.opts.dir}`, e);
     }
     const out: BackendKey[] = [];
+    const problems: KeyFileProblem[] = [];
     for (const n of names.sort()) {
       if (!n.endsWith('.key.json') || n.startsWith('.')) continue;
-      const f = await this.readFileOf(n.slice(0, -'.key.json'.length));
-      if (f) out.push(describeFile(f));
+      try {
+        const label = n.slice(0, -'.key.json'.length);
+        checkLabel(label);
+        const f = await this.readFileOf(label);
+        if (f) out.push(describeFile(f));
+      } catch (e) {
+        // One damaged file must not hide the other keys: it is reported, not listed.
+        if (!(e instanceof KeyError)) throw e;
+        problems.push({ file: n, code: e.code, message: e.message });
+      }
     }
+    this.problems = problems;
     return out;
+  }
+
+  /** Key files the last `list()` could not read, with the reason. */
+  lastListProblems(): readonly KeyFileProblem[] {
+    return this.problems;
   }
 
   /** Decrypts the key once (concurrent callers share the work) and keeps it in memory. */
@@ -307,6 +331,18 @@ export class FileBackend implements KeyBackend {
         'invalid_key_file',
         `key file ${label}: scrypt N=${N} is outside 2^${MIN_LOG_N}..2^${MAX_LOG_N}`,
       );
+    if (128 * N * r > MAX_SCRYPT_MEMORY)
+      throw new KeyError(
+        'invalid_key_file',
+        `key file ${label}: scrypt N=${N}, r=${r} would need more than 1 GiB`,
+      );
+    const iv = Buffer.from(f.cipher.iv, 'base64');
+    const tag = Buffer.from(f.cipher.tag, 'base64');
+    if (iv.length !== 12 || tag.length !== 16)
+      throw new KeyError(
+        'tampered_key_file',
+        `key file ${label}: the AES-GCM IV must be 12 bytes and the tag 16`,
+      );
     const derived = await deriveKeys(await this.passphrase(), Buffer.from(f.kdf.salt, 'base64'), N, r, p);
     try {
       const check = Buffer.from(f.check, 'base64');
@@ -315,13 +351,9 @@ export class FileBackend implements KeyBackend {
         throw new KeyError('wrong_passphrase', `wrong passphrase for key ${label}`);
       let pkcs8: Buffer;
       try {
-        const d = createDecipheriv(
-          'aes-256-gcm',
-          derived.subarray(0, 32),
-          Buffer.from(f.cipher.iv, 'base64'),
-        );
+        const d = createDecipheriv('aes-256-gcm', derived.subarray(0, 32), iv, { authTagLength: 16 });
         d.setAAD(aad(f));
-        d.setAuthTag(Buffer.from(f.cipher.tag, 'base64'));
+        d.setAuthTag(tag);
         pkcs8 = Buffer.concat([d.update(Buffer.from(f.cipher.ciphertext, 'base64')), d.final()]);
       } catch {
         throw new KeyError(
@@ -332,6 +364,11 @@ export class FileBackend implements KeyBackend {
       let key: KeyObject;
       try {
         key = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+      } catch {
+        throw new KeyError(
+          'invalid_key_file',
+          `key file ${label}: the decrypted contents are not a PKCS#8 private key`,
+        );
       } finally {
         pkcs8.fill(0);
       }
@@ -423,9 +460,29 @@ export function parseKeyFile(text: string, label: string): KeyFile {
       `key file ${label} is not a canton-signer key file v${KEY_FILE_VERSION}: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
     );
   }
-  if (r.data.label !== label)
-    throw new KeyError('tampered_key_file', `key file ${label}.key.json carries the label ${r.data.label}`);
-  return r.data;
+  const f = r.data;
+  if (f.label !== label)
+    throw new KeyError('tampered_key_file', `key file ${label}.key.json carries the label ${f.label}`);
+  // The public header must be self-consistent, so that list/show (which need no passphrase) never
+  // present a key that signing would refuse.
+  const spki = Buffer.from(f.publicKeySpki, 'base64');
+  let spkiScheme: KeyScheme | undefined;
+  try {
+    spkiScheme = schemeOfKey(createPublicKey({ key: spki, format: 'der', type: 'spki' }));
+  } catch {
+    throw new KeyError('tampered_key_file', `key file ${label}: publicKeySpki is not a valid public key`);
+  }
+  if (spkiScheme !== f.scheme)
+    throw new KeyError(
+      'tampered_key_file',
+      `key file ${label}: scheme ${f.scheme} does not match the public key`,
+    );
+  if (fingerprint(spki) !== f.fingerprint)
+    throw new KeyError(
+      'tampered_key_file',
+      `key file ${label}: the fingerprint does not match the public key`,
+    );
+  return f;
 }
 
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -457,6 +514,12 @@ export function parsePrivateKey(material: Uint8Array | string): KeyObject {
     }
     const text = Buffer.from(material).toString('latin1');
     if (/-----BEGIN /.test(text) || /^[\s0-9a-fA-F]+$/.test(text)) return parsePrivateKey(text);
+    // EncryptedPrivateKeyInfo carries the PBES2 OID (1.2.840.113549.1.5.13) near its start.
+    if (Buffer.from(material.subarray(0, 48)).includes(Buffer.from('2a864886f70d01050d', 'hex')))
+      throw new KeyError(
+        'invalid_key_material',
+        'encrypted PKCS#8 is not accepted: decrypt it first (openssl pkcs8)',
+      );
     return createPrivateKey({ key: Buffer.from(material), format: 'der', type: 'pkcs8' });
   } catch (e) {
     if (e instanceof KeyError) throw e;

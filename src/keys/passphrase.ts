@@ -88,9 +88,9 @@ export async function promptSecret(question: string): Promise<string> {
  */
 export async function getSecret(
   src: SecretSource,
-  opts: { interactive?: boolean; confirm?: boolean } = {},
+  opts: { interactive?: boolean; confirm?: boolean; env?: NodeJS.ProcessEnv } = {},
 ): Promise<string> {
-  const fromEnv = secretFromEnv(src);
+  const fromEnv = secretFromEnv(src, opts.env);
   if (fromEnv !== undefined) return fromEnv;
   if (opts.interactive && process.stdin.isTTY) {
     const first = await promptSecret(`${src.what}: `);

@@ -14,7 +14,7 @@ import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fingerprint, partyId } from '../hashing/canton-hash.js';
 import { type BackendKey, type BackendKind, checkLabel, type KeyBackend, KeyError } from './backend.js';
-import type { FileBackend } from './file-backend.js';
+import type { FileBackend, KeyFileProblem } from './file-backend.js';
 import {
   type KeyScheme,
   SCHEMES,
@@ -113,6 +113,11 @@ export class Signer {
           : 'no file keystore configured',
       );
     return b;
+  }
+
+  /** Key files the last `list()` skipped because they could not be read (file keystore). */
+  keystoreProblems(): readonly KeyFileProblem[] {
+    return this.opts.file?.lastListProblems() ?? [];
   }
 
   /** The configured backends and the schemes each can create and sign with. */
