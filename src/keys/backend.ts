@@ -13,7 +13,7 @@ export interface BackendKey {
   scheme: KeyScheme;
   /** SubjectPublicKeyInfo DER. */
   spki: Uint8Array;
-  /** ISO-8601; when the backend cannot know it (HSM), the time it was first seen. */
+  /** ISO-8601; for an HSM, the day recorded in CKA_START_DATE at generation, or '' if none. */
   createdAt: string;
 }
 
@@ -54,7 +54,8 @@ export type KeyErrorCode =
   | 'wrong_pin'
   | 'pin_locked'
   | 'no_pin'
-  | 'hsm_error'; // any other PKCS#11 failure (with its CKR name)
+  | 'hsm_error' // any other PKCS#11 failure (with its CKR name)
+  | 'invalid_message'; // not a Canton hash: the signer signs nothing else
 
 export class KeyError extends Error {
   override readonly name = 'KeyError';

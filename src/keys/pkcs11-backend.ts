@@ -18,10 +18,13 @@
  *   them, else CKM_ECDSA over SHA-256 / SHA-384 of the message computed here
  *   (SoftHSM 2.6 has no CKM_ECDSA_SHA256). The token's r‖s becomes DER.
  * - Recovery: when a call fails because the session, the login, the device or
- *   the library state is gone, the pool is closed, the token is found again
- *   by label (a re-initialised token may sit in a new slot; if it cannot be
- *   found the library is finalised and initialised again), the sessions are
- *   reopened, the PIN is given again, and the call is retried once.
+ *   the library state is gone (a session that is no longer logged in sees no
+ *   private keys, so "not found" is only believed from a logged-in session),
+ *   the pool is closed once calls in flight have returned, the token is found
+ *   again by label (a re-initialised token may sit in a new slot; if it cannot
+ *   be found the library is finalised and initialised again), the sessions are
+ *   reopened, the PIN is given again, and the call is retried once. A refused
+ *   PIN stops the backend: it is not tried again.
  *
  * Several backends in one process may use the same module: they share one
  * loaded library (PKCS#11 state is per process), which is finalised when the
@@ -96,6 +99,9 @@ const CKM_EC_EDWARDS_KEY_PAIR_GEN = 0x1055;
 const CKM_EDDSA = 0x1057;
 const CKK_EC = 0x03;
 const CKK_EC_EDWARDS = 0x40;
+// Session states of a session whose user is logged in.
+const CKS_RO_USER_FUNCTIONS = 1;
+const CKS_RW_USER_FUNCTIONS = 3;
 
 const MECHANISM_NAMES: Record<number, string> = {
   [CKM_EC_KEY_PAIR_GEN]: 'CKM_EC_KEY_PAIR_GEN',
@@ -152,6 +158,13 @@ export function ckrName(e: unknown): string | undefined {
   if (e instanceof pkcs11js.Pkcs11Error && typeof code === 'number' && code !== 0)
     return CKR_NAMES.get(code) ?? `CKR_0x${code.toString(16).padStart(8, '0')}`;
   return undefined;
+}
+
+/** A session that is not logged in: raised as the token would, so that the call reconnects. */
+class NotLoggedIn extends Error {
+  constructor() {
+    super('CKR_USER_NOT_LOGGED_IN');
+  }
 }
 
 /** One loaded module, shared by every backend of the process that uses it. */
@@ -400,6 +413,7 @@ export class Pkcs11Backend implements KeyBackend {
       this.run(`generating ${scheme} key "${label}"`, async (session) => {
         const plan = this.plan(scheme);
         const lib = this.shared.lib;
+        this.requireLogin(session);
         const taken = this.findObjects(session, [{ type: pkcs11js.CKA_LABEL, value: label }]);
         if (taken.length > 0) {
           // A retry after a lost session may find the pair the first attempt made.
@@ -460,6 +474,7 @@ export class Pkcs11Backend implements KeyBackend {
 
   async list(): Promise<BackendKey[]> {
     return this.run('listing keys', async (session) => {
+      this.requireLogin(session);
       const out: BackendKey[] = [];
       for (const handle of this.findObjects(session, [
         { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
@@ -523,6 +538,7 @@ export class Pkcs11Backend implements KeyBackend {
           { type: pkcs11js.CKA_LABEL, value: label },
         ]);
         if (privates.length === 0) {
+          this.requireLogin(session);
           if (destroyed) return; // a retry after the first attempt had destroyed it
           throw new KeyError('key_not_found', `no key labelled "${label}" on token "${this.tokenLabel}"`);
         }
@@ -857,6 +873,16 @@ export class Pkcs11Backend implements KeyBackend {
     return plan;
   }
 
+  /**
+   * Private objects are invisible to a session that is not logged in (the login can be lost
+   * without an error, e.g. by another C_Logout or an HSM's idle timeout): before "not found" is
+   * believed, the session must be logged in.
+   */
+  private requireLogin(session: Buffer): void {
+    const state = this.shared.lib.C_GetSessionInfo(session).state;
+    if (state !== CKS_RO_USER_FUNCTIONS && state !== CKS_RW_USER_FUNCTIONS) throw new NotLoggedIn();
+  }
+
   private findObjects(session: Buffer, template: Template): Buffer[] {
     const lib = this.shared.lib;
     lib.C_FindObjectsInit(session, template);
@@ -895,7 +921,10 @@ export class Pkcs11Backend implements KeyBackend {
       { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
       { type: pkcs11js.CKA_LABEL, value: label },
     ]);
-    if (privates.length === 0) return undefined;
+    if (privates.length === 0) {
+      this.requireLogin(session);
+      return undefined;
+    }
     if (privates.length > 1)
       throw new KeyError(
         'hsm_error',

@@ -16,6 +16,7 @@ import { fingerprint, partyId } from '../hashing/canton-hash.js';
 import { type BackendKey, type BackendKind, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { FileBackend, KeyFileProblem } from './file-backend.js';
 import {
+  isKeyScheme,
   type KeyScheme,
   SCHEMES,
   type SignatureFormat,
@@ -75,6 +76,20 @@ export interface SignerOptions {
 
 type KeyFlag = 'ok' | 'disabled' | 'deleted';
 
+/**
+ * The signer signs Canton hashes only: a 32-byte prepared-transaction hash, or
+ * a 34-byte SHA-256 multihash (0x12 0x20 ‖ 32 bytes) of topology transactions.
+ * Anything else would be a signature over bytes nobody has checked.
+ */
+function checkMessage(m: Uint8Array): void {
+  if (m.length === 32) return;
+  if (m.length === 34 && m[0] === 0x12 && m[1] === 0x20) return;
+  throw new KeyError(
+    'invalid_message',
+    `refusing to sign ${m.length} bytes: only a 32-byte transaction hash or a 34-byte 1220… multihash is signed`,
+  );
+}
+
 function flagIn(s: StateFile, label: string): KeyFlag {
   if (s.deleted !== undefined && Object.hasOwn(s.deleted, label)) return 'deleted';
   return Object.hasOwn(s.disabled, label) ? 'disabled' : 'ok';
@@ -131,13 +146,10 @@ export class Signer {
     checkLabel(req.label);
     const backend = this.backend(req.backend);
     return this.locked(req.label, async () => {
+      if (!isKeyScheme(req.scheme))
+        throw new KeyError('unsupported_scheme', `unknown scheme ${String(req.scheme)}`);
       await this.refuseExisting(req.label);
-      const supported = await backend.schemes();
-      if (!supported.includes(req.scheme))
-        throw new KeyError(
-          'unsupported_scheme',
-          `the ${req.backend} backend cannot create ${req.scheme} keys`,
-        );
+      // The backend says why it cannot (an HSM names the missing mechanism).
       const key = await backend.generate(req.label, req.scheme);
       await this.clearTombstone(req.label);
       return this.remember(backend, key);
@@ -174,6 +186,7 @@ export class Signer {
    * 34-byte topology hash) with the key. Refuses disabled keys.
    */
   async sign(label: string, message: Uint8Array): Promise<SignOutput> {
+    checkMessage(message);
     // Common path without extra awaits: key already described, state checked within the last second.
     // The state first: refreshing it drops descriptions that another instance may have made stale.
     const flag = this.flagNow(label) ?? (await this.flag(label));

@@ -93,3 +93,18 @@ describe('two Signers over one keystore', () => {
     expect(await codeOf(a.sign('flag', msg))).toBe('ok');
   });
 });
+
+describe('what the signer agrees to sign', () => {
+  it('only a 32-byte hash or a 34-byte 1220… multihash; anything else is invalid_message', async () => {
+    const s = open();
+    await s.generate({ label: 'strict', scheme: 'ed25519', backend: 'file' });
+    const multihash = new Uint8Array(34);
+    multihash.set([0x12, 0x20]);
+    expect(await codeOf(s.sign('strict', new Uint8Array(32)))).toBe('ok');
+    expect(await codeOf(s.sign('strict', multihash))).toBe('ok');
+    for (const bad of [0, 1, 31, 33, 34, 35, 64, 1024]) {
+      const m = new Uint8Array(bad).fill(0xab);
+      expect(await codeOf(s.sign('strict', m)), `${bad} bytes`).toBe('invalid_message');
+    }
+  });
+});
