@@ -602,7 +602,11 @@ export class Pkcs11Backend implements KeyBackend {
   /** Runs `op` on a pooled session; reconnects and retries once when the session or the token went away. */
   private async run<T>(what: string, op: (session: Buffer) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const session = await this.acquire();
+      // Fast path: a free session in a healthy pool is taken without waiting on a promise.
+      const ready =
+        !this.closed && !this.fatal && !this.recovering && !this.down ? this.free.pop() : undefined;
+      if (ready) this.inUse++;
+      const session = ready ?? (await this.acquire());
       let result: T;
       try {
         result = await op(session.handle);
@@ -1021,7 +1025,8 @@ export class Pkcs11Backend implements KeyBackend {
   private async signWith(session: Buffer, mechanism: number, key: Buffer, input: Buffer): Promise<Buffer> {
     const lib = this.shared.lib;
     lib.C_SignInit(session, { mechanism }, key);
-    return lib.C_SignAsync(session, input, Buffer.alloc(512));
+    // Uninitialised is fine: the result is the slice the module wrote, and it is copied by the caller.
+    return lib.C_SignAsync(session, input, Buffer.allocUnsafe(512));
   }
 
   /** Any failure as a KeyError naming the operation, the token and the CKR code; never the PIN. */

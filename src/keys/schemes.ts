@@ -123,26 +123,50 @@ export function spkiFromRaw(scheme: KeyScheme, raw: Uint8Array): Buffer {
   return key.export({ type: 'spki', format: 'der' });
 }
 
-/** Converts a fixed-width r‖s signature (as PKCS#11 CKM_ECDSA returns it) to DER. */
+/** Converts a fixed-width r‖s signature (as PKCS#11 CKM_ECDSA returns it) to DER, in one allocation. */
 export function rawEcdsaToDer(rs: Uint8Array): Buffer {
   if (rs.length % 2 !== 0 || rs.length === 0)
     throw new Error('r‖s signature must have even, non-zero length');
   const half = rs.length / 2;
-  const integer = (x: Uint8Array): Buffer => {
-    let i = 0;
-    while (i < x.length - 1 && x[i] === 0) i++;
-    let v = Buffer.from(x.subarray(i));
-    if (v[0]! & 0x80) v = Buffer.concat([Buffer.from([0]), v]);
-    return Buffer.concat([Buffer.from([0x02]), derLength(v.length), v]);
+  // Each INTEGER is minimal big-endian, with a 0x00 in front when its top bit is set.
+  const integer = (from: number) => {
+    let start = from;
+    while (start < from + half - 1 && rs[start] === 0) start++;
+    const pad = rs[start]! & 0x80 ? 1 : 0;
+    const len = from + half - start + pad;
+    return { start, pad, len, size: 1 + derLengthSize(len) + len };
   };
-  const body = Buffer.concat([integer(rs.subarray(0, half)), integer(rs.subarray(half))]);
-  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
+  const r = integer(0);
+  const s = integer(half);
+  const bodyLen = r.size + s.size;
+  const out = Buffer.allocUnsafe(1 + derLengthSize(bodyLen) + bodyLen);
+  out[0] = 0x30;
+  let p = writeDerLength(out, 1, bodyLen);
+  for (const x of [r, s]) {
+    out[p++] = 0x02;
+    p = writeDerLength(out, p, x.len);
+    if (x.pad) out[p++] = 0;
+    out.set(rs.subarray(x.start, x.start + x.len - x.pad), p);
+    p += x.len - x.pad;
+  }
+  return out;
 }
 
-function derLength(n: number): Buffer {
-  if (n < 0x80) return Buffer.from([n]);
-  if (n < 0x100) return Buffer.from([0x81, n]);
-  return Buffer.from([0x82, n >> 8, n & 0xff]);
+function derLengthSize(n: number): number {
+  return n < 0x80 ? 1 : n < 0x100 ? 2 : 3;
+}
+
+function writeDerLength(out: Buffer, p: number, n: number): number {
+  if (n < 0x80) out[p++] = n;
+  else if (n < 0x100) {
+    out[p++] = 0x81;
+    out[p++] = n;
+  } else {
+    out[p++] = 0x82;
+    out[p++] = n >> 8;
+    out[p++] = n & 0xff;
+  }
+  return p;
 }
 
 /**
