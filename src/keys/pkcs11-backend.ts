@@ -31,15 +31,38 @@
  * last of them closes.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import type { Mechanism, PKCS11, Template } from 'pkcs11js';
-import { type BackendKey, checkLabel, type KeyBackend, KeyError, type KeyErrorCode } from './backend.js';
+import type { Mechanism, Template } from 'pkcs11js';
+import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import { PKCS11_PIN, secretFromEnv } from './passphrase.js';
+import {
+  CKR_CODES,
+  ckrName,
+  finalize,
+  firstLine,
+  initialize,
+  loadLibrary,
+  NotLoggedIn,
+  PIN_DIGEST_KEY,
+  pkcs11js,
+  RECOVERABLE,
+  type SharedLibrary,
+} from './pkcs11/library.js';
+import {
+  CKK_EC,
+  CKK_EC_EDWARDS,
+  CKS_RO_USER_FUNCTIONS,
+  CKS_RW_USER_FUNCTIONS,
+  isoDate,
+  type Plan,
+  planFor,
+  rawPublicKey,
+  schemeOf,
+  today,
+  ulong,
+} from './pkcs11/mechanisms.js';
 import { KEY_SCHEMES, type KeyScheme, prehash, rawEcdsaToDer, SCHEMES, spkiFromRaw } from './schemes.js';
 
-// pkcs11js is a CommonJS native addon whose exports Node cannot name statically.
-const pkcs11js = createRequire(import.meta.url)('pkcs11js') as typeof import('pkcs11js');
+export { ckrName } from './pkcs11/library.js';
 
 export interface Pkcs11Config {
   /** Path of the PKCS#11 module (shared library). */
@@ -88,230 +111,6 @@ export function pkcs11ConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pkcs1
     config.sessions = Number(sessions);
   }
   return config;
-}
-
-// Mechanisms and key types pkcs11js 2.x has no names for (PKCS#11 3.0).
-const CKM_EC_KEY_PAIR_GEN = 0x1040;
-const CKM_ECDSA = 0x1041;
-const CKM_ECDSA_SHA256 = 0x1044;
-const CKM_ECDSA_SHA384 = 0x1045;
-const CKM_EC_EDWARDS_KEY_PAIR_GEN = 0x1055;
-const CKM_EDDSA = 0x1057;
-const CKK_EC = 0x03;
-const CKK_EC_EDWARDS = 0x40;
-// Session states of a session whose user is logged in.
-const CKS_RO_USER_FUNCTIONS = 1;
-const CKS_RW_USER_FUNCTIONS = 3;
-
-const MECHANISM_NAMES: Record<number, string> = {
-  [CKM_EC_KEY_PAIR_GEN]: 'CKM_EC_KEY_PAIR_GEN',
-  [CKM_ECDSA]: 'CKM_ECDSA',
-  [CKM_ECDSA_SHA256]: 'CKM_ECDSA_SHA256',
-  [CKM_ECDSA_SHA384]: 'CKM_ECDSA_SHA384',
-  [CKM_EC_EDWARDS_KEY_PAIR_GEN]: 'CKM_EC_EDWARDS_KEY_PAIR_GEN',
-  [CKM_EDDSA]: 'CKM_EDDSA',
-};
-
-/** CKA_EC_PARAMS of Ed25519 keys as PKCS#11 3.0 also allows: PrintableString "edwards25519" (SoftHSM uses it on private keys). */
-const EDWARDS25519_NAME = Buffer.concat([Buffer.from([0x13, 12]), Buffer.from('edwards25519')]);
-
-/** Failures after which the sessions, the login or the library must be set up again. */
-const RECOVERABLE = new Set([
-  'CKR_SESSION_HANDLE_INVALID',
-  'CKR_SESSION_CLOSED',
-  'CKR_DEVICE_REMOVED',
-  'CKR_TOKEN_NOT_PRESENT',
-  'CKR_TOKEN_NOT_RECOGNIZED',
-  'CKR_USER_NOT_LOGGED_IN',
-  'CKR_DEVICE_ERROR',
-  'CKR_CRYPTOKI_NOT_INITIALIZED',
-  'CKR_SLOT_ID_INVALID',
-  // SoftHSM answers this when its token was deleted under it; one reconnection settles it.
-  'CKR_GENERAL_ERROR',
-]);
-
-const CKR_CODES: Readonly<Record<string, KeyErrorCode>> = {
-  CKR_PIN_INCORRECT: 'wrong_pin',
-  CKR_PIN_INVALID: 'wrong_pin',
-  CKR_PIN_LEN_RANGE: 'wrong_pin',
-  CKR_PIN_LOCKED: 'pin_locked',
-  CKR_MECHANISM_INVALID: 'mechanism_missing',
-  CKR_CURVE_NOT_SUPPORTED: 'unsupported_scheme',
-  CKR_DOMAIN_PARAMS_INVALID: 'unsupported_scheme',
-  CKR_KEY_HANDLE_INVALID: 'key_not_found',
-  CKR_OBJECT_HANDLE_INVALID: 'key_not_found',
-};
-
-/** CKR names by value, from pkcs11js's constants (plus the few it lacks). */
-const CKR_NAMES: ReadonlyMap<number, string> = (() => {
-  const m = new Map<number, string>([[0x140, 'CKR_CURVE_NOT_SUPPORTED']]);
-  for (const [name, value] of Object.entries(pkcs11js))
-    if (name.startsWith('CKR_') && typeof value === 'number' && !m.has(value)) m.set(value, name);
-  return m;
-})();
-
-/** The CKR name of a pkcs11js error, or undefined for anything else. */
-export function ckrName(e: unknown): string | undefined {
-  if (!(e instanceof Error) || e instanceof KeyError) return undefined;
-  if (/^CKR_[A-Z0-9_]+$/.test(e.message)) return e.message;
-  const code = (e as { code?: unknown }).code;
-  if (e instanceof pkcs11js.Pkcs11Error && typeof code === 'number' && code !== 0)
-    return CKR_NAMES.get(code) ?? `CKR_0x${code.toString(16).padStart(8, '0')}`;
-  return undefined;
-}
-
-/** A session that is not logged in: raised as the token would, so that the call reconnects. */
-class NotLoggedIn extends Error {
-  constructor() {
-    super('CKR_USER_NOT_LOGGED_IN');
-  }
-}
-
-/** One loaded module, shared by every backend of the process that uses it. */
-interface SharedLibrary {
-  path: string;
-  lib: PKCS11;
-  users: number;
-  initialized: boolean;
-  /** Counts C_Initialize calls: session handles from an earlier epoch are meaningless. */
-  epoch: number;
-  /** Keyed digest of the PIN each slot was logged in with (login state is per process). */
-  logins: Map<string, Buffer>;
-}
-
-const LIBRARIES = new Map<string, SharedLibrary>();
-const PIN_DIGEST_KEY = randomBytes(32);
-
-function loadLibrary(path: string): SharedLibrary {
-  let key = path;
-  try {
-    key = realpathSync(path);
-  } catch {
-    // a bare library name for the dynamic loader to find, or a missing file: load() says which
-  }
-  const known = LIBRARIES.get(key);
-  if (known) return known;
-  const lib = new pkcs11js.PKCS11();
-  try {
-    lib.load(path);
-  } catch (e) {
-    throw new KeyError('hsm_module', `cannot load the PKCS#11 module ${path}: ${firstLine(e)}`);
-  }
-  const shared: SharedLibrary = { path, lib, users: 0, initialized: false, epoch: 0, logins: new Map() };
-  LIBRARIES.set(key, shared);
-  return shared;
-}
-
-function initialize(shared: SharedLibrary): void {
-  try {
-    shared.lib.C_Initialize({ flags: pkcs11js.CKF_OS_LOCKING_OK });
-  } catch (e) {
-    if (ckrName(e) !== 'CKR_CRYPTOKI_ALREADY_INITIALIZED')
-      throw new KeyError(
-        'hsm_module',
-        `the PKCS#11 module ${shared.path} failed to initialise (${ckrName(e) ?? firstLine(e)})` +
-          (/softhsm/i.test(shared.path) ? '; check SOFTHSM2_CONF and the token directory' : ''),
-      );
-  }
-  shared.initialized = true;
-  shared.epoch++;
-  shared.logins.clear();
-}
-
-function finalize(shared: SharedLibrary): void {
-  try {
-    shared.lib.C_Finalize();
-  } catch {
-    // already finalised (by another user of the library in this process)
-  }
-  shared.initialized = false;
-  shared.logins.clear();
-}
-
-function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
-}
-
-/** A CK_ULONG as pkcs11js returns it (native byte order, which is little-endian everywhere Node runs). */
-function ulong(b: Buffer): number {
-  return b.length >= 8 ? Number(b.readBigUInt64LE(0)) : b.readUInt32LE(0);
-}
-
-function schemeOf(keyType: number, params: Buffer | undefined): KeyScheme | undefined {
-  if (params === undefined) return undefined;
-  if (keyType === CKK_EC_EDWARDS)
-    return params.equals(SCHEMES.ed25519.ecParams) || params.equals(EDWARDS25519_NAME)
-      ? 'ed25519'
-      : undefined;
-  if (keyType !== CKK_EC) return undefined;
-  return KEY_SCHEMES.find((s) => s !== 'ed25519' && SCHEMES[s].ecParams.equals(params));
-}
-
-/**
- * CKA_EC_POINT to the raw public key (32 bytes for Ed25519, 04‖x‖y for
- * ECDSA). Tokens return it DER-wrapped (OCTET STRING); a few return it bare.
- */
-function rawPublicKey(scheme: KeyScheme, point: Buffer): Buffer | undefined {
-  const size = scheme === 'ed25519' ? 32 : 1 + 2 * SCHEMES[scheme].fieldBytes;
-  if (point.length === size && (scheme === 'ed25519' || point[0] === 4)) return point;
-  if (point[0] !== 0x04 || point.length < 2) return undefined;
-  let header = 2;
-  let length = point[1]!;
-  if (length === 0x81 && point.length >= 3) {
-    length = point[2]!;
-    header = 3;
-  }
-  if (length !== size || header + length !== point.length) return undefined;
-  return point.subarray(header);
-}
-
-/** CKA_START_DATE "YYYYMMDD" to ISO-8601 (midnight UTC), '' when absent or malformed. */
-function isoDate(date: Buffer | undefined): string {
-  const text = date?.toString('latin1') ?? '';
-  const m = /^(\d{4})(\d{2})(\d{2})$/.exec(text);
-  if (!m || text === '00000000') return '';
-  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-  return Number.isNaN(d.getTime()) ? '' : d.toISOString();
-}
-
-function today(): Buffer {
-  return Buffer.from(new Date().toISOString().slice(0, 10).replaceAll('-', ''), 'latin1');
-}
-
-interface Plan {
-  generate: number;
-  sign: number;
-  /** Sign the host-computed digest (CKM_ECDSA) rather than the message. */
-  hostHash: boolean;
-  keyType: number;
-}
-
-/** How the token can make and use keys of a scheme, or which mechanisms it lacks. */
-function planFor(scheme: KeyScheme, mechanisms: ReadonlySet<number>): { plan?: Plan; missing: string[] } {
-  const missing: string[] = [];
-  if (scheme === 'ed25519') {
-    if (!mechanisms.has(CKM_EC_EDWARDS_KEY_PAIR_GEN)) missing.push('CKM_EC_EDWARDS_KEY_PAIR_GEN');
-    if (!mechanisms.has(CKM_EDDSA)) missing.push('CKM_EDDSA');
-    if (missing.length > 0) return { missing };
-    return {
-      plan: {
-        generate: CKM_EC_EDWARDS_KEY_PAIR_GEN,
-        sign: CKM_EDDSA,
-        hostHash: false,
-        keyType: CKK_EC_EDWARDS,
-      },
-      missing,
-    };
-  }
-  const withDigest = scheme === 'ecdsa-p384' ? CKM_ECDSA_SHA384 : CKM_ECDSA_SHA256;
-  if (!mechanisms.has(CKM_EC_KEY_PAIR_GEN)) missing.push('CKM_EC_KEY_PAIR_GEN');
-  const sign = mechanisms.has(withDigest) ? withDigest : mechanisms.has(CKM_ECDSA) ? CKM_ECDSA : undefined;
-  if (sign === undefined) missing.push(`${MECHANISM_NAMES[withDigest]} or CKM_ECDSA`);
-  if (missing.length > 0 || sign === undefined) return { missing };
-  return {
-    plan: { generate: CKM_EC_KEY_PAIR_GEN, sign, hostHash: sign === CKM_ECDSA, keyType: CKK_EC },
-    missing,
-  };
 }
 
 interface Session {
