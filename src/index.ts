@@ -2,6 +2,14 @@
  * canton-signer library entry. Names exported here are a stable API: other
  * modules, tests and integrators import them from `canton-signer`.
  */
+
+export { type AuthProvider, oauth2ClientCredentials, staticBearer } from './canton/auth.js';
+export { CantonApiError, type CantonService, isCantonApiError, type JsCantonError } from './canton/errors.js';
+export { HttpClient } from './canton/http.js';
+export { LedgerApiClient } from './canton/ledger-api/client.js';
+export { ScanClient } from './canton/scan/client.js';
+export { ValidatorClient } from './canton/validator/client.js';
+export { RegistryClient } from './canton/validator/registry.js';
 export {
   cantonHash,
   fingerprint,
@@ -41,3 +49,8 @@ export {
   PREPARED_SUBMISSION_PURPOSE,
   SCHEMES,
 } from './hashing/transaction-hash.js';
+export { type BackendKind, KeyError, type KeyErrorCode } from './keys/backend.js';
+export { openSigner, type SignerConfig } from './keys/config.js';
+export { FileBackend } from './keys/file-backend.js';
+export { KEY_SCHEMES, type KeyScheme, verifySignature } from './keys/schemes.js';
+export { type CantonSignature, type KeyDescription, Signer, type SignOutput } from './keys/signer.js';

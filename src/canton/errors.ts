@@ -9,7 +9,7 @@
 import { z } from 'zod';
 
 export type CantonService = 'ledger-api' | 'validator' | 'scan' | 'registry' | 'oauth';
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
  * Optional JsCantonError field. The published spec marks these as plain optional

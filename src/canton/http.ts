@@ -44,7 +44,7 @@ export interface HttpRequest<T> {
   body?: unknown;
   /** Schema of the success body; an empty body is parsed as `undefined`. */
   response: z.ZodType<T>;
-  /** Safe to repeat. Default: GET and DELETE true, POST false. Only idempotent calls are retried. */
+  /** Safe to repeat. Default: GET and DELETE true, POST and PATCH false. Only idempotent calls are retried. */
   idempotent?: boolean;
   timeoutMs?: number;
   /** Statuses that count as success. Default 200..299. */
@@ -104,7 +104,7 @@ export class HttpClient {
   }
 
   async request<T>(r: HttpRequest<T>): Promise<T> {
-    const idempotent = r.idempotent ?? r.method !== 'POST';
+    const idempotent = r.idempotent ?? (r.method === 'GET' || r.method === 'DELETE');
     const path = `/${(r.path.split('?')[0] ?? '').replace(/^\/+/, '')}`;
     const url = joinUrl(this.baseUrl, r.path, r.query);
     const body = r.body === undefined ? undefined : JSON.stringify(r.body);
@@ -200,7 +200,7 @@ export class HttpClient {
       try {
         json = JSON.parse(text);
       } catch {
-        throw invalidResponse(base, res.status, 'response body is not JSON');
+        throw invalidResponse(base, res.status, 'response body is not JSON', idempotent);
       }
     }
     const parsed = r.response.safeParse(json);
@@ -208,23 +208,28 @@ export class HttpClient {
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
       const what = json === undefined ? 'empty response body' : (issue?.message ?? 'invalid');
-      throw invalidResponse(base, res.status, `response at ${where}: ${what}`);
+      throw invalidResponse(base, res.status, `response at ${where}: ${what}`, idempotent);
     }
     return { status: res.status, value: parsed.data };
   }
 }
 
+/**
+ * A success status whose body cannot be read. For a call that is not
+ * idempotent the server has acted but its answer is unknown: ambiguous.
+ */
 function invalidResponse(
   base: { service: CantonService; method: string; path: string },
   status: number,
   note: string,
+  idempotent: boolean,
 ): CantonApiError {
   return new CantonApiError({
     ...base,
     status,
     code: 'INVALID_RESPONSE',
     retryable: false,
-    ambiguous: false,
+    ambiguous: !idempotent && status >= 200 && status < 300,
     note,
   });
 }
