@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { oneLine } from '../canton/errors.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
 import { registerHash } from './hash.js';
@@ -42,10 +43,6 @@ export function buildProgram(): Command {
   };
   override(program);
   return program;
-}
-
-function oneLine(s: string): string {
-  return s.replace(/\s+/g, ' ').trim();
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -154,7 +154,9 @@ export function fingerprint(publicKey: Uint8Array): string {
 }
 
 const HINT = /^[A-Za-z0-9:\-_ ]+$/;
-const FINGERPRINT = /^1220[0-9a-f]{64}$/;
+/** A Canton key fingerprint in hex: the 34-byte SHA-256 multihash, 68 lowercase hex characters. */
+export const FINGERPRINT_PATTERN = /^1220[0-9a-f]{64}$/;
+const FINGERPRINT = FINGERPRINT_PATTERN;
 
 /** Why a party hint is not acceptable, or undefined. */
 export function partyHintProblem(hint: string): string | undefined {

@@ -5,6 +5,9 @@
  */
 import { TransactionError } from './errors.js';
 
+/** Standard padded base64 (RFC 4648 §4) as a pattern, for schemas. Canonical padding bits are checked by the decoders. */
+export const STANDARD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 const B64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
 export function base64ToBytes(text: string, what = 'input'): Uint8Array {

@@ -31,7 +31,8 @@ import { constants } from 'node:fs';
 import { chmod, link, mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { fingerprint } from '../hashing/canton-hash.js';
+import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
+import { STANDARD_BASE64 } from '../hashing/input.js';
 import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import { KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey } from './schemes.js';
 
@@ -46,7 +47,7 @@ const MAX_LOG_N = 22;
 const MAX_SCRYPT_MEMORY = 1024 * 1024 * 1024;
 const CHECK_MESSAGE = 'canton-signer/key passphrase check';
 
-const b64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
+const b64 = z.string().regex(STANDARD_BASE64);
 const KeyFileSchema = z
   .object({
     format: z.literal(KEY_FILE_FORMAT),
@@ -55,7 +56,7 @@ const KeyFileSchema = z
     scheme: z.enum(KEY_SCHEMES as unknown as [KeyScheme, ...KeyScheme[]]),
     createdAt: z.string(),
     publicKeySpki: b64,
-    fingerprint: z.string().regex(/^1220[0-9a-f]{64}$/),
+    fingerprint: z.string().regex(FINGERPRINT_PATTERN),
     kdf: z
       .object({
         name: z.literal('scrypt'),

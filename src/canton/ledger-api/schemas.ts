@@ -30,6 +30,8 @@
  *   are plain strings and kept as such.
  */
 import { z } from 'zod';
+import { FINGERPRINT_PATTERN } from '../../hashing/canton-hash.js';
+import { STANDARD_BASE64 } from '../../hashing/input.js';
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks
@@ -44,13 +46,13 @@ const Int32 = z
   .min(-(2 ** 31))
   .max(2 ** 31 - 1);
 
-const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const BASE64_RE = STANDARD_BASE64;
 /** Request bytes: non-empty standard base64 with padding (what Canton's `Base64` basic decoder accepts). */
 const Base64 = z.string().min(1).regex(BASE64_RE, 'not standard base64 (RFC 4648 §4, padded)');
 /** A required non-empty identifier (party id, command id, user id, …) in a request. */
 const Id = z.string().min(1);
 /** Canton key fingerprint: hex of the 34-byte SHA-256 multihash (68 lowercase hex chars, `1220…`). */
-const Fingerprint = z.string().regex(/^1220[0-9a-f]{64}$/, 'not a Canton key fingerprint (1220 + 64 hex)');
+const Fingerprint = z.string().regex(FINGERPRINT_PATTERN, 'not a Canton key fingerprint (1220 + 64 hex)');
 /** ISO-8601 instant in UTC, as `java.time.Instant` prints and parses it. */
 const Instant = z.iso.datetime();
 

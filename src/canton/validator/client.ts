@@ -22,6 +22,7 @@
  */
 
 import { z } from 'zod';
+import { STANDARD_BASE64 } from '../../hashing/input.js';
 import type { AuthProvider } from '../auth.js';
 import { encodePath, HttpClient, type HttpClientOptions, joinUrl } from '../http.js';
 import { type CallOptions, checkPageSize, nonEmpty } from '../scan/client.js';
@@ -494,7 +495,7 @@ export class ValidatorClient {
 
 const HEX_KEY = /^[0-9a-fA-F]{64}$/;
 const HEX_SIG = /^[0-9a-fA-F]{128}$/;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const BASE64 = STANDARD_BASE64;
 
 function checkPublicKey(k: string): void {
   if (typeof k !== 'string' || !HEX_KEY.test(k)) {
