@@ -33,11 +33,6 @@ export class WireReader {
     this.view32 = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
-  /** The bytes [start, end) as a one-byte-per-char string: a cheap map key, not text. */
-  key(start: number, end: number): string {
-    return this.nodeBuf.toString('latin1', start, end);
-  }
-
   /** Reads the next tag; `end` bounds the enclosing message. */
   tag(end: number): number {
     const start = this.pos;

@@ -413,11 +413,6 @@ export class FileBackend implements KeyBackend {
       : cryptoSign(info.digest, message, { key: k, dsaEncoding: 'der' });
   }
 
-  /** Decrypts a key now (checks the passphrase and the file) without signing. */
-  async verifyUnlock(label: string): Promise<void> {
-    await this.unlock(label);
-  }
-
   async remove(label: string): Promise<void> {
     checkLabel(label);
     this.unlocked.delete(label);
