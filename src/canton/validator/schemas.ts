@@ -9,7 +9,7 @@
  * `signed_tx_hash` = hex of the 64-byte Ed25519 signature (R‖S).
  */
 import { z } from 'zod';
-import { ContractWithStateSchema, opt } from '../scan/schemas.js';
+import { ContractWithStateSchema, HoldingsSummarySchema, opt } from '../scan/schemas.js';
 
 export {
   type AnsEntry,
@@ -153,15 +153,7 @@ export type SubmitAcceptExternalPartySetupProposalResponse = z.output<
 // External party: balance, legacy preapproval send
 
 /** `ExternalPartyBalanceResponse`: decimals as strings, round as a JSON integer. */
-export const ExternalPartyBalanceResponseSchema = z.object({
-  party_id: z.string(),
-  total_unlocked_coin: z.string(),
-  total_locked_coin: z.string(),
-  total_coin_holdings: z.string(),
-  accumulated_holding_fees_unlocked: z.string(),
-  accumulated_holding_fees_locked: z.string(),
-  accumulated_holding_fees_total: z.string(),
-  total_available_coin: z.string(),
+export const ExternalPartyBalanceResponseSchema = HoldingsSummarySchema.extend({
   computed_as_of_round: int,
 });
 export type ExternalPartyBalanceResponse = z.output<typeof ExternalPartyBalanceResponseSchema>;
