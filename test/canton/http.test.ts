@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -10,73 +10,26 @@ import {
   parseRetryInfo,
 } from '../../src/canton/errors.js';
 import { encodePath, HttpClient, type HttpLogger, joinUrl } from '../../src/canton/http.js';
+import { type Handler, type Hit, type StubServer, send, startStubServer } from '../support/stub-server.js';
 
 // ---------------------------------------------------------------------------------------------
-// A real local HTTP server; each test registers the handlers of its own paths.
+// A real local HTTP server; each test registers the handlers of its own paths (any method).
 
-interface Hit {
-  method: string;
-  url: string;
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-type Handler = (req: IncomingMessage, res: ServerResponse, hit: Hit, n: number) => void | Promise<void>;
-
-const routes = new Map<string, { handler: Handler; hits: Hit[] }>();
-let server: Server;
+let server: StubServer;
 let baseUrl: string;
-
-function route(path: string, handler: Handler): Hit[] {
-  const hits: Hit[] = [];
-  routes.set(path, { handler, hits });
-  return hits;
-}
-
-function send(
-  res: ServerResponse,
-  status: number,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(status, {
-    ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    ...headers,
-  });
-  res.end(text);
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const path = new URL(req.url ?? '/', 'http://x').pathname;
-      const r = routes.get(path);
-      const hit: Hit = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-      };
-      if (!r) return send(res, 404, { error: `no route ${path}` });
-      r.hits.push(hit);
-      Promise.resolve(r.handler(req, res, hit, r.hits.length)).catch(() => res.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startStubServer();
+  baseUrl = server.baseUrl;
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => server.close());
 
 afterEach(() => {
   vi.restoreAllMocks();
+  server.reset();
 });
 
 interface LogLine {
@@ -203,7 +156,7 @@ describe('retry hints', () => {
 
 describe('HttpClient: success and validation', () => {
   it('sends JSON, returns the zod-parsed body and keeps unknown fields out', async () => {
-    const hits = route('/api/validator/v0/admin/external-party/topology/generate', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/admin/external-party/topology/generate', (res) =>
       send(res, 200, {
         party_id: 'alice::1220cd',
         topology_txs: [{ topology_tx: 'CgQ=', hash: HASH }],
@@ -228,7 +181,7 @@ describe('HttpClient: success and validation', () => {
   });
 
   it('GET sends the query, no body and no content-type', async () => {
-    const hits = route('/api/validator/v0/admin/external-party/balance', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/admin/external-party/balance', (res) =>
       send(res, 200, { party_id: 'alice::1220cd', computed_as_of_round: 12 }),
     );
     const c = client();
@@ -260,7 +213,7 @@ describe('HttpClient: success and validation', () => {
   });
 
   it('a body that fails the schema is INVALID_RESPONSE naming the first issue path, never retried', async () => {
-    const hits = route('/api/validator/v0/bad-shape', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/bad-shape', (res) =>
       send(res, 200, { party_id: 'p', topology_txs: [{ topology_tx: 'CgQ=', hash: 42 }] }),
     );
     const c = client();
@@ -277,15 +230,15 @@ describe('HttpClient: success and validation', () => {
   });
 
   it('a non-JSON success body is INVALID_RESPONSE', async () => {
-    route('/api/validator/v0/html', (_req, res) => send(res, 200, '<html>proxy login</html>'));
+    server.route('*', '/api/validator/v0/html', (res) => send(res, 200, '<html>proxy login</html>'));
     const e = await failure(client().request({ method: 'GET', path: '/v0/html', response: z.unknown() }));
     expect(e.code).toBe('INVALID_RESPONSE');
     expect(e.message).toContain('not JSON');
   });
 
   it('empty bodies are fine when the schema accepts undefined, INVALID_RESPONSE otherwise', async () => {
-    route('/api/validator/v0/thing/1', (_req, res) => send(res, 204));
-    route('/api/validator/v0/thing/2', (_req, res) => send(res, 200));
+    server.route('*', '/api/validator/v0/thing/1', (res) => send(res, 204));
+    server.route('*', '/api/validator/v0/thing/2', (res) => send(res, 200));
     const c = client();
     await expect(
       c.request({ method: 'DELETE', path: '/v0/thing/1', response: z.undefined() }),
@@ -299,7 +252,7 @@ describe('HttpClient: success and validation', () => {
   });
 
   it('okStatus widens what counts as success', async () => {
-    route('/api/validator/v0/maybe', (_req, res) => send(res, 404, { error: 'none' }));
+    server.route('*', '/api/validator/v0/maybe', (res) => send(res, 404, { error: 'none' }));
     const out = await client().request({
       method: 'GET',
       path: '/v0/maybe',
@@ -318,7 +271,9 @@ describe('HttpClient: success and validation', () => {
 
 describe('HttpClient: error bodies', () => {
   it('parses a JsCantonError into code, category, cause and flags', async () => {
-    const hits = route('/v2/interactive-submission/execute', (_req, res) => send(res, 400, INVALID_ARGUMENT));
+    const hits = server.route('*', '/v2/interactive-submission/execute', (res) =>
+      send(res, 400, INVALID_ARGUMENT),
+    );
     const c = client({ baseUrl, service: 'ledger-api' });
     const e = await failure(
       c.request({
@@ -348,7 +303,7 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('JsCantonError retryInfo makes the error retryable with a delay (POST: reported, not retried)', async () => {
-    const hits = route('/v2/commands/submit-and-wait', (_req, res) => send(res, 409, CONTENTION));
+    const hits = server.route('*', '/v2/commands/submit-and-wait', (res) => send(res, 409, CONTENTION));
     const c = client({ baseUrl, service: 'ledger-api' });
     const e = await failure(
       c.request({ method: 'POST', path: '/v2/commands/submit-and-wait', body: {}, response: z.unknown() }),
@@ -364,7 +319,7 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('a GET is retried after the retryInfo delay', async () => {
-    const hits = route('/v2/state/ledger-end', (_req, res, _hit, n) =>
+    const hits = server.route('*', '/v2/state/ledger-end', (res, _hit, n) =>
       n === 1
         ? send(res, 409, { ...CONTENTION, retryInfo: '120 milliseconds' })
         : send(res, 200, { offset: 7 }),
@@ -387,7 +342,7 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('DeadlineExceededRequestStateUnknown on a POST is ambiguous', async () => {
-    route('/v2/commands/submit-and-wait-deadline', (_req, res) =>
+    server.route('*', '/v2/commands/submit-and-wait-deadline', (res) =>
       send(res, 504, {
         ...CONTENTION,
         code: 'REQUEST_TIME_OUT',
@@ -411,7 +366,7 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('parses a Splice {error} 404', async () => {
-    const hits = route('/api/validator/v0/admin/external-party/setup-proposal', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/admin/external-party/setup-proposal', (res) =>
       send(res, 404, { error: 'No ExternalPartySetupProposal found for party alice::1220cd' }),
     );
     const e = await failure(
@@ -434,7 +389,7 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('keeps a plain-text Ledger API decode error as detail', async () => {
-    route('/v2/parties/external/allocate', (_req, res) => {
+    server.route('*', '/v2/parties/external/allocate', (res) => {
       res.writeHead(400, { 'content-type': 'text/plain' });
       res.end('Invalid value for: body (Missing required field at synchronizer)');
     });
@@ -451,11 +406,11 @@ describe('HttpClient: error bodies', () => {
   });
 
   it('502/504 and a Splice "taking too long" 503 make a POST ambiguous; a plain 503 does not', async () => {
-    route('/api/validator/v0/s502', (_req, res) => send(res, 502, '<html>Bad Gateway</html>'));
-    route('/api/validator/v0/s503slow', (_req, res) =>
+    server.route('*', '/api/validator/v0/s502', (res) => send(res, 502, '<html>Bad Gateway</html>'));
+    server.route('*', '/api/validator/v0/s503slow', (res) =>
       send(res, 503, { error: 'The server is taking too long to respond to the request at /v0/s503slow' }),
     );
-    route('/api/validator/v0/s503', (_req, res) => send(res, 503, { error: 'wallet not ready' }));
+    server.route('*', '/api/validator/v0/s503', (res) => send(res, 503, { error: 'wallet not ready' }));
     const c = client();
     const post = (path: string) =>
       failure(c.request({ method: 'POST', path, body: {}, response: z.unknown() }));
@@ -474,7 +429,7 @@ describe('HttpClient: error bodies', () => {
 describe('HttpClient: retries', () => {
   it('retries a GET that fails twice with 503, with exponential backoff', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0.999); // full jitter at its ceiling: deterministic waits
-    const hits = route('/api/validator/v0/flaky', (_req, res, _hit, n) =>
+    const hits = server.route('*', '/api/validator/v0/flaky', (res, _hit, n) =>
       n <= 2 ? send(res, 503, { error: 'unavailable' }) : send(res, 200, { ok: true }),
     );
     const c = client({ retry: { attempts: 3, baseDelayMs: 40, maxDelayMs: 1000 } });
@@ -497,7 +452,7 @@ describe('HttpClient: retries', () => {
   });
 
   it('full jitter stays below the doubling ceiling and maxDelayMs', async () => {
-    const hits = route('/api/validator/v0/down', (_req, res) => send(res, 503, { error: 'down' }));
+    const hits = server.route('*', '/api/validator/v0/down', (res) => send(res, 503, { error: 'down' }));
     const c = client({ retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 50 } });
     const e = await failure(c.request({ method: 'GET', path: '/v0/down', response: z.unknown() }));
     expect(e.code).toBe('HTTP_503');
@@ -513,7 +468,7 @@ describe('HttpClient: retries', () => {
   });
 
   it('does not retry a POST that gets 503', async () => {
-    const hits = route('/api/validator/v0/admin/external-party/topology/submit', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/admin/external-party/topology/submit', (res) =>
       send(res, 503, { error: 'unavailable' }),
     );
     const c = client();
@@ -532,7 +487,7 @@ describe('HttpClient: retries', () => {
   });
 
   it('retries a POST marked idempotent', async () => {
-    const hits = route('/api/validator/v0/idem', (_req, res, _hit, n) =>
+    const hits = server.route('*', '/api/validator/v0/idem', (res, _hit, n) =>
       n === 1 ? send(res, 503, { error: 'x' }) : send(res, 200, {}),
     );
     await client().request({
@@ -546,7 +501,7 @@ describe('HttpClient: retries', () => {
   });
 
   it('honours Retry-After on a 429, capped by maxDelayMs', async () => {
-    const hits = route('/api/scan/v0/dso', (_req, res, _hit, n) =>
+    const hits = server.route('*', '/api/scan/v0/dso', (res, _hit, n) =>
       n === 1 ? send(res, 429, { error: 'rate limited' }, { 'retry-after': '1' }) : send(res, 200, { ok: 1 }),
     );
     const c = client({
@@ -560,7 +515,7 @@ describe('HttpClient: retries', () => {
     expect(hits).toHaveLength(2);
     expect(c.log.find((l) => l.msg.includes('retrying'))?.obj).toMatchObject({ status: 429, delayMs: 1000 });
 
-    const capped = route('/api/scan/v0/dso-capped', (_req, res, _hit, n) =>
+    const capped = server.route('*', '/api/scan/v0/dso-capped', (res, _hit, n) =>
       n === 1
         ? send(res, 429, { error: 'rate limited' }, { 'retry-after': '3600' })
         : send(res, 200, { ok: 1 }),
@@ -576,7 +531,7 @@ describe('HttpClient: retries', () => {
   });
 
   it('does not retry 4xx client errors', async () => {
-    const hits = route('/api/validator/v0/forbidden', (_req, res) =>
+    const hits = server.route('*', '/api/validator/v0/forbidden', (res) =>
       send(res, 403, { error: 'not an operator' }),
     );
     const e = await failure(
@@ -588,13 +543,13 @@ describe('HttpClient: retries', () => {
 });
 
 describe('HttpClient: timeouts and network errors', () => {
-  const slow: Handler = async (_req, res) => {
+  const slow: Handler = async (res) => {
     await sleep(400);
     if (!res.destroyed) send(res, 200, {});
   };
 
   it('a POST that times out is TIMEOUT, ambiguous, not retried', async () => {
-    const hits = route('/api/validator/v0/slow-post', slow);
+    const hits = server.route('*', '/api/validator/v0/slow-post', slow);
     const e = await failure(
       client({ timeoutMs: 80 }).request({
         method: 'POST',
@@ -611,7 +566,7 @@ describe('HttpClient: timeouts and network errors', () => {
   });
 
   it('a GET that times out is TIMEOUT, not ambiguous, and retried', async () => {
-    const hits = route('/api/validator/v0/slow-get', slow);
+    const hits = server.route('*', '/api/validator/v0/slow-get', slow);
     const c = client({ timeoutMs: 400, retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 } });
     const e = await failure(
       c.request({ method: 'GET', path: '/v0/slow-get', timeoutMs: 60, response: z.unknown() }),
@@ -622,7 +577,7 @@ describe('HttpClient: timeouts and network errors', () => {
   });
 
   it('a timeout while the body streams is TIMEOUT too', async () => {
-    route('/api/validator/v0/slow-body', async (_req, res) => {
+    server.route('*', '/api/validator/v0/slow-body', async (res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"a":');
       await sleep(300);
@@ -661,7 +616,7 @@ describe('HttpClient: timeouts and network errors', () => {
   });
 
   it('a connection dropped after the request was sent makes a POST ambiguous', async () => {
-    const hits = route('/api/validator/v0/drop', (req) => {
+    const hits = server.route('*', '/api/validator/v0/drop', (_res, _hit, _n, req) => {
       req.socket.destroy();
     });
     const e = await failure(
@@ -689,7 +644,7 @@ function tokenServer(
 ): TokenServer {
   const issued: string[] = [];
   const path = `/oauth/${name}/token`;
-  const hits = route(path, async (_req, res) => {
+  const hits = server.route('*', path, async (res) => {
     if (opts.delayMs) await sleep(opts.delayMs);
     if (opts.status && opts.status !== 200) return send(res, opts.status, opts.body);
     const token = `tok-${name}-${issued.length + 1}-${Math.random().toString(36).slice(2)}`;
@@ -803,7 +758,7 @@ describe('oauth2ClientCredentials', () => {
   });
 
   it('a token response without access_token is INVALID_RESPONSE', async () => {
-    route('/oauth/empty/token', (_req, res) => send(res, 200, { token_type: 'Bearer' }));
+    server.route('*', '/oauth/empty/token', (res) => send(res, 200, { token_type: 'Bearer' }));
     const auth = oauth2ClientCredentials({
       tokenUrl: `${baseUrl}/oauth/empty/token`,
       clientId: 'c',
@@ -831,9 +786,9 @@ describe('oauth2ClientCredentials', () => {
 describe('HttpClient + auth: 401 handling and secrecy', () => {
   /** A resource that accepts only the newest token the token server issued. */
   function guarded(path: string, ts: TokenServer): Hit[] {
-    return route(path, (req, res) => {
+    return server.route('*', path, (res, hit) => {
       const newest = ts.issued.at(-1);
-      if (req.headers.authorization === `Bearer ${newest}` && ts.issued.length > 1) {
+      if (hit.headers.authorization === `Bearer ${newest}` && ts.issued.length > 1) {
         return send(res, 200, { ok: true });
       }
       send(res, 401, {
@@ -873,7 +828,7 @@ describe('HttpClient + auth: 401 handling and secrecy', () => {
       authorization: async () => 'Bearer never-valid',
       invalidate: () => calls.push('invalidate'),
     };
-    const hits = route('/api/validator/v0/always-401', (_req, res) => send(res, 401));
+    const hits = server.route('*', '/api/validator/v0/always-401', (res) => send(res, 401));
     const e = await failure(
       client({ auth }).request({ method: 'GET', path: '/v0/always-401', response: z.unknown() }),
     );
@@ -886,13 +841,13 @@ describe('HttpClient + auth: 401 handling and secrecy', () => {
 
   it('a retryable token endpoint failure is retried for an idempotent call', async () => {
     let n = 0;
-    route('/oauth/flaky/token', (_req, res) =>
+    server.route('*', '/oauth/flaky/token', (res) =>
       ++n === 1
         ? send(res, 503, { error: 'temporarily_unavailable' })
         : send(res, 200, { access_token: 'flaky-tok', expires_in: 60 }),
     );
-    route('/api/validator/v0/after-flaky-token', (req, res) =>
-      send(res, 200, { auth: req.headers.authorization === 'Bearer flaky-tok' }),
+    server.route('*', '/api/validator/v0/after-flaky-token', (res, hit) =>
+      send(res, 200, { auth: hit.headers.authorization === 'Bearer flaky-tok' }),
     );
     const auth = oauth2ClientCredentials({
       tokenUrl: `${baseUrl}/oauth/flaky/token`,
@@ -911,7 +866,7 @@ describe('HttpClient + auth: 401 handling and secrecy', () => {
   it('no token or secret in any log line or error message', async () => {
     const ts = tokenServer('secrecy');
     guarded('/v2/secret-resource', ts);
-    route('/v2/secret-fail', (_req, res) => send(res, 503, INVALID_ARGUMENT));
+    server.route('*', '/v2/secret-fail', (res) => send(res, 503, INVALID_ARGUMENT));
     const auth = oauth2ClientCredentials({ tokenUrl: ts.tokenUrl, clientId: 'c', clientSecret: SECRET });
     const c = client({ baseUrl, service: 'ledger-api', auth });
     await c.request({ method: 'GET', path: '/v2/secret-resource', response: z.unknown() });

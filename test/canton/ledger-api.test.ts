@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { staticBearer } from '../../src/canton/auth.js';
@@ -26,6 +24,7 @@ import type {
   SubmitAndWaitForReassignmentRequest,
 } from '../../src/canton/ledger-api/schemas.js';
 import { loadSpec, type OpenApiSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { type StubServer, startStubServer } from '../support/stub-server.js';
 
 const spec = loadSpec(join(SPECS_DIR, 'canton-ledger-api/openapi-3.5.1.yaml'));
 const spec3412 = loadSpec(join(SPECS_DIR, 'canton-ledger-api/openapi-3.4.12.yaml'));
@@ -33,77 +32,21 @@ const spec3412 = loadSpec(join(SPECS_DIR, 'canton-ledger-api/openapi-3.4.12.yaml
 // ---------------------------------------------------------------------------------------------
 // Local stub participant: routes by "METHOD raw-path"; replies are used in order, the last repeats.
 
-interface Hit {
-  method: string;
-  /** Path as sent, percent-encoding kept. */
-  path: string;
-  query: URLSearchParams;
-  headers: IncomingMessage['headers'];
-  text: string;
-}
-interface Reply {
-  status: number;
-  /** JSON-encoded unless a string. */
-  body?: unknown;
-  contentType?: string;
-}
-
-const routes = new Map<string, { replies: Reply[]; hits: Hit[] }>();
-let server: Server;
-let baseUrl: string;
-
-function route(method: string, path: string, ...replies: Reply[]): Hit[] {
-  const hits: Hit[] = [];
-  routes.set(`${method} ${path}`, { replies, hits });
-  return hits;
-}
+let server: StubServer;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://stub');
-      const r = routes.get(`${req.method} ${url.pathname}`);
-      if (!r) {
-        res.writeHead(404, { 'content-type': 'text/plain' });
-        res.end(`no route ${req.method} ${url.pathname}`);
-        return;
-      }
-      r.hits.push({
-        method: req.method ?? '',
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        text: Buffer.concat(chunks).toString('utf8'),
-      });
-      const reply = r.replies[Math.min(r.hits.length, r.replies.length) - 1] ?? { status: 500 };
-      const text =
-        reply.body === undefined
-          ? ''
-          : typeof reply.body === 'string'
-            ? reply.body
-            : JSON.stringify(reply.body);
-      res.writeHead(reply.status, { 'content-type': reply.contentType ?? 'application/json' });
-      res.end(text);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startStubServer();
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => server.close());
 
 afterEach(() => {
-  routes.clear();
+  server.reset();
 });
 
 function client(extra: Partial<ConstructorParameters<typeof LedgerApiClient>[0]> = {}): LedgerApiClient {
   return new LedgerApiClient({
-    baseUrl,
+    baseUrl: server.baseUrl,
     timeoutMs: 5000,
     retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
     ...extra,
@@ -772,7 +715,7 @@ describe('LedgerApiClient round trips (stub participant)', () => {
       for (const item of items) expect(validateAgainst(spec, c.responseComponent, item)).toEqual([]);
 
       const ep = endpointOf(c);
-      const hits = route(ep.method, ep.concretePath, { status: 200, body: c.canned });
+      const hits = server.route(ep.method, ep.concretePath, { status: 200, body: c.canned });
       const result = await c.call(client({ auth: staticBearer('test-token') }));
       expect(result).toEqual(c.expected ?? c.canned);
 
@@ -783,10 +726,10 @@ describe('LedgerApiClient round trips (stub participant)', () => {
       expect(hit.headers.authorization).toBe('Bearer test-token');
       expect(Object.fromEntries(hit.query)).toEqual(c.query ?? {});
       if (c.requestComponent === undefined) {
-        expect(hit.text).toBe('');
+        expect(hit.body).toBe('');
       } else {
         expect(hit.headers['content-type']).toBe('application/json');
-        const sent = JSON.parse(hit.text) as unknown;
+        const sent = JSON.parse(hit.body) as unknown;
         expect(sent).toEqual(c.body);
         expect(validateAgainst(spec, c.requestComponent, sent)).toEqual([]);
         // Older participants: the 3.4.12 component accepts it too (it ignores fields it lacks).
@@ -796,23 +739,29 @@ describe('LedgerApiClient round trips (stub participant)', () => {
   }
 
   it('joins paths under a base URL with a path prefix', async () => {
-    const hits = route('GET', '/participant1/v2/state/ledger-end', { status: 200, body: { offset: 7 } });
-    const c = client({ baseUrl: `${baseUrl}/participant1/` });
+    const hits = server.route('GET', '/participant1/v2/state/ledger-end', {
+      status: 200,
+      body: { offset: 7 },
+    });
+    const c = client({ baseUrl: `${server.baseUrl}/participant1/` });
     await expect(c.ledgerEnd()).resolves.toEqual({ offset: 7 });
     expect(hits).toHaveLength(1);
   });
 
   it('percent-encodes the user id as one path segment', async () => {
-    const hits = route('GET', '/v2/users/svc%2Fa%40b%3A%3Ac/rights', { status: 200, body: { rights: [] } });
+    const hits = server.route('GET', '/v2/users/svc%2Fa%40b%3A%3Ac/rights', {
+      status: 200,
+      body: { rights: [] },
+    });
     await expect(client().listUserRights('svc/a@b::c')).resolves.toEqual({ rights: [] });
     expect(hits).toHaveLength(1);
   });
 
   it('raises the HTTP timeout above the stream idle timeout of list calls', async () => {
     // The reply comes after 300 ms: the 100 ms client timeout alone would abort it.
-    const hits = route('POST', '/v2/commands/completions', { status: 200, body: [] });
+    const hits = server.route('POST', '/v2/commands/completions', { status: 200, body: [] });
     const slow = new LedgerApiClient({
-      baseUrl,
+      baseUrl: server.baseUrl,
       timeoutMs: 100,
       retry: { attempts: 1 },
       fetch: async (input, init) => {
@@ -836,7 +785,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
       costEstimation: null,
       someFutureField: { nested: true },
     };
-    route('POST', '/v2/interactive-submission/prepare', { status: 200, body });
+    server.route('POST', '/v2/interactive-submission/prepare', { status: 200, body });
     const res = await client().prepare(prepareReq);
     expect(res).toEqual({
       preparedTransaction: PREPARED_TX,
@@ -853,7 +802,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
       newTopLevel: 1,
       events: [{ CreatedEvent: { ...createdEvent, observers: null, interfaceViews: null, extra: 'x' } }],
     };
-    route('POST', '/v2/interactive-submission/executeAndWaitForTransaction', {
+    server.route('POST', '/v2/interactive-submission/executeAndWaitForTransaction', {
       status: 200,
       body: { transaction: tx },
     });
@@ -867,13 +816,13 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
   });
 
   it('reads an absent ledger-end offset as 0 (protobuf default)', async () => {
-    route('GET', '/v2/state/ledger-end', { status: 200, body: {} });
+    server.route('GET', '/v2/state/ledger-end', { status: 200, body: {} });
     expect(validateAgainst(spec, 'GetLedgerEndResponse', {})).toEqual([]);
     await expect(client().ledgerEnd()).resolves.toEqual({ offset: 0 });
   });
 
   it('refuses an unknown hashing scheme: INVALID_RESPONSE, not ambiguous for prepare', async () => {
-    const hits = route('POST', '/v2/interactive-submission/prepare', {
+    const hits = server.route('POST', '/v2/interactive-submission/prepare', {
       status: 200,
       body: { ...prepareRes, hashingSchemeVersion: 'HASHING_SCHEME_VERSION_V9' },
     });
@@ -887,7 +836,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
   });
 
   it('marks an unreadable 2xx answer to a non-idempotent call as ambiguous', async () => {
-    route('POST', '/v2/interactive-submission/executeAndWaitForTransaction', {
+    server.route('POST', '/v2/interactive-submission/executeAndWaitForTransaction', {
       status: 200,
       body: { transaction: { ...transaction, events: [{ SomeNewEvent: {} }] } },
     });
@@ -901,7 +850,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
     expect(e.cause).toBeInstanceOf(CantonApiError);
     expect((e.cause as CantonApiError).message).toContain('transaction.events.0');
 
-    route('POST', '/v2/interactive-submission/executeAndWait', {
+    server.route('POST', '/v2/interactive-submission/executeAndWait', {
       status: 200,
       body: { updateId: UPDATE_ID },
     });
@@ -911,7 +860,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
   });
 
   it('refuses a oneof with two branches or an unknown right kind', async () => {
-    route('GET', '/v2/users/u/rights', {
+    server.route('GET', '/v2/users/u/rights', {
       status: 200,
       body: {
         rights: [{ kind: { CanActAs: { value: { party: PARTY } }, CanReadAs: { value: { party: PARTY } } } }],
@@ -921,7 +870,7 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
     expect(e1.code).toBe('INVALID_RESPONSE');
     expect(e1.message).toContain('rights.0.kind');
 
-    route('GET', '/v2/users/u/rights', {
+    server.route('GET', '/v2/users/u/rights', {
       status: 200,
       body: { rights: [{ kind: { CanDoAnything: { value: {} } } }] },
     });
@@ -945,7 +894,10 @@ describe('LedgerApiClient errors and retries', () => {
 
   it('surfaces a JsCantonError 400 on prepare as CantonApiError with code and category', async () => {
     expect(validateAgainst(spec, 'JsCantonError', prepareError)).toEqual([]);
-    const hits = route('POST', '/v2/interactive-submission/prepare', { status: 400, body: prepareError });
+    const hits = server.route('POST', '/v2/interactive-submission/prepare', {
+      status: 400,
+      body: prepareError,
+    });
     const err = await rejection(client().prepare(prepareReq));
     expect(err).toBeInstanceOf(CantonApiError);
     const e = err as CantonApiError;
@@ -963,7 +915,7 @@ describe('LedgerApiClient errors and retries', () => {
   });
 
   it('surfaces a text/plain 400 (request decoding) with the text as detail', async () => {
-    route('POST', '/v2/interactive-submission/prepare', {
+    server.route('POST', '/v2/interactive-submission/prepare', {
       status: 400,
       body: 'Invalid value for: body (Missing required field at commandId)',
       contentType: 'text/plain',
@@ -987,7 +939,7 @@ describe('LedgerApiClient errors and retries', () => {
     it(`${c.op} ${verb} on 503`, async () => {
       expect(validateAgainst(spec, 'JsCantonError', unavailable)).toEqual([]);
       const { method, concretePath } = endpointOf(c);
-      const hits = route(
+      const hits = server.route(
         method,
         concretePath,
         { status: 503, body: unavailable },
@@ -997,7 +949,7 @@ describe('LedgerApiClient errors and retries', () => {
         await expect(c.call(client())).resolves.toEqual(c.expected ?? c.canned);
         expect(hits).toHaveLength(2);
         // A retry sends the very same request.
-        expect(hits[1]?.text).toBe(hits[0]?.text);
+        expect(hits[1]?.body).toBe(hits[0]?.body);
       } else {
         const e = (await rejection(c.call(client()))) as CantonApiError;
         expect(e).toBeInstanceOf(CantonApiError);
@@ -1010,7 +962,7 @@ describe('LedgerApiClient errors and retries', () => {
   }
 
   it('marks a 504 on execute as ambiguous (the submission may have gone through)', async () => {
-    route('POST', '/v2/interactive-submission/execute', { status: 504, body: '' });
+    server.route('POST', '/v2/interactive-submission/execute', { status: 504, body: '' });
     const e = (await rejection(client().execute(executeReq))) as CantonApiError;
     expect(e.status).toBe(504);
     expect(e.ambiguous).toBe(true);
@@ -1103,7 +1055,7 @@ describe('LedgerApiClient request validation (nothing is sent)', () => {
   for (const [name, op, call, field] of invalid) {
     it(`${op}: ${name}`, async () => {
       const ep = LEDGER_API_ENDPOINTS[op];
-      const hits = route(ep.method, ep.path.replace('{user-id}', USER), { status: 200, body: {} });
+      const hits = server.route(ep.method, ep.path.replace('{user-id}', USER), { status: 200, body: {} });
       const err = await rejection(call(client()));
       expect(err).toBeInstanceOf(LedgerApiRequestError);
       expect(err).toBeInstanceOf(TypeError);
@@ -1114,7 +1066,7 @@ describe('LedgerApiClient request validation (nothing is sent)', () => {
   }
 
   it('refuses a negative list limit before sending', async () => {
-    const hits = route('POST', '/v2/commands/completions', { status: 200, body: [] });
+    const hits = server.route('POST', '/v2/commands/completions', { status: 200, body: [] });
     await expect(client().completions(completionsReq, { limit: -1 })).rejects.toThrow(TypeError);
     expect(hits).toHaveLength(0);
   });

@@ -1,5 +1,3 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { staticBearer } from '../../src/canton/auth.js';
@@ -7,74 +5,29 @@ import { CantonApiError } from '../../src/canton/errors.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
 import type { SortOrder, TransactionHistoryItem } from '../../src/canton/scan/schemas.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { type StubServer, send, startStubServer } from '../support/stub-server.js';
 
 const scanSpec = loadSpec(join(SPECS_DIR, 'splice-0.6.1/scan.yaml'));
 
 // ---------------------------------------------------------------------------------------------
 // Local Scan stub
 
-interface Hit {
-  method: string;
-  path: string;
-  query: URLSearchParams;
-  authorization: string | undefined;
-  body: string;
-}
-type Reply = (res: ServerResponse, hit: Hit, n: number) => void;
-
-const routes = new Map<string, { reply: Reply; hits: Hit[] }>();
-const allHits: Hit[] = [];
-let server: Server;
-let root: string;
 const PREFIX = '/api/scan';
-
-function route(method: string, path: string, reply: Reply): Hit[] {
-  const hits: Hit[] = [];
-  routes.set(`${method} ${PREFIX}${path}`, { reply, hits });
-  return hits;
-}
-
-function send(res: ServerResponse, status: number, body?: unknown): void {
-  res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
-  res.end(body === undefined ? '' : JSON.stringify(body));
-}
+let server: StubServer;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://stub');
-      const hit: Hit = {
-        method: req.method ?? '',
-        path: url.pathname,
-        query: url.searchParams,
-        authorization: req.headers.authorization,
-        body: Buffer.concat(chunks).toString('utf8'),
-      };
-      allHits.push(hit);
-      const r = routes.get(`${hit.method} ${hit.path}`);
-      if (!r) return send(res, 404, { error: `stub: no route ${hit.method} ${hit.path}` });
-      r.hits.push(hit);
-      r.reply(res, hit, r.hits.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startStubServer({ prefix: PREFIX });
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => server.close());
 
 beforeEach(() => {
-  routes.clear();
+  server.reset();
 });
 
 function client(opts: Partial<ConstructorParameters<typeof ScanClient>[0]> = {}): ScanClient {
   return new ScanClient({
-    baseUrl: `${root}${PREFIX}`,
+    baseUrl: server.baseUrl,
     retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
     timeoutMs: 5000,
     ...opts,
@@ -174,7 +127,7 @@ function ledger(n: number): TransactionHistoryItem[] {
 function transactionsStub(items: TransactionHistoryItem[]) {
   const requests: { page_end_event_id?: string; sort_order?: SortOrder; page_size: number }[] = [];
   const problems: string[] = [];
-  const hits = route('POST', '/v0/transactions', (res, hit) => {
+  const hits = server.route('POST', '/v0/transactions', (res, hit) => {
     const req = JSON.parse(hit.body) as (typeof requests)[number];
     requests.push(req);
     problems.push(...schemaProblems('TransactionHistoryRequest', req));
@@ -305,32 +258,30 @@ describe('ScanClient.transactions: paging', () => {
 
   it('refuses to loop when a full page ends on the cursor it was given', async () => {
     const items = ledger(3);
-    route('POST', '/v0/transactions', (res) => send(res, 200, { transactions: items }));
+    server.route('POST', '/v0/transactions', (res) => send(res, 200, { transactions: items }));
     await expect(
       collect(client().transactions({ pageSize: 3, sortOrder: 'asc', after: items[2]!.event_id })),
     ).rejects.toThrow(/not advancing/);
   });
 
   it('validates the query before any request', async () => {
-    const before = allHits.length;
+    const before = server.allHits.length;
     expect(() => client().transactions({ pageSize: 0, sortOrder: 'asc' })).toThrow(TypeError);
     expect(() => client().transactions({ pageSize: 1.5, sortOrder: 'asc' })).toThrow(TypeError);
     expect(() => client().transactions({ pageSize: 5, sortOrder: 'up' as SortOrder })).toThrow(TypeError);
     await expect(client().transactionsPage({ pageSize: -1, sortOrder: 'asc' })).rejects.toThrow(TypeError);
-    expect(allHits.length).toBe(before);
+    expect(server.allHits.length).toBe(before);
   });
 
   it('a transient failure mid-way is retried (read-only POST) without losing or repeating items', async () => {
     const items = ledger(25);
     const stub = transactionsStub(items);
     let n = 0;
-    const inner = routes.get(`POST ${PREFIX}/v0/transactions`)!;
-    const real = inner.reply;
-    inner.reply = (res, hit, k) => {
+    server.wrap('POST', '/v0/transactions', (real) => (res, hit, k, req) => {
       n++;
       if (n === 2) return send(res, 503, { error: 'The server is temporarily unavailable' });
-      real(res, hit, k);
-    };
+      return real(res, hit, k, req);
+    });
     const got = await collect(client().transactions({ pageSize: 10, sortOrder: 'asc' }));
     expect(got.map((t) => t.event_id)).toEqual(items.map((t) => t.event_id));
     expect(stub.hits).toHaveLength(4);
@@ -361,7 +312,7 @@ describe('ScanClient: single calls round-trip', () => {
   it('listAnsEntries: GET with name_prefix and page_size', async () => {
     const body = { entries: [ANS_ENTRY, DSO_ENTRY] };
     expect(schemaProblems('ListEntriesResponse', body)).toEqual([]);
-    const hits = route('GET', '/v0/ans-entries', (res) => send(res, 200, body));
+    const hits = server.route('GET', '/v0/ans-entries', (res) => send(res, 200, body));
     expect(await client().listAnsEntries({ namePrefix: 'al ice&', pageSize: 25 })).toEqual(body);
     expect(hits[0]!.body).toBe('');
     expect(Object.fromEntries(hits[0]!.query)).toEqual({ name_prefix: 'al ice&', page_size: '25' });
@@ -373,10 +324,12 @@ describe('ScanClient: single calls round-trip', () => {
     const body = { entry: ANS_ENTRY };
     expect(schemaProblems('LookupEntryByNameResponse', body)).toEqual([]);
     expect(schemaProblems('LookupEntryByPartyResponse', body)).toEqual([]);
-    const byName = route('GET', `/v0/ans-entries/by-name/${encodeURIComponent(ANS_ENTRY.name)}`, (res) =>
-      send(res, 200, body),
+    const byName = server.route(
+      'GET',
+      `/v0/ans-entries/by-name/${encodeURIComponent(ANS_ENTRY.name)}`,
+      (res) => send(res, 200, body),
     );
-    const byParty = route('GET', `/v0/ans-entries/by-party/${encodeURIComponent(ALICE)}`, (res) =>
+    const byParty = server.route('GET', `/v0/ans-entries/by-party/${encodeURIComponent(ALICE)}`, (res) =>
       send(res, 200, body),
     );
     expect(await client().lookupAnsEntryByName(ANS_ENTRY.name)).toEqual(body);
@@ -390,7 +343,9 @@ describe('ScanClient: single calls round-trip', () => {
     const cached = { ans_rules_update: { domain_id: DOMAIN } };
     expect(schemaProblems('GetAnsRulesResponse', fresh)).toEqual([]);
     expect(schemaProblems('GetAnsRulesResponse', cached)).toEqual([]);
-    const hits = route('POST', '/v0/ans-rules', (res, _h, n) => send(res, 200, n === 1 ? fresh : cached));
+    const hits = server.route('POST', '/v0/ans-rules', (res, _h, n) =>
+      send(res, 200, n === 1 ? fresh : cached),
+    );
     expect(await client().getAnsRules()).toEqual(fresh);
     const req = { cached_ans_rules_contract_id: '00a115', cached_ans_rules_domain_id: DOMAIN };
     expect(await client().getAnsRules(req)).toEqual(cached);
@@ -414,7 +369,7 @@ describe('ScanClient: single calls round-trip', () => {
     };
     expect(schemaProblems('HoldingsSummaryRequest', req)).toEqual([]);
     expect(schemaProblems('HoldingsSummaryResponse', body)).toEqual([]);
-    const hits = route('POST', '/v0/holdings/summary', (res) => send(res, 200, body));
+    const hits = server.route('POST', '/v0/holdings/summary', (res) => send(res, 200, body));
     expect(await client().getHoldingsSummary(req)).toEqual(body);
     expect(JSON.parse(hits[0]!.body)).toEqual(req);
     await expect(client().getHoldingsSummary({ ...req, owner_party_ids: [] })).rejects.toThrow(TypeError);
@@ -424,12 +379,12 @@ describe('ScanClient: single calls round-trip', () => {
   it('getDsoPartyId', async () => {
     const body = { dso_party_id: DSO };
     expect(schemaProblems('GetDsoPartyIdResponse', body)).toEqual([]);
-    route('GET', '/v0/dso-party-id', (res) => send(res, 200, body));
+    server.route('GET', '/v0/dso-party-id', (res) => send(res, 200, body));
     expect(await client().getDsoPartyId()).toEqual(body);
   });
 
   it('sends the configured bearer token when Scan sits behind auth', async () => {
-    const hits = route('GET', '/v0/dso-party-id', (res) => send(res, 200, { dso_party_id: DSO }));
+    const hits = server.route('GET', '/v0/dso-party-id', (res) => send(res, 200, { dso_party_id: DSO }));
     await client({ auth: staticBearer('scan-token') }).getDsoPartyId();
     await client().getDsoPartyId();
     expect(hits.map((h) => h.authorization)).toEqual(['Bearer scan-token', undefined]);
@@ -440,7 +395,9 @@ describe('ScanClient: errors and retries', () => {
   it('404 {error} on a lookup surfaces as CantonApiError (service scan)', async () => {
     const body = { error: 'No ans entry found for name nobody.unverified.cns' };
     expect(schemaProblems('ErrorResponse', body)).toEqual([]);
-    const hits = route('GET', '/v0/ans-entries/by-name/nobody.unverified.cns', (res) => send(res, 404, body));
+    const hits = server.route('GET', '/v0/ans-entries/by-name/nobody.unverified.cns', (res) =>
+      send(res, 404, body),
+    );
     const e = await failure(client().lookupAnsEntryByName('nobody.unverified.cns'));
     expect(e.service).toBe('scan');
     expect(e.status).toBe(404);
@@ -449,7 +406,9 @@ describe('ScanClient: errors and retries', () => {
   });
 
   it('400 {error} on /v0/transactions is not retried', async () => {
-    const hits = route('POST', '/v0/transactions', (res) => send(res, 400, { error: 'page_size too large' }));
+    const hits = server.route('POST', '/v0/transactions', (res) =>
+      send(res, 400, { error: 'page_size too large' }),
+    );
     const e = await failure(client().transactionsPage({ pageSize: 100_000, sortOrder: 'asc' }));
     expect(e.status).toBe(400);
     expect(e.spliceError).toBe('page_size too large');
@@ -471,7 +430,7 @@ describe('ScanClient: errors and retries', () => {
     ],
   ] as const)('%s is retried on 503 (read-only)', async (what, call, body) => {
     const [method, path] = what.split(' ') as [string, string];
-    const hits = route(method, path, (res, _h, n) =>
+    const hits = server.route(method, path, (res, _h, n) =>
       n === 1 ? send(res, 503, { error: 'unavailable' }) : send(res, 200, body),
     );
     expect(await call(client())).toEqual(body);
@@ -479,7 +438,7 @@ describe('ScanClient: errors and retries', () => {
   });
 
   it('an off-spec page is refused as INVALID_RESPONSE', async () => {
-    route('POST', '/v0/transactions', (res) =>
+    server.route('POST', '/v0/transactions', (res) =>
       send(res, 200, { transactions: [{ transaction_type: 'mint', date: '2026-03-01T00:00:00Z' }] }),
     );
     const e = await failure(client().transactionsPage({ pageSize: 10, sortOrder: 'asc' }));
@@ -529,7 +488,7 @@ describe('ScanClient: every path and verb it uses exists in scan.yaml', () => {
   });
 
   it('every request the client sent in this file matches one of those operations', () => {
-    const sent = allHits.filter((h) => h.path.startsWith(PREFIX));
+    const sent = server.allHits.filter((h) => h.path.startsWith(PREFIX));
     expect(sent.length).toBeGreaterThan(USED.length);
     for (const h of sent) {
       const path = h.path.slice(PREFIX.length);

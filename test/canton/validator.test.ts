@@ -1,11 +1,10 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { staticBearer } from '../../src/canton/auth.js';
 import { CantonApiError } from '../../src/canton/errors.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
 import { loadSpec, type OpenApiSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { type Handler, type Hit, type StubServer, send, startStubServer } from '../support/stub-server.js';
 
 // ---------------------------------------------------------------------------------------------
 // Published documents
@@ -22,68 +21,19 @@ const SPEC_NAME = new Map<OpenApiSpec, string>([
 
 // ---------------------------------------------------------------------------------------------
 // A local stub of the validator app: each test registers the exact method + raw path it expects.
+// `server.allHits` keeps every request that reached the stub in this file (for the spec-coverage test).
 
-interface Hit {
-  method: string;
-  /** Raw pathname as received (percent-encoding kept). */
-  path: string;
-  query: URLSearchParams;
-  authorization: string | undefined;
-  contentType: string | undefined;
-  body: string;
-}
-type Reply = (res: ServerResponse, hit: Hit, n: number) => void;
-
-const routes = new Map<string, { reply: Reply; hits: Hit[] }>();
-/** Every request that reached the stub in this file (for the spec-coverage test). */
-const allHits: Hit[] = [];
-let server: Server;
-let root: string;
 const PREFIX = '/api/validator';
-
-function route(method: string, path: string, reply: Reply): Hit[] {
-  const hits: Hit[] = [];
-  routes.set(`${method} ${PREFIX}${path}`, { reply, hits });
-  return hits;
-}
-
-function send(res: ServerResponse, status: number, body?: unknown): void {
-  res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
-  res.end(body === undefined ? '' : JSON.stringify(body));
-}
+let server: StubServer;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://stub');
-      const hit: Hit = {
-        method: req.method ?? '',
-        path: url.pathname,
-        query: url.searchParams,
-        authorization: req.headers.authorization,
-        contentType: req.headers['content-type'],
-        body: Buffer.concat(chunks).toString('utf8'),
-      };
-      allHits.push(hit);
-      const r = routes.get(`${hit.method} ${hit.path}`);
-      if (!r) return send(res, 404, { error: `stub: no route ${hit.method} ${hit.path}` });
-      r.hits.push(hit);
-      r.reply(res, hit, r.hits.length);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startStubServer({ prefix: PREFIX });
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => server.close());
 
 beforeEach(() => {
-  routes.clear();
+  server.reset();
 });
 
 const ADMIN_TOKEN = 'admin-token';
@@ -91,7 +41,7 @@ const PROXY_TOKEN = 'proxy-token';
 
 function client(): ValidatorClient {
   return new ValidatorClient({
-    baseUrl: `${root}${PREFIX}`,
+    baseUrl: server.baseUrl,
     auth: staticBearer(ADMIN_TOKEN),
     scanProxyAuth: staticBearer(PROXY_TOKEN),
     retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
@@ -617,7 +567,7 @@ const CASES: Case[] = [
   ),
 ];
 
-function ok(c: Case): Reply {
+function ok(c: Case): Handler {
   return (res) => send(res, 200, c.response?.body);
 }
 
@@ -631,7 +581,7 @@ const byName = (name: string): Case => {
 
 describe('ValidatorClient: every method round-trips against the stub', () => {
   it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
-    const hits = route(c.method, c.path, ok(c));
+    const hits = server.route(c.method, c.path, ok(c));
     const result = await c.call(client());
 
     expect(hits).toHaveLength(1);
@@ -660,7 +610,7 @@ describe('ValidatorClient: every method round-trips against the stub', () => {
 
   it('sends the amount as a JSON number whose text is the exact decimal', async () => {
     const c = byName('prepareTransferPreapprovalSend');
-    const hits = route(c.method, c.path, ok(c));
+    const hits = server.route(c.method, c.path, ok(c));
     const v = client();
     const base = {
       sender_party_id: PARTY,
@@ -692,7 +642,7 @@ describe('ValidatorClient: every method round-trips against the stub', () => {
 
   it('refuses malformed keys, signatures and transactions before sending anything', async () => {
     const v = client();
-    const before = allHits.length;
+    const before = server.allHits.length;
     await expect(v.generateTopology({ party_hint: 'alice', public_key: 'zz' })).rejects.toThrow(TypeError);
     await expect(v.generateTopology({ party_hint: 'a::b', public_key: PK })).rejects.toThrow(TypeError);
     await expect(v.submitTopology({ public_key: PK, signed_topology_txs: [] })).rejects.toThrow(TypeError);
@@ -710,12 +660,12 @@ describe('ValidatorClient: every method round-trips against the stub', () => {
     ).rejects.toThrow(TypeError);
     await expect(v.lookupTransferPreapproval('')).rejects.toThrow(TypeError);
     await expect(v.scanProxyListAnsEntries({ pageSize: 0 })).rejects.toThrow(TypeError);
-    expect(allHits.length).toBe(before);
+    expect(server.allHits.length).toBe(before);
   });
 
   it('drops fields the caller adds beyond the spec request', async () => {
     const c = byName('submitAcceptSetupProposal');
-    const hits = route(c.method, c.path, ok(c));
+    const hits = server.route(c.method, c.path, ok(c));
     const extra = { ...SUBMISSION, note: 'not in the spec' } as typeof SUBMISSION;
     await client().submitAcceptSetupProposal({ submission: extra });
     const sent = JSON.parse(hits[0]!.body) as { submission: Record<string, unknown> };
@@ -728,7 +678,7 @@ describe('ValidatorClient: Splice {error} responses', () => {
   it('404 with {error} surfaces as CantonApiError carrying the Splice text', async () => {
     const body = { error: `No TransferPreapproval found for party ${RECEIVER}` };
     expect(validateAgainst(validatorSpec, 'ErrorResponse', body)).toEqual([]);
-    const hits = route('GET', `/v0/admin/transfer-preapprovals/by-party/${enc(RECEIVER)}`, (res) =>
+    const hits = server.route('GET', `/v0/admin/transfer-preapprovals/by-party/${enc(RECEIVER)}`, (res) =>
       send(res, 404, body),
     );
     const e = await failure(client().lookupTransferPreapproval(RECEIVER));
@@ -745,7 +695,9 @@ describe('ValidatorClient: Splice {error} responses', () => {
   it('409 on createSetupProposal (proposal already exists) is a CantonApiError, not retried, not ambiguous', async () => {
     const body = { error: 'ExternalPartySetupProposal contract 00aa01 already exists for this party' };
     expect(validateAgainst(validatorSpec, 'ErrorResponse', body)).toEqual([]);
-    const hits = route('POST', '/v0/admin/external-party/setup-proposal', (res) => send(res, 409, body));
+    const hits = server.route('POST', '/v0/admin/external-party/setup-proposal', (res) =>
+      send(res, 409, body),
+    );
     const e = await failure(client().createSetupProposal({ user_party_id: PARTY }));
     expect(e.status).toBe(409);
     expect(e.spliceError).toBe(body.error);
@@ -756,7 +708,9 @@ describe('ValidatorClient: Splice {error} responses', () => {
   it('404 on a scan-proxy lookup (no TransferCommandCounter) is raised, not turned into a value', async () => {
     const body = { error: `No TransferCommandCounter found for party ${PARTY}` };
     expect(validateAgainst(scanProxySpec, 'ErrorResponse', body)).toEqual([]);
-    route('GET', `/v0/scan-proxy/transfer-command-counter/${enc(PARTY)}`, (res) => send(res, 404, body));
+    server.route('GET', `/v0/scan-proxy/transfer-command-counter/${enc(PARTY)}`, (res) =>
+      send(res, 404, body),
+    );
     const e = await failure(client().scanProxyTransferCommandCounter(PARTY));
     expect(e.status).toBe(404);
     expect(e.spliceError).toBe(body.error);
@@ -765,16 +719,20 @@ describe('ValidatorClient: Splice {error} responses', () => {
   it('registry 404 / 409 carry service "registry"', async () => {
     const notFound = { error: 'TransferInstruction 00ab not found' };
     expect(validateAgainst(registrySpec, 'ErrorResponse', notFound)).toEqual([]);
-    route('POST', `/v0/scan-proxy/registry/transfer-instruction/v1/00ab/choice-contexts/accept`, (res) =>
-      send(res, 404, notFound),
+    server.route(
+      'POST',
+      `/v0/scan-proxy/registry/transfer-instruction/v1/00ab/choice-contexts/accept`,
+      (res) => send(res, 404, notFound),
     );
     const e404 = await failure(client().registry().getTransferInstructionAcceptContext('00ab'));
     expect(e404.service).toBe('registry');
     expect(e404.status).toBe(404);
     expect(e404.spliceError).toBe(notFound.error);
 
-    const hits = route('POST', '/v0/scan-proxy/registry/transfer-instruction/v1/transfer-factory', (res) =>
-      send(res, 409, { error: 'contract 00ee05 is being reassigned' }),
+    const hits = server.route(
+      'POST',
+      '/v0/scan-proxy/registry/transfer-instruction/v1/transfer-factory',
+      (res) => send(res, 409, { error: 'contract 00ee05 is being reassigned' }),
     );
     const e409 = await failure(client().registry().getTransferFactory({ choiceArguments: CHOICE_ARGUMENTS }));
     expect(e409.status).toBe(409);
@@ -783,7 +741,7 @@ describe('ValidatorClient: Splice {error} responses', () => {
   });
 
   it('a response that breaks the spec shape is refused as INVALID_RESPONSE', async () => {
-    route('POST', '/v0/admin/external-party/setup-proposal/prepare-accept', (res) =>
+    server.route('POST', '/v0/admin/external-party/setup-proposal/prepare-accept', (res) =>
       send(res, 200, { transaction: TX_B64 }),
     );
     const e = await failure(
@@ -804,7 +762,7 @@ describe('ValidatorClient: retries follow idempotency', () => {
 
   /** 503 for the first `failures` hits, then the case's 200. */
   function flaky(c: Case, failures: number): Hit[] {
-    return route(c.method, c.path, (res, _hit, n) =>
+    return server.route(c.method, c.path, (res, _hit, n) =>
       n <= failures ? send(res, 503, UNAVAILABLE) : send(res, 200, c.response?.body),
     );
   }
@@ -826,7 +784,7 @@ describe('ValidatorClient: retries follow idempotency', () => {
 
   it('a submit that hits the server request timeout (503 "taking too long") is ambiguous', async () => {
     const c = byName('submitAcceptSetupProposal');
-    const hits = route(c.method, c.path, (res) =>
+    const hits = server.route(c.method, c.path, (res) =>
       send(res, 503, {
         error: 'The server is taking too long to respond to the request at the moment.',
       }),
@@ -899,7 +857,7 @@ describe('ValidatorClient: every path and verb it uses exists in the published d
   });
 
   it('every request the client sent in this file matches one of those operations', () => {
-    const sent = allHits.filter((h) => h.path.startsWith(PREFIX));
+    const sent = server.allHits.filter((h) => h.path.startsWith(PREFIX));
     expect(sent.length).toBeGreaterThan(CASES.length);
     for (const h of sent) {
       const path = h.path.slice(PREFIX.length);
