@@ -1,0 +1,354 @@
+/**
+ * TransferFactory_Transfer on ExternalPartyAmuletRules (token standard, Amulet):
+ * - `direct`: the receiver has a TransferPreapproval; the factory runs
+ *   TransferPreapproval_Send → AmuletRules_Transfer and the receiver gets the
+ *   amulet at once (shape of v2_bitgo_transferrawtxnwithmemo_preparecommandresponse_base64_json);
+ * - `twoStep`: no preapproval; fees are computed, the amount is locked to the
+ *   DSO and an AmuletTransferInstruction (the offer) is created for the receiver
+ *   to accept (shape of v2_bitgo_trasferprepareresponse).
+ */
+import type { NodeBody, PreparedTransaction, Value } from '../../hashing/model.js';
+import {
+  type AmuletDso,
+  amuletRulesInput,
+  dsoRef,
+  type Existing,
+  externalRulesInput,
+  holdingRef,
+  openRoundInput,
+} from './amulet-inputs.js';
+import {
+  type AmuletHolding,
+  type AmuletTransferSpec,
+  addAmounts,
+  amuletRulesTransferNodes,
+  subAmounts,
+  transferOutput,
+  transferResult,
+} from './amulet-transfer.js';
+import {
+  amuletRecord,
+  amuletType,
+  anyCid,
+  assemble,
+  cid,
+  createNode,
+  type Envelope,
+  exerciseNode,
+  extraArgs,
+  fetchNode,
+  ID,
+  type InputSpec,
+  instructionOutput,
+  type LedgerTimeBounds,
+  list,
+  lockedAmuletRecord,
+  metadata,
+  mintContractId,
+  num,
+  PACKAGE_NAME,
+  PKG,
+  party,
+  record,
+  some,
+  text,
+  tiType,
+  tokenTransferRecord,
+  transferContext,
+  variant,
+} from './common.js';
+
+const HOLDING_IFACE = {
+  packageId: PKG.tokenHolding,
+  moduleName: 'Splice.Api.Token.HoldingV1',
+  entityName: 'Holding',
+};
+const REASON = 'splice.lfdecentralizedtrust.org/reason';
+const SENDER = 'splice.lfdecentralizedtrust.org/sender';
+const TX_KIND = 'splice.lfdecentralizedtrust.org/tx-kind';
+
+export type TokenTransferInput = Envelope & LedgerTimeBounds & TokenTransferFields;
+
+export interface TokenTransferFields {
+  mode: 'direct' | 'twoStep';
+  dso: AmuletDso;
+  externalPartyAmuletRules: Existing;
+  sender: string;
+  receiver: string;
+  amount: string;
+  inputs: AmuletHolding[];
+  requestedAt: bigint;
+  executeBefore: bigint;
+  /** Free-text reason (`splice.lfdecentralizedtrust.org/reason`); the vectors always carry it. */
+  reason: string;
+  /** `direct` only: the receiver's preapproval. */
+  preapproval?: Existing & { provider: string; validFrom: bigint; lastRenewedAt: bigint; expiresAt: bigint };
+}
+
+export function tokenStandardTransfer(i: TokenTransferInput): PreparedTransaction {
+  return i.mode === 'direct' ? direct(i) : twoStep(i);
+}
+
+function holdingInputs(i: TokenTransferInput): InputSpec[] {
+  return i.inputs.map((h) => ({
+    ref: holdingRef(i.dso.dso, i.sender, h.contractId),
+    argument: amuletRecord(i.dso.dso, i.sender, h.amount, h.createdRound, h.rate),
+    createdAt: h.createdAt,
+  }));
+}
+
+function factoryArg(i: TokenTransferInput, context: Record<string, Value>): Value {
+  return record(tiType('TransferFactory_Transfer'), [
+    ['expectedAdmin', party(i.dso.dso)],
+    [
+      'transfer',
+      tokenTransferRecord({
+        sender: i.sender,
+        receiver: i.receiver,
+        amount: i.amount,
+        admin: i.dso.dso,
+        instrument: 'Amulet',
+        requestedAt: i.requestedAt,
+        executeBefore: i.executeBefore,
+        inputHoldingCids: i.inputs.map((h) => h.contractId),
+        meta: { [REASON]: i.reason },
+      }),
+    ],
+    ['extraArgs', extraArgs(context)],
+  ]);
+}
+
+function factoryResult(output: Value, changeCid: string): Value {
+  return record(tiType('TransferInstructionResult'), [
+    ['output', output],
+    ['senderChangeCids', list([cid(changeCid)])],
+    ['meta', metadata()],
+  ]);
+}
+
+function direct(i: TokenTransferInput): PreparedTransaction {
+  const p = i.preapproval;
+  if (!p) throw new Error('a direct transfer needs the receiver’s TransferPreapproval');
+  const d = i.dso;
+  const dso = d.dso;
+  // 0 factory; 1 fetch preapproval; 2 fetch rules; 3.. fetch inputs (Holding); then Send → Transfer.
+  const sendAt = 3 + i.inputs.length;
+  const transferAt = sendAt + 1;
+  const outAt = transferAt + 2 + 2 * i.inputs.length;
+  const outputCid = mintContractId(i.seeds(outAt));
+  const changeCid = mintContractId(i.seeds(outAt + 1));
+  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const spec: AmuletTransferSpec = {
+    dso: d,
+    sender: i.sender,
+    provider: p.provider,
+    receiver: i.receiver,
+    amount: i.amount,
+    inputs: i.inputs,
+    actingParties: [i.sender, i.receiver, p.provider],
+    at: transferAt,
+    outputCid,
+    change: {
+      contractId: changeCid,
+      argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
+    },
+    outputArgument: amuletRecord(dso, i.receiver, i.amount, d.openRound.number, d.holdingFeeRate),
+    extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
+  };
+  const preRef = {
+    contractId: p.contractId,
+    packageName: PACKAGE_NAME.amulet,
+    templateId: ID.transferPreapproval,
+    signatories: [dso, i.receiver, p.provider],
+    stakeholders: [dso, i.receiver, p.provider],
+  };
+  const sendMeta = { [REASON]: text(i.reason), [SENDER]: text(i.sender), [TX_KIND]: text('transfer') };
+  const send = exerciseNode(preRef, {
+    actingParties: [i.sender],
+    choiceId: 'TransferPreapproval_Send',
+    chosenValue: record(amuletType('Splice.AmuletRules', 'TransferPreapproval_Send'), [
+      [
+        'context',
+        record(amuletType('Splice.AmuletRules', 'PaymentTransferContext'), [
+          ['amuletRules', cid(d.amuletRules.contractId)],
+          ['context', transferContext(d.openRound.contractId)],
+        ]),
+      ],
+      [
+        'inputs',
+        list(
+          i.inputs.map((h) =>
+            variant(amuletType('Splice.AmuletRules', 'TransferInput'), 'InputAmulet', cid(h.contractId)),
+          ),
+        ),
+      ],
+      ['amount', num(i.amount)],
+      ['sender', party(i.sender)],
+      ['description', some(text(i.reason))],
+    ]),
+    consuming: false,
+    children: [transferAt],
+    exerciseResult: record(amuletType('Splice.AmuletRules', 'TransferPreapproval_SendResult'), [
+      ['result', stripMeta(transferResult(spec, false))],
+      ['meta', some(metadata(sendMeta))],
+    ]),
+  });
+  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
+    actingParties: [i.sender],
+    interfaceId: ID.transferFactory,
+    choiceId: 'TransferFactory_Transfer',
+    chosenValue: factoryArg(i, {
+      'amulet-rules': anyCid(d.amuletRules.contractId),
+      'open-round': anyCid(d.openRound.contractId),
+      'transfer-preapproval': anyCid(p.contractId),
+    }),
+    consuming: false,
+    children: [1, 2, ...i.inputs.map((_, k) => 3 + k), sendAt],
+    exerciseResult: factoryResult(
+      instructionOutput('TransferInstructionResult_Completed', [
+        ['receiverHoldingCids', list([cid(outputCid)])],
+      ]),
+      changeCid,
+    ),
+  });
+  const bodies: NodeBody[] = [
+    root,
+    fetchNode(preRef, [dso]),
+    fetchNode(dsoRef(dso, d.amuletRules), [dso]),
+    ...i.inputs.map((h) =>
+      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
+    ),
+    send,
+    ...amuletRulesTransferNodes(spec),
+  ];
+  const preArg = record(ID.transferPreapproval, [
+    ['dso', party(dso)],
+    ['receiver', party(i.receiver)],
+    ['provider', party(p.provider)],
+    ['validFrom', { kind: 'timestamp', value: p.validFrom }],
+    ['lastRenewedAt', { kind: 'timestamp', value: p.lastRenewedAt }],
+    ['expiresAt', { kind: 'timestamp', value: p.expiresAt }],
+  ]);
+  return assemble(i, bodies, [
+    amuletRulesInput(d),
+    openRoundInput(d),
+    externalRulesInput(dso, i.externalPartyAmuletRules),
+    { ref: preRef, argument: preArg, createdAt: p.createdAt },
+    ...holdingInputs(i),
+  ]);
+}
+
+/** TransferPreapproval_SendResult.result is a TransferResult without its `meta` field. */
+function stripMeta(v: Value): Value {
+  return v.kind === 'record' ? { ...v, fields: v.fields.filter((f) => f.label !== 'meta') } : v;
+}
+
+function twoStep(i: TokenTransferInput): PreparedTransaction {
+  const d = i.dso;
+  const dso = d.dso;
+  // 0 factory; 1 fetch rules; 2 ComputeFees; 3 fetch round; 4.. fetch inputs (Holding); Transfer; instruction.
+  const transferAt = 4 + i.inputs.length;
+  const outAt = transferAt + 2 + 2 * i.inputs.length;
+  const instructionAt = outAt + 2;
+  const lockedCid = mintContractId(i.seeds(outAt));
+  const changeCid = mintContractId(i.seeds(outAt + 1));
+  const instructionCid = mintContractId(i.seeds(instructionAt));
+  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const lock = { holders: [dso], expiresAt: i.executeBefore, context: `transfer to '${i.receiver}'` };
+  const amulet = amuletRecord(dso, i.sender, i.amount, d.openRound.number, d.holdingFeeRate);
+  const spec: AmuletTransferSpec = {
+    dso: d,
+    sender: i.sender,
+    provider: i.sender,
+    receiver: i.sender,
+    amount: i.amount,
+    lock,
+    inputs: i.inputs,
+    actingParties: [dso, i.sender],
+    at: transferAt,
+    outputCid: lockedCid,
+    change: {
+      contractId: changeCid,
+      argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
+    },
+    outputArgument: lockedAmuletRecord(amulet, lock.holders, lock.expiresAt, lock.context),
+    extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
+  };
+  const rulesRef = dsoRef(dso, d.amuletRules);
+  const computeFees = exerciseNode(rulesRef, {
+    actingParties: [i.sender],
+    choiceId: 'AmuletRules_ComputeFees',
+    chosenValue: record(amuletType('Splice.AmuletRules', 'AmuletRules_ComputeFees'), [
+      ['context', transferContext(d.openRound.contractId)],
+      ['sender', party(i.sender)],
+      ['outputs', list([transferOutput(i.receiver, i.amount)])],
+      ['expectedDso', some(party(dso))],
+    ]),
+    consuming: false,
+    children: [3],
+    exerciseResult: record(amuletType('Splice.AmuletRules', 'AmuletRules_ComputeFeesResult'), [
+      ['fees', list([num('0')])],
+    ]),
+  });
+  const instructionRef = {
+    contractId: instructionCid,
+    packageName: PACKAGE_NAME.amulet,
+    templateId: ID.transferInstruction,
+    signatories: [dso, i.sender],
+    stakeholders: [dso, i.sender, i.receiver],
+  };
+  const instruction = createNode(
+    instructionRef,
+    record(ID.transferInstruction, [
+      ['lockedAmulet', cid(lockedCid)],
+      [
+        'transfer',
+        tokenTransferRecord({
+          sender: i.sender,
+          receiver: i.receiver,
+          amount: i.amount,
+          admin: dso,
+          instrument: 'Amulet',
+          requestedAt: i.requestedAt,
+          executeBefore: i.executeBefore,
+          inputHoldingCids: [lockedCid],
+          meta: { [REASON]: i.reason },
+        }),
+      ],
+    ]),
+  );
+  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
+    actingParties: [i.sender],
+    interfaceId: ID.transferFactory,
+    choiceId: 'TransferFactory_Transfer',
+    chosenValue: factoryArg(i, {
+      'amulet-rules': anyCid(d.amuletRules.contractId),
+      'open-round': anyCid(d.openRound.contractId),
+    }),
+    consuming: false,
+    children: [1, 2, ...i.inputs.map((_, k) => 4 + k), transferAt, instructionAt],
+    exerciseResult: factoryResult(
+      instructionOutput('TransferInstructionResult_Pending', [
+        ['transferInstructionCid', cid(instructionCid)],
+      ]),
+      changeCid,
+    ),
+  });
+  const bodies: NodeBody[] = [
+    root,
+    fetchNode(rulesRef, [dso]),
+    computeFees,
+    fetchNode(dsoRef(dso, d.openRound, ID.openMiningRound), [dso]),
+    ...i.inputs.map((h) =>
+      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
+    ),
+    ...amuletRulesTransferNodes(spec),
+    instruction,
+  ];
+  return assemble(i, bodies, [
+    amuletRulesInput(d),
+    openRoundInput(d),
+    externalRulesInput(dso, i.externalPartyAmuletRules),
+    ...holdingInputs(i),
+  ]);
+}
