@@ -18,8 +18,9 @@ import {
   partyProblem,
   uuidProblem,
 } from './canonical.js';
-import { FieldPath, TransactionError } from './errors.js';
+import { TransactionError } from './errors.js';
 import { inputBytes, type TransactionInput } from './input.js';
+import { MessageDecoder } from './message-decoder.js';
 import type {
   CreateNode,
   DamlTransaction,
@@ -38,7 +39,7 @@ import type {
   RollbackNode,
   Value,
 } from './model.js';
-import { ByteCache, WireReader, WT_I64, WT_LEN, WT_VARINT } from './wire.js';
+import { ByteCache, WT_I64, WT_LEN, WT_VARINT } from './wire.js';
 
 /** Daml-LF serialization versions a V2 or V3 hash can cover. */
 export const KNOWN_LF_VERSIONS: ReadonlySet<string> = new Set(['2.1', '2']);
@@ -79,30 +80,11 @@ const CACHE_LIMIT = 10_000;
 const IDENTIFIERS = new ByteCache<Identifier>(CACHE_LIMIT);
 const PARTIES = new ByteCache<string>(CACHE_LIMIT);
 
-class Decoder {
-  readonly p: FieldPath = new FieldPath();
-  readonly r: WireReader;
-  constructor(readonly buf: Uint8Array) {
-    this.r = new WireReader(buf, this.p);
-  }
-
+class Decoder extends MessageDecoder {
   // ---- helpers -----------------------------------------------------------
 
   private readonly identifiers = IDENTIFIERS;
   private readonly parties = PARTIES;
-
-  private once(seen: number, field: number, name: string): number {
-    const bit = 1 << field;
-    if (seen & bit) this.p.fail('duplicate_field', 'singular field occurs more than once', name);
-    return seen | bit;
-  }
-
-  private unknown(tag: number): never {
-    this.p.fail(
-      'unknown_field',
-      `unknown field number ${tag >>> 3} (wire type ${tag & 7}): its bytes would be unsigned`,
-    );
-  }
 
   private str(tag: number, end: number, name: string, index?: number): string {
     return this.r.string(tag, end, name, index);
@@ -131,13 +113,6 @@ class Decoder {
     return s;
   }
 
-  private bool(tag: number, end: number, name: string): boolean {
-    this.r.expect(tag, WT_VARINT, name);
-    const v = this.r.varint32(end, name);
-    if (v > 1) this.p.fail('non_canonical', `bool encoded as ${v}`, name);
-    return v === 1;
-  }
-
   private uint64(tag: number, end: number, name: string): bigint {
     this.r.expect(tag, WT_VARINT, name);
     this.p.push(name);
@@ -153,20 +128,6 @@ class Decoder {
     if (v < -0x80000000n || v > 0x7fffffffn) this.p.fail('malformed', `int32 value ${v} out of range`);
     this.p.pop();
     return Number(v);
-  }
-
-  /** Enters a length-delimited sub-message; returns its end offset. */
-  private enter(tag: number, end: number, name: string, index?: number): number {
-    this.r.expect(tag, WT_LEN, name);
-    this.p.push(name);
-    if (index !== undefined) this.p.push(index);
-    return this.r.len(end);
-  }
-
-  private leave(stop: number, index?: number): void {
-    if (this.r.pos !== stop) this.p.fail('malformed', 'sub-message did not end at its declared length');
-    if (index !== undefined) this.p.pop();
-    this.p.pop();
   }
 
   /** Checks a party list is strictly ascending (a set, as the participant hashes it). */
@@ -187,7 +148,7 @@ class Decoder {
   // ---- messages ----------------------------------------------------------
 
   preparedTransaction(): { transaction: DamlTransaction; metadata: Metadata } {
-    const end = this.buf.length;
+    const end = this.r.buf.length;
     let transaction: DamlTransaction | undefined;
     let metadata: Metadata | undefined;
     let seen = 0;

@@ -24,9 +24,10 @@
  * `crypto.v30.SigningKeysWithThreshold { keys = 1; threshold = 2 }` included.
  */
 import { topologyTransactionHash } from '../../hashing/canton-hash.js';
-import { FieldPath, TransactionError } from '../../hashing/errors.js';
+import { TransactionError } from '../../hashing/errors.js';
 import { base64ToBytes } from '../../hashing/input.js';
-import { WireReader, WT_LEN, WT_VARINT } from '../../hashing/wire.js';
+import { MessageDecoder } from '../../hashing/message-decoder.js';
+import { WT_LEN, WT_VARINT } from '../../hashing/wire.js';
 import { Writer } from '../../hashing/wire-writer.js';
 import type {
   CryptoKeyFormat,
@@ -149,13 +150,7 @@ export function decodeTopologyTransaction(input: Uint8Array | string): DecodedTo
   return { version, transaction, bytes, hash: topologyTransactionHash(bytes) };
 }
 
-class TopologyDecoder {
-  private readonly p: FieldPath = new FieldPath();
-  private readonly r: WireReader;
-  constructor(bytes: Uint8Array) {
-    this.r = new WireReader(bytes, this.p);
-  }
-
+class TopologyDecoder extends MessageDecoder {
   envelope(): { version: number; transaction: TopologyTransaction } {
     const r = this.r;
     const end = r.buf.length;
@@ -440,47 +435,14 @@ class TopologyDecoder {
   // ---- helpers ----------------------------------------------------------------------------------
 
   /** A length-delimited sub-message, decoded by `body` with the path extended by `name` (and `index`). */
-  private nested<T>(tag: number, end: number, name: string, body: (stop: number) => T, index?: number): T {
-    const r = this.r;
-    r.expect(tag, WT_LEN, name, index);
-    const stop = r.len(end, name, index);
-    this.p.push(name);
-    if (index !== undefined) this.p.push(index);
-    const out = body(stop);
-    if (index !== undefined) this.p.pop();
-    this.p.pop();
-    r.pos = stop;
-    return out;
-  }
-
   /** A marker message with no fields. */
   private empty(end: number): void {
     if (this.r.pos < end) this.unknown(this.r.tag(end));
   }
 
-  private once(seen: number, field: number, name: string): number {
-    const bit = 1 << field;
-    if (seen & bit) this.p.fail('duplicate_field', 'singular field occurs more than once', name);
-    return seen | bit;
-  }
-
-  private unknown(tag: number): never {
-    this.p.fail(
-      'unknown_field',
-      `unknown field number ${tag >>> 3} (wire type ${tag & 7}): the signer would not know what it signs`,
-    );
-  }
-
   private uint32(tag: number, end: number, name: string): number {
     this.r.expect(tag, WT_VARINT, name);
     return this.r.varint32(end, name, name);
-  }
-
-  private bool(tag: number, end: number, name: string): boolean {
-    this.r.expect(tag, WT_VARINT, name);
-    const v = this.r.varint32(end, name, name);
-    if (v > 1) this.p.fail('non_canonical', `bool encoded as ${v}`, name);
-    return v === 1;
   }
 
   private enumValue<T>(
