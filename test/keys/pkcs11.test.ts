@@ -404,10 +404,12 @@ describe.skipIf(!MODULE)('PKCS#11 backend on SoftHSM2', () => {
     expect(loginCalls - logins).toBe(1); // logged in again, once
   });
 
-  // Only before the calls reach the token: SoftHSM 2.6.1 frees a session that C_CloseAllSessions
-  // closes while another thread is inside C_Sign on it, and crashes (seen with bare pkcs11js too).
-  // The backend itself never closes a session that a call is using.
-  it('sessions closed with 1,000 signatures queued: every one succeeds, after one reconnection', async () => {
+  // The sessions are closed while no call is on the token: SoftHSM 2.6.1 frees a session that
+  // C_CloseAllSessions closes while another thread is inside C_Sign on it, and crashes (seen with
+  // bare pkcs11js too). The first signatures take pooled sessions and reach the token at once, so
+  // closing with signatures in flight would race that crash; the backend itself never closes a
+  // session that a call is using.
+  it('sessions closed, then 1,000 concurrent signatures: every one succeeds, after one reconnection', async () => {
     const lib = rawLib(token.module);
     const slot = rawSlot(lib, token.tokenLabel);
     const logins = loginCalls;
@@ -415,8 +417,8 @@ describe.skipIf(!MODULE)('PKCS#11 backend on SoftHSM2', () => {
       const key = keys.get(scheme)!;
       const before = loginCalls;
       const messages = Array.from({ length: 1000 }, message);
-      const pending = messages.map((m) => backend.sign(key, m));
       lib.C_CloseAllSessions(slot);
+      const pending = messages.map((m) => backend.sign(key, m));
       const sigs = await Promise.all(pending);
       sigs.forEach((sig, i) => {
         expect(verifySignature(key.scheme, key.spki, messages[i]!, sig), `${scheme} #${i}`).toBe(true);
