@@ -14,6 +14,7 @@ import { UsageError } from './input.js';
 import { registerInspect } from './inspect.js';
 import { registerKeys } from './keys.js';
 import { CliExit } from './options.js';
+import { registerSandbox } from './sandbox.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerHash(program);
   registerInspect(program);
   registerKeys(program);
+  registerSandbox(program);
   const override = (c: Command): void => {
     c.exitOverride();
     for (const sub of c.commands) override(sub);

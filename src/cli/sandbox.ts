@@ -1,0 +1,91 @@
+/**
+ * `canton-signer sandbox`: runs the simulated network (participant, validator,
+ * Scan) on localhost until SIGINT/SIGTERM. Prints where each service is and
+ * the network's identities (one JSON object with --json), nothing secret.
+ */
+import type { Command } from 'commander';
+import { startSandbox } from '../sandbox/server.js';
+import { UsageError } from './input.js';
+
+interface SandboxCliOptions {
+  port: string;
+  host: string;
+  seed?: string;
+  roundInterval: string;
+  requireAuth?: boolean;
+  token: string[];
+  client: string[];
+  json?: boolean;
+  log?: boolean;
+}
+
+const collect = (v: string, prev: string[]) => [...prev, v];
+
+export function registerSandbox(program: Command): void {
+  program
+    .command('sandbox')
+    .description('Run the sandbox network (Ledger API, validator, Scan) on localhost for tests and demos')
+    .option('--port <port>', 'port to listen on (0: any free port)', '7575')
+    .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option('--seed <seed>', 'seed for the built-in identities (same seed, same party ids)')
+    .option('--round-interval <seconds>', 'seconds between mining rounds', '600')
+    .option('--require-auth', 'refuse requests without a bearer token')
+    .option('--token <token=user>', 'accept a static bearer token acting as a user (repeatable)', collect, [])
+    .option('--client <id:secret:user>', 'an OAuth2 client-credentials client (repeatable)', collect, [])
+    .option('--json', 'print the endpoints as one JSON object')
+    .option('--log', 'log every request (method, path, status; never headers)')
+    .action(async (opts: SandboxCliOptions) => {
+      const port = Number(opts.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port: not a port number: ${opts.port}`);
+      const interval = Number(opts.roundInterval);
+      if (!Number.isFinite(interval) || interval < 1)
+        throw new UsageError(`--round-interval: must be at least 1 second, got ${opts.roundInterval}`);
+      const tokens: Record<string, string> = {};
+      for (const t of opts.token) {
+        const i = t.lastIndexOf('=');
+        if (i <= 0 || i === t.length - 1) throw new UsageError('--token: expected <token>=<user>');
+        tokens[t.slice(0, i)] = t.slice(i + 1);
+      }
+      const clients: Record<string, { secret: string; userId: string }> = {};
+      for (const c of opts.client) {
+        const parts = c.split(':');
+        if (parts.length !== 3 || parts.some((p) => p === ''))
+          throw new UsageError('--client: expected <id>:<secret>:<user>');
+        clients[parts[0]!] = { secret: parts[1]!, userId: parts[2]! };
+      }
+      const sandbox = await startSandbox({
+        port,
+        host: opts.host,
+        roundIntervalMs: interval * 1000,
+        logger: opts.log === true,
+        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+        auth: { tokens, clients, required: opts.requireAuth === true },
+      });
+      const { net } = sandbox.ctx;
+      const info = {
+        ledgerApi: sandbox.urls.ledgerApi,
+        validator: sandbox.urls.validator,
+        scan: sandbox.urls.scan,
+        registry: sandbox.urls.registry,
+        oauthToken: sandbox.urls.oauthToken,
+        controls: `${sandbox.urls.origin}/sandbox`,
+        dsoParty: net.dso,
+        validatorParty: net.validatorParty,
+        participantId: net.participantUid,
+        synchronizerId: net.synchronizerId,
+      };
+      if (opts.json) process.stdout.write(`${JSON.stringify(info)}\n`);
+      else
+        process.stdout.write(
+          `${Object.entries(info)
+            .map(([k, v]) => `${k.padEnd(16)} ${v}`)
+            .join('\n')}\nsandbox running; Ctrl-C stops it\n`,
+        );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await sandbox.close();
+    });
+}

@@ -1,0 +1,250 @@
+/**
+ * The sandbox's ledger: the active contract set, the update log with offsets,
+ * and command completions. Every state change — an externally signed
+ * transaction or the sandbox's own automation (rounds, preapprovals, transfer
+ * commands) — goes through `commit`, which archives and creates atomically and
+ * appends one update.
+ */
+
+import { encodeValue } from '../../hashing/encode.js';
+import { bytesToBase64 } from '../../hashing/input.js';
+import type { Identifier, Node, Value } from '../../hashing/model.js';
+import { newUpdateId } from './ids.js';
+
+export interface Contract {
+  contractId: string;
+  templateId: Identifier;
+  packageName: string;
+  argument: Value;
+  signatories: string[];
+  /** Signatories and observers. */
+  stakeholders: string[];
+  /** Ledger effective time of the creating transaction, µs. */
+  createdAt: bigint;
+  createdOffset: number;
+  /** Opaque base64 blob standing for the created event (usable as a disclosed contract here only). */
+  createdEventBlob: string;
+  /** Interfaces the template implements that the sandbox serves views for. */
+  interfaces: Identifier[];
+}
+
+export interface NewContract {
+  /** Final (suffixed) id. */
+  contractId: string;
+  templateId: Identifier;
+  packageName: string;
+  argument: Value;
+  signatories: string[];
+  stakeholders: string[];
+  interfaces?: Identifier[];
+  /** Node id in the transaction (events are ordered by it). */
+  nodeId: number;
+}
+
+export type LedgerEvent =
+  | { kind: 'created'; nodeId: number; contract: Contract }
+  | { kind: 'archived'; nodeId: number; contract: Contract };
+
+export interface Update {
+  offset: number;
+  updateId: string;
+  commandId: string;
+  workflowId: string;
+  userId: string | undefined;
+  submissionId: string | undefined;
+  actAs: string[];
+  recordTime: bigint;
+  effectiveAt: bigint;
+  synchronizerId: string;
+  events: LedgerEvent[];
+  /** The executed transaction's nodes and the suffixed ids of its creates (ledger-effects views). */
+  tree?: LedgerTree;
+}
+
+export interface LedgerTree {
+  roots: string[];
+  nodes: Node[];
+  /** Unsuffixed id in the prepared transaction → committed id. */
+  ids: ReadonlyMap<string, string>;
+}
+
+export interface CompletionStatus {
+  /** google.rpc.Code; 0 = OK. */
+  code: number;
+  message: string;
+  /** Canton error id of a rejection. */
+  errorId?: string;
+}
+
+export interface Completion {
+  offset: number;
+  commandId: string;
+  submissionId: string;
+  userId: string;
+  actAs: string[];
+  updateId: string | undefined;
+  status: CompletionStatus;
+  recordTime: bigint;
+  synchronizerId: string;
+}
+
+export interface CommitInput {
+  updateId?: string;
+  commandId: string;
+  workflowId?: string;
+  userId?: string;
+  submissionId?: string;
+  actAs: string[];
+  recordTime: bigint;
+  effectiveAt: bigint;
+  synchronizerId: string;
+  archives: { contractId: string; nodeId: number }[];
+  creates: NewContract[];
+  tree?: LedgerTree;
+}
+
+export class InactiveContractError extends Error {
+  override readonly name = 'InactiveContractError';
+  constructor(readonly contractIds: string[]) {
+    super(`inactive contracts: ${contractIds.join(', ')}`);
+  }
+}
+
+type Listener = () => void;
+
+export class LedgerStore {
+  private readonly active = new Map<string, Contract>();
+  private readonly archived = new Map<string, Contract>();
+  private readonly log: Update[] = [];
+  private readonly completionLog: Completion[] = [];
+  private offset = 0;
+  private readonly listeners = new Set<Listener>();
+
+  ledgerEnd(): number {
+    return this.offset;
+  }
+
+  get(contractId: string): Contract | undefined {
+    return this.active.get(contractId);
+  }
+
+  isArchived(contractId: string): boolean {
+    return this.archived.has(contractId);
+  }
+
+  /** Active contracts, optionally only those of a template entity (`Module:Entity` or just `Entity`). */
+  activeContracts(entity?: string): Contract[] {
+    const all = [...this.active.values()];
+    if (!entity) return all;
+    return all.filter((c) => matchesEntity(c.templateId, entity));
+  }
+
+  /** Active contracts as of an offset (≤ ledger end): created at or before it and not archived by then. */
+  activeAt(offset: number): Contract[] {
+    const out = new Map<string, Contract>();
+    for (const u of this.log) {
+      if (u.offset > offset) break;
+      for (const e of u.events) {
+        if (e.kind === 'created') out.set(e.contract.contractId, e.contract);
+        else out.delete(e.contract.contractId);
+      }
+    }
+    return [...out.values()];
+  }
+
+  /** Atomically archives and creates; throws InactiveContractError (nothing changed) if an input is gone. */
+  commit(input: CommitInput): Update {
+    const gone = input.archives.filter((a) => !this.active.has(a.contractId)).map((a) => a.contractId);
+    if (gone.length > 0) throw new InactiveContractError(gone);
+    const offset = ++this.offset;
+    const events: LedgerEvent[] = [];
+    for (const a of input.archives) {
+      const c = this.active.get(a.contractId)!;
+      this.active.delete(a.contractId);
+      this.archived.set(a.contractId, c);
+      events.push({ kind: 'archived', nodeId: a.nodeId, contract: c });
+    }
+    for (const n of input.creates) {
+      const c: Contract = {
+        contractId: n.contractId,
+        templateId: n.templateId,
+        packageName: n.packageName,
+        argument: n.argument,
+        signatories: n.signatories,
+        stakeholders: n.stakeholders,
+        createdAt: input.effectiveAt,
+        createdOffset: offset,
+        createdEventBlob: bytesToBase64(encodeValue(n.argument)),
+        interfaces: n.interfaces ?? [],
+      };
+      this.active.set(c.contractId, c);
+      events.push({ kind: 'created', nodeId: n.nodeId, contract: c });
+    }
+    events.sort((a, b) => a.nodeId - b.nodeId);
+    const update: Update = {
+      offset,
+      updateId: input.updateId ?? newUpdateId(),
+      commandId: input.commandId,
+      workflowId: input.workflowId ?? '',
+      userId: input.userId,
+      submissionId: input.submissionId,
+      actAs: input.actAs,
+      recordTime: input.recordTime,
+      effectiveAt: input.effectiveAt,
+      synchronizerId: input.synchronizerId,
+      events,
+    };
+    if (input.tree) update.tree = input.tree;
+    this.log.push(update);
+    this.notify();
+    return update;
+  }
+
+  /** Records a completion (success or rejection); a rejection takes an offset of its own. */
+  complete(c: Omit<Completion, 'offset'> & { offset?: number }): Completion {
+    const completion: Completion = { ...c, offset: c.offset ?? ++this.offset };
+    this.completionLog.push(completion);
+    this.notify();
+    return completion;
+  }
+
+  updates(afterOffset = 0, upTo = Number.POSITIVE_INFINITY): Update[] {
+    return this.log.filter((u) => u.offset > afterOffset && u.offset <= upTo);
+  }
+
+  updateByOffset(offset: number): Update | undefined {
+    return this.log.find((u) => u.offset === offset);
+  }
+
+  updateById(updateId: string): Update | undefined {
+    return this.log.find((u) => u.updateId === updateId);
+  }
+
+  completions(afterOffset: number): Completion[] {
+    return this.completionLog.filter((c) => c.offset > afterOffset);
+  }
+
+  /** Resolves when the ledger changes or after `ms`, whichever is first. */
+  waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.listeners.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.listeners.add(done);
+    });
+  }
+
+  private notify(): void {
+    for (const l of [...this.listeners]) l();
+  }
+}
+
+/** `Module:Entity` or `Entity` against an identifier. */
+export function matchesEntity(id: Identifier, entity: string): boolean {
+  const at = entity.lastIndexOf(':');
+  if (at < 0) return id.entityName === entity;
+  return id.moduleName === entity.slice(0, at) && id.entityName === entity.slice(at + 1);
+}

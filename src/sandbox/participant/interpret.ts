@@ -1,0 +1,375 @@
+/**
+ * What the sandbox participant's `prepare` understands: the Splice actions an
+ * external party signs (token-standard transfer, transfer-instruction
+ * accept/reject/withdraw, TransferPreapprovalProposal creation). It checks the
+ * command against the ledger as the Daml code would (Amulet's own checks on
+ * admin, instrument, amounts, deadlines, inputs) and builds the transaction with
+ * the builders in ../prepared. Anything else is refused by name: the sandbox
+ * does not run arbitrary Daml.
+ */
+import { randomUUID } from 'node:crypto';
+import type { PreparedTransaction, Value } from '../../hashing/model.js';
+import { addAmounts, amuletDso, gte, holdingView, isPositive } from '../amulet.js';
+import { cantonError, E, type SandboxError } from '../errors.js';
+import { parseIsoMicros } from '../ledger/clock.js';
+import type { Contract } from '../ledger/store.js';
+import { big, str } from '../ledger/value-json.js';
+import type { SandboxNetwork } from '../network.js';
+import type { TokenTransfer } from '../prepared/common.js';
+import {
+  transferInstructionAccept,
+  transferInstructionReject,
+  transferInstructionWithdraw,
+} from '../prepared/instruction.js';
+import { transferPreapprovalProposalCreate } from '../prepared/proposal.js';
+import { tokenStandardTransfer } from '../prepared/token-transfer.js';
+
+/** The parts of a prepare request the interpreter reads. */
+export interface PrepareCommand {
+  command: unknown;
+  actAs: string[];
+  commandId: string;
+  disclosedContracts: { contractId?: string | undefined }[];
+  synchronizerId?: string | undefined;
+  maxRecordTime?: bigint | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+const isObj = (x: unknown): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** `#package-name:Module:Entity` or `packageId:Module:Entity` → module and entity. */
+export function parseTemplateId(s: unknown): { pkg: string; module: string; entity: string } | undefined {
+  if (typeof s !== 'string') return undefined;
+  const parts = s.split(':');
+  if (parts.length !== 3 || parts.some((p) => p.length === 0)) return undefined;
+  return { pkg: parts[0]!, module: parts[1]!, entity: parts[2]! };
+}
+
+const interpretationError = (what: string) =>
+  E.failedToPrepare(`Interpretation error: Error: User failure: ${what}`);
+
+const contractNotFound = (cid: string): SandboxError =>
+  cantonError('CONTRACT_NOT_FOUND', 11, `Contract could not be found with id ${cid}`, {
+    resources: [['CONTRACT_ID', cid]],
+  });
+
+/** Builds the prepared transaction for a command, or throws the error Canton would give. */
+export function interpret(net: SandboxNetwork, req: PrepareCommand): PreparedTransaction {
+  if (req.synchronizerId !== undefined && req.synchronizerId !== net.synchronizerId)
+    throw E.invalidArgument(
+      `Unknown synchronizer ${req.synchronizerId}: this participant is connected to ${net.synchronizerId}`,
+    );
+  if (req.actAs.length !== 1)
+    throw E.invalidArgument(
+      'actAs must name exactly one party: only single-party external submissions are supported',
+    );
+  const actor = req.actAs[0]!;
+  if (!net.parties.has(actor))
+    throw E.invalidArgument(`actAs party ${actor} is not an external party hosted on this participant`);
+  const c = req.command;
+  if (!isObj(c)) throw E.invalidArgument('commands[0] must be an object');
+  if (isObj(c.CreateCommand)) return create(net, req, actor, c.CreateCommand);
+  if (isObj(c.ExerciseCommand)) return exercise(net, req, actor, c.ExerciseCommand);
+  const kind = Object.keys(c)[0] ?? '(none)';
+  throw E.failedToPrepare(`The sandbox participant does not interpret ${kind} commands`);
+}
+
+function envelope(net: SandboxNetwork, req: PrepareCommand, actor: string) {
+  return {
+    actAs: [actor],
+    commandId: req.commandId,
+    synchronizerId: net.synchronizerId,
+    transactionUuid: randomUUID(),
+    preparationTime: net.clock.now(),
+    maxRecordTime: req.maxRecordTime,
+    seeds: net.seeds(),
+  };
+}
+
+function create(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: Json): PreparedTransaction {
+  const t = parseTemplateId(cmd.templateId);
+  if (!t) throw E.invalidField('templateId', `not a template id: ${String(cmd.templateId)}`);
+  if (t.module === 'Splice.Wallet.TransferPreapproval' && t.entity === 'TransferPreapprovalProposal') {
+    const a = cmd.createArguments;
+    if (!isObj(a)) throw E.invalidField('createArguments', 'must be a record');
+    const receiver = partyArg(a, 'receiver');
+    const provider = partyArg(a, 'provider');
+    const expectedDso =
+      a.expectedDso === null || a.expectedDso === undefined ? undefined : partyArg(a, 'expectedDso');
+    const extra = Object.keys(a).filter(
+      (k) => !['receiver', 'provider', 'expectedDso'].includes(k) && a[k] !== null,
+    );
+    if (extra.length > 0) throw E.failedToPrepare(`Unexpected fields: ${extra.join(', ')}`);
+    if (receiver !== actor)
+      throw E.failedToPrepare(`Interpretation error: missing authorization from ${receiver} (the signatory)`);
+    if (expectedDso !== undefined && expectedDso !== net.dso)
+      throw interpretationError('expectedDso mismatch');
+    return transferPreapprovalProposalCreate({
+      ...envelope(net, req, actor),
+      receiver,
+      provider,
+      expectedDso,
+    });
+  }
+  throw E.failedToPrepare(`The sandbox participant does not interpret a create of ${t.module}:${t.entity}`);
+}
+
+function exercise(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: Json): PreparedTransaction {
+  const t = parseTemplateId(cmd.templateId);
+  if (!t) throw E.invalidField('templateId', `not a template id: ${String(cmd.templateId)}`);
+  const cid = typeof cmd.contractId === 'string' ? cmd.contractId : undefined;
+  if (!cid) throw E.missingField('contractId');
+  const choice = typeof cmd.choice === 'string' ? cmd.choice : '';
+  const arg = cmd.choiceArgument;
+  if (!isObj(arg)) throw E.invalidField('choiceArgument', 'must be a record');
+  switch (choice) {
+    case 'TransferFactory_Transfer':
+      return factoryTransfer(net, req, actor, cid, arg);
+    case 'TransferInstruction_Accept':
+    case 'TransferInstruction_Reject':
+    case 'TransferInstruction_Withdraw':
+      return instructionChoice(net, req, actor, cid, choice, arg);
+    default:
+      throw E.failedToPrepare(
+        `The sandbox participant does not interpret choice ${choice || '(none)'} on ${t.module}:${t.entity}`,
+      );
+  }
+}
+
+// ---- TransferFactory_Transfer ----------------------------------------------------------------
+
+function factoryTransfer(
+  net: SandboxNetwork,
+  req: PrepareCommand,
+  actor: string,
+  factoryId: string,
+  arg: Json,
+): PreparedTransaction {
+  const rulesContract = net.externalPartyAmuletRules();
+  if (factoryId !== rulesContract.contractId || !net.store.get(factoryId)) throw contractNotFound(factoryId);
+  if (!req.disclosedContracts.some((d) => d.contractId === factoryId)) throw contractNotFound(factoryId); // the party is no stakeholder: the factory must be disclosed
+  const now = net.clock.now();
+  const admin = partyArg(arg, 'expectedAdmin');
+  const tr = arg.transfer;
+  if (!isObj(tr)) throw E.invalidField('choiceArgument.transfer', 'must be a record');
+  const sender = partyArg(tr, 'sender');
+  const receiver = partyArg(tr, 'receiver');
+  const amount = decimalArg(tr, 'amount');
+  const instrument = tr.instrumentId;
+  const requestedAt = timeArg(tr, 'requestedAt');
+  const executeBefore = timeArg(tr, 'executeBefore');
+  const inputIds = tr.inputHoldingCids;
+  if (!Array.isArray(inputIds) || inputIds.some((x) => typeof x !== 'string'))
+    throw E.invalidField('choiceArgument.transfer.inputHoldingCids', 'must be a list of contract ids');
+  const reason = metaValue(tr.meta, 'splice.lfdecentralizedtrust.org/reason') ?? '';
+  if (sender !== actor) throw E.failedToPrepare(`Interpretation error: missing authorization from ${sender}`);
+  if (admin !== net.dso) throw interpretationError(`expectedAdmin ${admin} is not the DSO party ${net.dso}`);
+  if (!isObj(instrument) || instrument.admin !== net.dso || instrument.id !== 'Amulet')
+    throw interpretationError('instrumentId must be {admin: DSO, id: "Amulet"}');
+  if (!isPositive(amount)) throw interpretationError(`amount must be positive, got ${amount}`);
+  if (requestedAt > now) throw interpretationError('requestedAt must be in the past');
+  if (executeBefore <= now) throw interpretationError('executeBefore must be in the future');
+  if (inputIds.length === 0) throw interpretationError('At least one holding must be provided');
+  if (sender === receiver)
+    throw E.failedToPrepare('The sandbox participant does not interpret self-transfers (holding merges)');
+  const ctx = contextValues(arg);
+  const roundId = ctx['open-round'];
+  const round = net.store.get(roundId ?? '');
+  if (!roundId || !round || round.templateId.entityName !== 'OpenMiningRound')
+    throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
+  const openRound = {
+    contractId: round.contractId,
+    createdAt: round.createdAt,
+    number: big(round.argument, 'round', 'number')!,
+    amuletPrice: str(round.argument, 'amuletPrice')!,
+    opensAt: big(round.argument, 'opensAt')!,
+    targetClosesAt: big(round.argument, 'targetClosesAt')!,
+  };
+  const inputs = (inputIds as string[]).map((id) => {
+    const c = net.store.get(id);
+    const v = c && c.templateId.entityName === 'Amulet' ? holdingView(c, openRound.number) : undefined;
+    if (!c || !v) throw contractNotFound(id);
+    if (v.owner !== sender) throw interpretationError(`holding ${id} is not owned by the sender`);
+    return {
+      contractId: id,
+      createdAt: c.createdAt,
+      amount: v.initialAmount,
+      createdRound: v.createdRound,
+      rate: v.rate,
+    };
+  });
+  const total = addAmounts('0', ...inputs.map((h) => h.amount));
+  if (!gte(total, amount))
+    throw interpretationError(`insufficient funds: inputs hold ${total}, the transfer needs ${amount}`);
+  const preapprovalId = ctx['transfer-preapproval'];
+  const pre = preapprovalId ? net.store.get(preapprovalId) : undefined;
+  if (preapprovalId && !pre) throw contractNotFound(preapprovalId);
+  if (pre && str(pre.argument, 'receiver') !== receiver)
+    throw interpretationError('the transfer-preapproval in the context is not the receiver’s');
+  if (pre && (big(pre.argument, 'expiresAt') ?? 0n) <= now)
+    throw interpretationError('TransferPreapproval expired');
+  const dso = amuletDso(net.dso, net.amuletRules(), openRound);
+  const bounds = {
+    minLedgerEffectiveTime: requestedAt > openRound.opensAt ? requestedAt : openRound.opensAt,
+    maxLedgerEffectiveTime: executeBefore - 1n,
+  };
+  const common = {
+    ...envelope(net, req, actor),
+    ...bounds,
+    dso,
+    externalPartyAmuletRules: { contractId: rulesContract.contractId, createdAt: rulesContract.createdAt },
+    sender,
+    receiver,
+    amount,
+    inputs,
+    requestedAt,
+    executeBefore,
+    reason,
+  };
+  if (pre)
+    return tokenStandardTransfer({
+      ...common,
+      mode: 'direct',
+      preapproval: {
+        contractId: pre.contractId,
+        createdAt: pre.createdAt,
+        provider: str(pre.argument, 'provider')!,
+        validFrom: big(pre.argument, 'validFrom')!,
+        lastRenewedAt: big(pre.argument, 'lastRenewedAt')!,
+        expiresAt: big(pre.argument, 'expiresAt')!,
+      },
+    });
+  return tokenStandardTransfer({ ...common, mode: 'twoStep' });
+}
+
+// ---- TransferInstruction_* -------------------------------------------------------------------
+
+function instructionChoice(
+  net: SandboxNetwork,
+  req: PrepareCommand,
+  actor: string,
+  cid: string,
+  choice: string,
+  arg: Json,
+): PreparedTransaction {
+  const instr = net.store.get(cid);
+  if (instr?.templateId.entityName !== 'AmuletTransferInstruction') throw contractNotFound(cid);
+  const transfer = transferOf(instr);
+  const lockedId = str(instr.argument, 'lockedAmulet');
+  const locked = lockedId ? net.store.get(lockedId) : undefined;
+  if (!locked) throw contractNotFound(lockedId ?? '(locked amulet)');
+  const lv = holdingView(locked, 0n)!;
+  const now = net.clock.now();
+  const kind = choice.slice('TransferInstruction_'.length);
+  const expected = kind === 'Withdraw' ? transfer.sender : transfer.receiver;
+  if (actor !== expected)
+    throw E.failedToPrepare(
+      `Interpretation error: missing authorization from ${expected} (the ${kind === 'Withdraw' ? 'sender' : 'receiver'})`,
+    );
+  if (kind === 'Accept' && transfer.executeBefore <= now)
+    throw interpretationError('the transfer instruction has expired (executeBefore passed)');
+  const ctx = contextValues(arg);
+  const roundId = ctx['open-round'];
+  const round = roundId ? net.store.get(roundId) : undefined;
+  if (!roundId || !round) throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
+  const openRound = {
+    contractId: round.contractId,
+    createdAt: round.createdAt,
+    number: big(round.argument, 'round', 'number')!,
+    amuletPrice: str(round.argument, 'amuletPrice')!,
+    opensAt: big(round.argument, 'opensAt')!,
+    targetClosesAt: big(round.argument, 'targetClosesAt')!,
+  };
+  const input = {
+    ...envelope(net, req, actor),
+    dso: amuletDso(net.dso, net.amuletRules(), openRound),
+    transfer,
+    instruction: { contractId: instr.contractId, createdAt: instr.createdAt },
+    lockedAmulet: {
+      contractId: locked.contractId,
+      createdAt: locked.createdAt,
+      createdRound: lv.createdRound,
+      rate: lv.rate,
+    },
+  };
+  if (kind === 'Accept')
+    return transferInstructionAccept({
+      ...input,
+      minLedgerEffectiveTime: openRound.opensAt,
+      maxLedgerEffectiveTime: transfer.executeBefore - 1n,
+    });
+  return kind === 'Reject' ? transferInstructionReject(input) : transferInstructionWithdraw(input);
+}
+
+/** The token-standard Transfer record stored in an AmuletTransferInstruction. */
+export function transferOf(instr: Contract): TokenTransfer {
+  const a = instr.argument;
+  const meta: Record<string, string> = {};
+  const values = a.kind === 'record' ? lookupPath(a, ['transfer', 'meta', 'values']) : undefined;
+  if (values?.kind === 'textMap')
+    for (const e of values.entries) if (e.value.kind === 'text') meta[e.key] = e.value.value;
+  const inputs = lookupPath(a, ['transfer', 'inputHoldingCids']);
+  return {
+    sender: str(a, 'transfer', 'sender')!,
+    receiver: str(a, 'transfer', 'receiver')!,
+    amount: str(a, 'transfer', 'amount')!,
+    admin: str(a, 'transfer', 'instrumentId', 'admin')!,
+    instrument: str(a, 'transfer', 'instrumentId', 'id')!,
+    requestedAt: big(a, 'transfer', 'requestedAt')!,
+    executeBefore: big(a, 'transfer', 'executeBefore')!,
+    inputHoldingCids:
+      inputs?.kind === 'list'
+        ? inputs.elements.flatMap((e) => (e.kind === 'contractId' ? [e.value] : []))
+        : [],
+    meta,
+  };
+}
+
+function lookupPath(v: Value, labels: string[]): Value | undefined {
+  let cur: Value | undefined = v;
+  for (const l of labels)
+    cur = cur?.kind === 'record' ? cur.fields.find((f) => f.label === l)?.value : undefined;
+  return cur;
+}
+
+// ---- JSON argument readers (Daml-LF JSON) ---------------------------------------------------------
+
+function partyArg(o: Json, name: string): string {
+  const v = o[name];
+  if (typeof v !== 'string' || v.length === 0)
+    throw E.failedToPrepare(`Missing non-optional field ${name} (party)`);
+  return v;
+}
+
+function decimalArg(o: Json, name: string): string {
+  const v = o[name];
+  if (typeof v !== 'string' || !/^-?(0|[1-9]\d*)(\.\d{1,10})?$/.test(v))
+    throw E.failedToPrepare(`field ${name} must be a Numeric 10 decimal string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function timeArg(o: Json, name: string): bigint {
+  const v = o[name];
+  const t = typeof v === 'string' ? parseIsoMicros(v) : undefined;
+  if (t === undefined)
+    throw E.failedToPrepare(`field ${name} must be an ISO-8601 timestamp, got ${JSON.stringify(v)}`);
+  return t;
+}
+
+function metaValue(meta: unknown, key: string): string | undefined {
+  if (!isObj(meta) || !isObj(meta.values)) return undefined;
+  const v = meta.values[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** `extraArgs.context.values` with AV_ContractId entries as contract ids. */
+function contextValues(arg: Json): Record<string, string> {
+  const extra = arg.extraArgs;
+  const values =
+    isObj(extra) && isObj(extra.context) && isObj(extra.context.values) ? extra.context.values : {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(values))
+    if (isObj(v) && v.tag === 'AV_ContractId' && typeof v.value === 'string') out[k] = v.value;
+  return out;
+}

@@ -1,0 +1,174 @@
+/**
+ * The sandbox's Scan (`/api/scan/v0/...`) and the validator's BFT scan proxy
+ * (`/api/validator/v0/scan-proxy/...`): transaction history, ANS entries and
+ * rules, holdings summaries, the DSO party, transfer preapprovals, transfer
+ * command counters and statuses — the paths, bodies, statuses and `{error}`
+ * bodies of Splice's `scan.yaml` / `scan-proxy.yaml`, read off the sandbox ledger.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { transferCommandStatus } from '../automation.js';
+import type { SandboxContext } from '../context.js';
+import { spliceError } from '../errors.js';
+import type { Contract } from '../ledger/store.js';
+import { str } from '../ledger/value-json.js';
+import { contractWithState, preapprovalOf } from '../validator/routes.js';
+import { ansEntriesWithPrefix, ansEntryByName, ansEntryByParty, renderAnsEntry } from './ans.js';
+import { MAX_PAGE_SIZE } from './history.js';
+import { holdingsSummary } from './holdings.js';
+
+type Service = 'scan' | 'scan-proxy';
+
+const config = (service: Service, operation: string) => ({
+  config: { service, operation: `${service}.${operation}` },
+});
+
+function body(req: FastifyRequest): Record<string, unknown> {
+  const b = req.body;
+  if (typeof b !== 'object' || b === null || Array.isArray(b))
+    throw spliceError(400, 'Invalid request body: expected a JSON object');
+  return b as Record<string, unknown>;
+}
+
+function query(req: FastifyRequest): Record<string, string | undefined> {
+  return req.query as Record<string, string | undefined>;
+}
+
+/** A required integer query parameter (`page_size`, `nonce`). */
+function intParam(
+  value: string | undefined,
+  name: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (value === undefined) throw spliceError(400, `Missing required query parameter ${name}`);
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw spliceError(400, `Invalid value for query parameter ${name}: ${value} is not an integer`);
+  const n = Number(value);
+  if (n < min || n > max)
+    throw spliceError(400, `Invalid value for query parameter ${name}: ${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function optionalString(b: Record<string, unknown>, name: string): string | undefined {
+  const v = b[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw spliceError(400, `Invalid ${name}: expected a string`);
+  return v;
+}
+
+/** The routes Scan and the scan proxy share, under `prefix`. */
+function registerShared(app: FastifyInstance, ctx: SandboxContext, prefix: string, service: Service): void {
+  const { net } = ctx;
+  const cfg = (operation: string) => config(service, operation);
+
+  app.get(`${prefix}/dso-party-id`, cfg('getDsoPartyId'), async () => ({ dso_party_id: net.dso }));
+
+  app.get(`${prefix}/ans-entries`, cfg('listAnsEntries'), async (req) => {
+    const q = query(req);
+    const pageSize = intParam(q.page_size, 'page_size', 1, MAX_PAGE_SIZE);
+    return {
+      entries: ansEntriesWithPrefix(net, q.name_prefix ?? '', pageSize).map((c) => renderAnsEntry(net, c)),
+    };
+  });
+
+  app.get(`${prefix}/ans-entries/by-name/:name`, cfg('lookupAnsEntryByName'), async (req) => {
+    const { name } = req.params as { name: string };
+    const c = ansEntryByName(net, name);
+    if (!c) throw spliceError(404, `No ANS entry found for name ${name}`);
+    return { entry: renderAnsEntry(net, c) };
+  });
+
+  app.get(`${prefix}/ans-entries/by-party/:party`, cfg('lookupAnsEntryByParty'), async (req) => {
+    const { party } = req.params as { party: string };
+    const c = ansEntryByParty(net, party);
+    if (!c) throw spliceError(404, `No ANS entry found for party ${party}`);
+    return { entry: renderAnsEntry(net, c) };
+  });
+
+  app.post(`${prefix}/ans-rules`, cfg('getAnsRules'), async (req) => {
+    const b = body(req);
+    const cachedId = optionalString(b, 'cached_ans_rules_contract_id');
+    const cachedDomain = optionalString(b, 'cached_ans_rules_domain_id');
+    const rules = net.store.activeContracts('Splice.Ans:AnsRules')[0];
+    if (!rules) throw spliceError(404, 'No AnsRules contract found');
+    const current = contractWithState(net, rules);
+    const cached = cachedId === rules.contractId && cachedDomain === net.synchronizerId;
+    return { ans_rules_update: cached ? { domain_id: current.domain_id } : current };
+  });
+
+  app.post(`${prefix}/holdings/summary`, cfg('getHoldingsSummaryAt'), async (req) =>
+    holdingsSummary(net, body(req)),
+  );
+
+  app.get(
+    `${prefix}/transfer-preapprovals/by-party/:party`,
+    cfg('lookupTransferPreapprovalByParty'),
+    async (req) => {
+      const { party } = req.params as { party: string };
+      const c = preapprovalOf(net, party);
+      if (!c) throw spliceError(404, `No TransferPreapproval found for party: ${party}`);
+      return { transfer_preapproval: contractWithState(net, c) };
+    },
+  );
+
+  app.get(
+    `${prefix}/transfer-command-counter/:party`,
+    cfg('lookupTransferCommandCounterByParty'),
+    async (req) => {
+      const { party } = req.params as { party: string };
+      const c = counterOf(ctx, party);
+      if (!c) throw spliceError(404, `No TransferCommandCounter found for party: ${party}`);
+      return { transfer_command_counter: contractWithState(net, c) };
+    },
+  );
+
+  app.get(`${prefix}/transfer-command/status`, cfg('lookupTransferCommandStatus'), async (req) => {
+    const q = query(req);
+    if (q.sender === undefined || q.sender === '')
+      throw spliceError(400, 'Missing required query parameter sender');
+    const nonce = intParam(q.nonce, 'nonce', 0);
+    const status = transferCommandStatus(net, q.sender, BigInt(nonce));
+    if (!status)
+      throw spliceError(
+        404,
+        `No TransferCommand found for sender ${q.sender} and nonce ${nonce} in the last 24h`,
+      );
+    return status;
+  });
+}
+
+function counterOf(ctx: SandboxContext, sender: string): Contract | undefined {
+  return ctx.net.store
+    .activeContracts('Splice.ExternalPartyAmuletRules:TransferCommandCounter')
+    .find((c) => str(c.argument, 'sender') === sender);
+}
+
+/** Scan: `/api/scan/v0/...`. */
+export function registerScanRoutes(app: FastifyInstance, ctx: SandboxContext): void {
+  const prefix = '/api/scan/v0';
+  registerShared(app, ctx, prefix, 'scan');
+
+  app.post(`${prefix}/transactions`, config('scan', 'listTransactionHistory'), async (req) => {
+    const b = body(req);
+    const size = b.page_size;
+    if (size === undefined || size === null) throw spliceError(400, 'Missing required field page_size');
+    if (typeof size !== 'number' || !Number.isInteger(size))
+      throw spliceError(400, `Invalid page_size: expected an integer, got ${JSON.stringify(size)}`);
+    const order = b.sort_order ?? 'asc';
+    if (order !== 'asc' && order !== 'desc')
+      throw spliceError(400, `Invalid sort_order ${JSON.stringify(order)}: expected "asc" or "desc"`);
+    const pageEndEventId = optionalString(b, 'page_end_event_id');
+    return {
+      transactions: ctx.scan.page({
+        sortOrder: order,
+        pageSize: size,
+        ...(pageEndEventId === undefined ? {} : { pageEndEventId }),
+      }),
+    };
+  });
+}
+
+/** The validator's BFT scan proxy: `/api/validator/v0/scan-proxy/...`. */
+export function registerScanProxyRoutes(app: FastifyInstance, ctx: SandboxContext): void {
+  registerShared(app, ctx, '/api/validator/v0/scan-proxy', 'scan-proxy');
+}

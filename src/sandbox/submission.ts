@@ -1,0 +1,186 @@
+/**
+ * The sandbox participant's interactive submission: registering what `prepare`
+ * handed out, and `execute` checking a submission the way Canton does before
+ * anything is committed — strict decode, the hash recomputed under the
+ * requested scheme, signatures against the party's registered keys and
+ * threshold, deduplication by change id, time windows, inputs still active —
+ * then the commit and its completion. Used by the Ledger API routes and by the
+ * validator's submit-accept / submit-send.
+ */
+
+import { decodePreparedTransaction } from '../hashing/decode.js';
+import { encodePreparedTransaction } from '../hashing/encode.js';
+import { TransactionError } from '../hashing/errors.js';
+import { bytesToBase64, bytesToHex } from '../hashing/input.js';
+import type { PreparedTransaction } from '../hashing/model.js';
+import { type HashingScheme, hashPreparedTransaction } from '../hashing/transaction-hash.js';
+import { changeIdOf, type DeduplicationPeriodJson } from './checks/dedup.js';
+import { type PartySignaturesJson, verifyPartySignatures } from './checks/signatures.js';
+import { checkTimeWindows } from './checks/time.js';
+import { cantonError, E, SandboxError } from './errors.js';
+import { InactiveContractError, type Update } from './ledger/store.js';
+import type { Preparation, SandboxNetwork } from './network.js';
+
+export interface PreparedOutput {
+  /** b64 of the serialized PreparedTransaction. */
+  preparedTransaction: string;
+  /** The 32-byte hash the participant claims. */
+  hash: Uint8Array;
+  scheme: HashingScheme;
+}
+
+const key = (scheme: HashingScheme, hashHex: string) => `${scheme}:${hashHex}`;
+
+/**
+ * Serializes and hashes a prepared transaction and remembers it for execute.
+ * `claimedHash` overrides the hash handed out (fault injection: a participant
+ * lying about the hash).
+ */
+export function registerPreparation(
+  net: SandboxNetwork,
+  prepared: PreparedTransaction,
+  opts: {
+    scheme: HashingScheme;
+    userId: string;
+    onCommit?: Preparation['onCommit'];
+    claimedHash?: Uint8Array;
+  },
+): PreparedOutput {
+  const bytes = encodePreparedTransaction(prepared);
+  const hash = hashPreparedTransaction(bytes, { scheme: opts.scheme });
+  const hashHex = bytesToHex(hash);
+  const p: Preparation = { prepared, scheme: opts.scheme, hashHex, userId: opts.userId };
+  if (opts.onCommit) p.onCommit = opts.onCommit;
+  net.preparations.set(key(opts.scheme, hashHex), p);
+  return { preparedTransaction: bytesToBase64(bytes), hash: opts.claimedHash ?? hash, scheme: opts.scheme };
+}
+
+/** Forgets a preparation (a tampering participant withholds the honest one). */
+export function forgetPreparation(net: SandboxNetwork, scheme: HashingScheme, hash: Uint8Array): void {
+  net.preparations.delete(key(scheme, bytesToHex(hash)));
+}
+
+export interface ExecuteInput {
+  preparedTransaction: string;
+  partySignatures: PartySignaturesJson;
+  scheme: HashingScheme;
+  userId: string;
+  submissionId: string;
+  deduplicationPeriod?: DeduplicationPeriodJson | undefined;
+}
+
+export interface ExecuteOutcome {
+  update: Update;
+  completionOffset: number;
+}
+
+/** Decodes and checks everything that can be checked before the transaction is sequenced. */
+export function precheck(net: SandboxNetwork, input: ExecuteInput) {
+  let decoded: ReturnType<typeof decodePreparedTransaction>;
+  try {
+    decoded = decodePreparedTransaction(input.preparedTransaction);
+  } catch (e) {
+    if (e instanceof TransactionError || e instanceof Error)
+      throw E.invalidArgument(`preparedTransaction: ${e.message}`);
+    throw e;
+  }
+  const hash = hashPreparedTransaction(decoded, { scheme: input.scheme });
+  const actAs = decoded.metadata.submitterInfo.actAs;
+  verifyPartySignatures({
+    hash,
+    actAs,
+    partySignatures: input.partySignatures,
+    lookup: (party: string) => net.parties.get(party),
+  });
+  return { decoded, hash, actAs };
+}
+
+/**
+ * The whole execute: prechecks, then (as the synchronizer would) the
+ * conformance, deduplication, time and activeness checks, then the commit.
+ * Rejections after the prechecks are recorded as completions too.
+ */
+export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): ExecuteOutcome {
+  const { decoded, hash, actAs } = precheck(net, input);
+  const commandId = decoded.metadata.submitterInfo.commandId;
+  const changeId = changeIdOf(input.userId, actAs, commandId);
+  const now = net.clock.now();
+  net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod });
+  const reject = (err: SandboxError): never => {
+    net.store.complete({
+      commandId,
+      submissionId: input.submissionId,
+      userId: input.userId,
+      actAs,
+      updateId: undefined,
+      status: { code: err.grpcCode, message: err.message, errorId: err.code ?? 'REJECTED' },
+      recordTime: now,
+      synchronizerId: decoded.metadata.synchronizerId,
+    });
+    throw err;
+  };
+  const preparation = net.preparations.get(key(input.scheme, bytesToHex(hash)));
+  if (!preparation)
+    reject(
+      cantonError(
+        'LOCAL_VERDICT_FAILED_MODEL_CONFORMANCE_CHECK',
+        8,
+        'Rejected transaction due to a failed model conformance check: the transaction does not match the result of interpreting its command on this participant',
+        { definiteAnswer: true },
+      ),
+    );
+  const m = decoded.metadata;
+  try {
+    checkTimeWindows({
+      recordTime: now,
+      preparationTime: m.preparationTime,
+      minLedgerEffectiveTime: m.minLedgerEffectiveTime,
+      maxLedgerEffectiveTime: m.maxLedgerEffectiveTime,
+      maxRecordTime: m.maxRecordTime,
+    });
+  } catch (e) {
+    if (e instanceof SandboxError) reject(e);
+    throw e;
+  }
+  const inactive = net.inactiveInputs(decoded);
+  if (inactive.length > 0) reject(inactiveContracts(inactive));
+  let update: Update;
+  try {
+    update = net.commitPrepared(decoded, { userId: input.userId, submissionId: input.submissionId }).update;
+    const ids = new Map<string, string>();
+    for (const e of update.events)
+      if (e.kind === 'created') ids.set(e.contract.contractId, e.contract.contractId);
+    preparation!.onCommit?.(update, ids);
+  } catch (e) {
+    if (e instanceof InactiveContractError) reject(inactiveContracts(e.contractIds));
+    throw e;
+  }
+  net.preparations.delete(key(input.scheme, bytesToHex(hash)));
+  const completion = net.store.complete({
+    offset: update.offset,
+    commandId,
+    submissionId: input.submissionId,
+    userId: input.userId,
+    actAs,
+    updateId: update.updateId,
+    status: { code: 0, message: '' },
+    recordTime: update.recordTime,
+    synchronizerId: update.synchronizerId,
+  });
+  net.dedup.recordAccepted({
+    changeId,
+    submissionId: input.submissionId,
+    offset: completion.offset,
+    at: now,
+  });
+  return { update, completionOffset: completion.offset };
+}
+
+function inactiveContracts(ids: string[]): SandboxError {
+  return cantonError(
+    'LOCAL_VERDICT_INACTIVE_CONTRACTS',
+    9,
+    `Rejected transaction is referring to inactive contracts ${ids.join(', ')}`,
+    { definiteAnswer: true, resources: ids.map((id) => ['CONTRACT_ID', id]) },
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * Fault injection for `prepare`: turns an honest prepared transaction into one
+ * a malicious or broken participant might hand out — a different receiver, a
+ * different amount, or an extra root action — so tests can show the signer
+ * refuses it. The result is a well-formed transaction (it decodes and hashes).
+ */
+import type { Node, PreparedTransaction, Value } from '../hashing/model.js';
+import { amuletContract } from './amulet.js';
+import type { SandboxNetwork } from './network.js';
+import { createNode, mintContractId } from './prepared/common.js';
+
+export type TamperChange = 'receiver' | 'amount' | 'extraRoot';
+
+/** The party that receives funds/rights in a value: the first `receiver` (or `user`) field, depth first. */
+function findField(v: Value, labels: string[], kind: Value['kind']): Value | undefined {
+  if (v.kind === 'record') {
+    for (const f of v.fields) if (labels.includes(f.label) && f.value.kind === kind) return f.value;
+    for (const f of v.fields) {
+      const r = findField(f.value, labels, kind);
+      if (r) return r;
+    }
+  }
+  if (v.kind === 'variant' || (v.kind === 'optional' && v.value)) return findField(v.value!, labels, kind);
+  if (v.kind === 'list')
+    for (const e of v.elements) {
+      const r = findField(e, labels, kind);
+      if (r) return r;
+    }
+  return undefined;
+}
+
+function mapValue(v: Value, f: (x: Value) => Value | undefined): Value {
+  const r = f(v);
+  if (r) return r;
+  switch (v.kind) {
+    case 'optional':
+      return v.value === undefined ? v : { kind: 'optional', value: mapValue(v.value, f) };
+    case 'list':
+      return { kind: 'list', elements: v.elements.map((e) => mapValue(e, f)) };
+    case 'textMap':
+      return {
+        kind: 'textMap',
+        entries: v.entries.map((e) => ({ key: e.key, value: mapValue(e.value, f) })),
+      };
+    case 'genMap':
+      return {
+        kind: 'genMap',
+        entries: v.entries.map((e) => ({ key: mapValue(e.key, f), value: mapValue(e.value, f) })),
+      };
+    case 'record':
+      return { ...v, fields: v.fields.map((x) => ({ label: x.label, value: mapValue(x.value, f) })) };
+    case 'variant':
+      return { ...v, value: mapValue(v.value, f) };
+    default:
+      return v;
+  }
+}
+
+function mapNodes(
+  p: PreparedTransaction,
+  f: (x: Value) => Value | undefined,
+  party?: (s: string) => string,
+): PreparedTransaction {
+  const ps = (xs: string[]) => (party ? [...new Set(xs.map(party))].sort() : xs);
+  const nodes: Node[] = p.transaction.nodes.map(({ nodeId, node }) => {
+    switch (node.type) {
+      case 'create':
+        return {
+          nodeId,
+          node: {
+            ...node,
+            argument: mapValue(node.argument, f),
+            signatories: ps(node.signatories),
+            stakeholders: ps(node.stakeholders),
+          },
+        };
+      case 'exercise':
+        return {
+          nodeId,
+          node: {
+            ...node,
+            chosenValue: mapValue(node.chosenValue, f),
+            exerciseResult: node.exerciseResult && mapValue(node.exerciseResult, f),
+            signatories: ps(node.signatories),
+            stakeholders: ps(node.stakeholders),
+            actingParties: ps(node.actingParties),
+          },
+        };
+      case 'fetch':
+        return {
+          nodeId,
+          node: {
+            ...node,
+            signatories: ps(node.signatories),
+            stakeholders: ps(node.stakeholders),
+            actingParties: ps(node.actingParties),
+          },
+        };
+      default:
+        return { nodeId, node };
+    }
+  });
+  return { ...p, transaction: { ...p.transaction, nodes } };
+}
+
+/** Returns a tampered copy; throws if the change does not apply to this transaction. */
+export function tamper(
+  net: SandboxNetwork,
+  p: PreparedTransaction,
+  change: TamperChange,
+): PreparedTransaction {
+  const root = p.transaction.nodes.find((n) => n.nodeId === p.transaction.roots[0])?.node;
+  const rootValue: Value | undefined =
+    root?.type === 'exercise' ? root.chosenValue : root?.type === 'create' ? root.argument : undefined;
+  if (change === 'receiver') {
+    const r = rootValue && findField(rootValue, ['receiver', 'user'], 'party');
+    if (r?.kind !== 'party') throw new Error('tamper receiver: the transaction names no receiver');
+    const victim = r.value;
+    const swap = (s: string) => (s === victim ? net.mallory : s);
+    return mapNodes(
+      p,
+      (x) => (x.kind === 'party' && x.value === victim ? { kind: 'party', value: net.mallory } : undefined),
+      swap,
+    );
+  }
+  if (change === 'amount') {
+    const a = rootValue && findField(rootValue, ['amount'], 'numeric');
+    if (a?.kind !== 'numeric') throw new Error('tamper amount: the transaction moves no amount');
+    const [whole, frac] = a.value.split('.');
+    const bigger = `${BigInt(whole!) * 10n + BigInt(frac!.slice(0, 1))}.${frac!.slice(1)}0`;
+    return mapNodes(p, (x) =>
+      x.kind === 'numeric' && x.value === a.value ? { kind: 'numeric', value: bigger } : undefined,
+    );
+  }
+  // extraRoot: a second root creating an amulet for mallory, seeded like any create.
+  const ids = p.transaction.nodes.map((n) => Number(n.nodeId));
+  const id = String(Math.max(...ids) + 1);
+  const seed = net.seeds()(0);
+  const extra = amuletContract(net.dso, net.mallory, '1000', net.latestRound().number);
+  const node = createNode(
+    {
+      contractId: mintContractId(seed),
+      packageName: extra.packageName,
+      templateId: extra.templateId,
+      signatories: extra.signatories,
+      stakeholders: extra.stakeholders,
+    },
+    extra.argument,
+  );
+  return {
+    ...p,
+    transaction: {
+      ...p.transaction,
+      roots: [...p.transaction.roots, id],
+      nodes: [...p.transaction.nodes, { nodeId: id, node }],
+      nodeSeeds: [...p.transaction.nodeSeeds, { nodeId: Number(id), seed }],
+    },
+  };
+}
