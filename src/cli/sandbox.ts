@@ -4,7 +4,6 @@
  * the network's identities (one JSON object with --json), nothing secret.
  */
 import type { Command } from 'commander';
-import { startSandbox } from '../sandbox/server.js';
 import { UsageError } from './input.js';
 
 interface SandboxCliOptions {
@@ -54,6 +53,8 @@ export function registerSandbox(program: Command): void {
           throw new UsageError('--client: expected <id>:<secret>:<user>');
         clients[parts[0]!] = { secret: parts[1]!, userId: parts[2]! };
       }
+      // Loaded here, not at the top: the other commands should not pay for starting fastify.
+      const { startSandbox } = await import('../sandbox/server.js');
       const sandbox = await startSandbox({
         port,
         host: opts.host,

@@ -37,7 +37,7 @@ export interface SandboxOptions extends SandboxNetworkOptions {
   faultSeed?: number;
   /** Run the round and expiry timers (default true). Tests that drive time themselves turn them off. */
   timers?: boolean;
-  /** Log requests (pino, to stdout). Default false. Headers (tokens) are never logged. */
+  /** Log requests (pino, to stderr). Default false. Headers (tokens) are never logged. */
   logger?: boolean;
 }
 
@@ -73,7 +73,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   installAutomation(net);
   const app = Fastify({
     // Fastify's request serializer logs method, url and addresses, never headers.
-    logger: opts.logger === true ? { level: 'info' } : false,
+    // Logs go to stderr: stdout is the command's output (`canton-signer sandbox --json`).
+    logger: opts.logger === true ? { level: 'info', stream: process.stderr } : false,
     bodyLimit: 8 * 1024 * 1024,
     // Contract ids (138+ hex characters) and party ids (up to 255) are path parameters.
     maxParamLength: 1024,

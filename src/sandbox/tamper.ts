@@ -109,11 +109,22 @@ export function tamper(
   p: PreparedTransaction,
   change: TamperChange,
 ): PreparedTransaction {
-  const root = p.transaction.nodes.find((n) => n.nodeId === p.transaction.roots[0])?.node;
-  const rootValue: Value | undefined =
-    root?.type === 'exercise' ? root.chosenValue : root?.type === 'create' ? root.argument : undefined;
+  // Where the receiver or amount is named: the root action's value first, then every node's.
+  const rootFirst = [...p.transaction.nodes].sort(
+    (a, b) => Number(b.nodeId === p.transaction.roots[0]) - Number(a.nodeId === p.transaction.roots[0]),
+  );
+  const values = rootFirst.flatMap(({ node }): Value[] =>
+    node.type === 'exercise' ? [node.chosenValue] : node.type === 'create' ? [node.argument] : [],
+  );
+  const find = (labels: string[], kind: Value['kind']) => {
+    for (const v of values) {
+      const r = findField(v, labels, kind);
+      if (r) return r;
+    }
+    return undefined;
+  };
   if (change === 'receiver') {
-    const r = rootValue && findField(rootValue, ['receiver', 'user'], 'party');
+    const r = find(['receiver', 'user'], 'party');
     if (r?.kind !== 'party') throw new Error('tamper receiver: the transaction names no receiver');
     const victim = r.value;
     const swap = (s: string) => (s === victim ? net.mallory : s);
@@ -124,7 +135,7 @@ export function tamper(
     );
   }
   if (change === 'amount') {
-    const a = rootValue && findField(rootValue, ['amount'], 'numeric');
+    const a = find(['amount'], 'numeric');
     if (a?.kind !== 'numeric') throw new Error('tamper amount: the transaction moves no amount');
     const [whole, frac] = a.value.split('.');
     const bigger = `${BigInt(whole!) * 10n + BigInt(frac!.slice(0, 1))}.${frac!.slice(1)}0`;

@@ -1,0 +1,121 @@
+/**
+ * `canton-signer sandbox` as a user runs it: the compiled command starts the
+ * network on a free port, prints its endpoints as one JSON line, serves the
+ * Ledger API, the validator, Scan and the controls there, and exits 0 on
+ * SIGTERM. Bad options exit 2 with a message naming the option.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'bin', 'canton-signer.js');
+const children: ChildProcess[] = [];
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const i = out.indexOf('\n');
+      if (i >= 0) resolve(out.slice(0, i));
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code} before printing: ${err}`)));
+  });
+}
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+describe('canton-signer sandbox', () => {
+  it('starts, serves every service on one port, and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--json', '--seed', 'cli-test'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const info = JSON.parse(await firstLine(child)) as Record<string, string>;
+    expect(info.ledgerApi).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(info.validator).toBe(`${info.ledgerApi}/api/validator`);
+    expect(info.scan).toBe(`${info.ledgerApi}/api/scan`);
+    expect(info.dsoParty).toMatch(/^DSO::1220[0-9a-f]{64}$/);
+
+    const end = (await (await fetch(`${info.ledgerApi}/v2/state/ledger-end`)).json()) as { offset: number };
+    expect(end.offset).toBeGreaterThan(0);
+    const dso = (await (await fetch(`${info.scan}/v0/dso-party-id`)).json()) as { dso_party_id: string };
+    expect(dso.dso_party_id).toBe(info.dsoParty);
+    const users = await fetch(`${info.validator}/v0/admin/users`);
+    expect(users.status).toBe(200);
+    const sandboxInfo = (await (await fetch(`${info.controls}/info`)).json()) as { validatorParty: string };
+    expect(sandboxInfo.validatorParty).toBe(info.validatorParty);
+
+    // The same seed gives the same identities.
+    const again = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--json', '--seed', 'cli-test'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(again);
+    const info2 = JSON.parse(await firstLine(again)) as Record<string, string>;
+    expect(info2.dsoParty).toBe(info.dsoParty);
+    expect(info2.ledgerApi).not.toBe(info.ledgerApi);
+
+    for (const c of [child, again]) {
+      const exited = new Promise<number | null>((r) => c.on('exit', (code) => r(code)));
+      c.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+  });
+
+  it('with --require-auth and --token: no token is 401, the token works, and the token is never printed', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'sandbox',
+        '--port',
+        '0',
+        '--json',
+        '--require-auth',
+        '--token',
+        'tok-9f8e7d=sandbox-user',
+        '--log',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    let all = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      all += d.toString();
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      all += d.toString();
+    });
+    const info = JSON.parse(await firstLine(child)) as Record<string, string>;
+    expect((await fetch(`${info.ledgerApi}/v2/state/ledger-end`)).status).toBe(401);
+    const ok = await fetch(`${info.ledgerApi}/v2/state/ledger-end`, {
+      headers: { authorization: 'Bearer tok-9f8e7d' },
+    });
+    expect(ok.status).toBe(200);
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(all).toContain('/v2/state/ledger-end'); // --log logged the requests …
+    expect(all).not.toContain('tok-9f8e7d'); // … never the token
+  });
+
+  it.each([
+    [['--port', '70000'], '--port'],
+    [['--round-interval', '0'], '--round-interval'],
+    [['--token', 'no-user'], '--token'],
+    [['--client', 'a:b'], '--client'],
+  ])('bad option %j exits 2 naming %s', (args, name) => {
+    const r = spawnSync(process.execPath, [BIN, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(name);
+    expect(r.stdout).toBe('');
+  });
+});
