@@ -197,6 +197,12 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     const user = userOf(req);
     requireAdmin(user);
     const { partyId, party } = allocateExternalParty(body, topologyCtx(net));
+    // Every check before anything is stored: a refused allocation changes nothing.
+    const target = body.userId === undefined ? undefined : net.users.get(body.userId);
+    if (body.userId !== undefined && !target)
+      throw cantonError('USER_NOT_FOUND', 11, `User not found: ${body.userId}`, {
+        resources: [['USER_ID', body.userId]],
+      });
     if (net.parties.has(partyId) || net.localParties.has(partyId))
       throw cantonError(
         'PARTY_ALREADY_EXISTS',
@@ -207,11 +213,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
         },
       );
     net.parties.set(partyId, party);
-    if (body.userId !== undefined) {
-      const target = net.users.get(body.userId);
-      if (!target) throw cantonError('USER_NOT_FOUND', 11, `User not found: ${body.userId}`);
-      target.actAs.add(partyId);
-    }
+    target?.actAs.add(partyId);
     return { partyId };
   });
 
