@@ -179,7 +179,7 @@ export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): Exe
 function inactiveContracts(ids: string[]): SandboxError {
   return cantonError(
     'LOCAL_VERDICT_INACTIVE_CONTRACTS',
-    9,
+    11, // InvalidGivenCurrentSystemStateResourceMissing: NOT_FOUND
     `Rejected transaction is referring to inactive contracts ${ids.join(', ')}`,
     { definiteAnswer: true, resources: ids.map((id) => ['CONTRACT_ID', id]) },
   );

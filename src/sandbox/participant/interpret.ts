@@ -190,6 +190,9 @@ function factoryTransfer(
     const c = net.store.get(id);
     const v = c && c.templateId.entityName === 'Amulet' ? holdingView(c, openRound.number) : undefined;
     if (!c || !v) throw contractNotFound(id);
+    // A contract the submitter neither sees nor was given as disclosed does not exist for it.
+    if (!c.stakeholders.includes(sender) && !req.disclosedContracts.some((d) => d.contractId === id))
+      throw contractNotFound(id);
     if (v.owner !== sender) throw interpretationError(`holding ${id} is not owned by the sender`);
     return {
       contractId: id,
