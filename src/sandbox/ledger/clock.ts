@@ -18,13 +18,8 @@ export class SandboxClock {
   }
 }
 
-/** µs since the epoch → ISO-8601 with microseconds (`2026-11-23T07:20:21.123456Z`). */
-export function isoMicros(us: bigint): string {
-  const ms = us / 1000n;
-  const base = new Date(Number(ms)).toISOString(); // …sss Z
-  const micros = ((us % 1_000_000n) + 1_000_000n) % 1_000_000n;
-  return `${base.slice(0, 19)}.${micros.toString().padStart(6, '0')}Z`;
-}
+/** µs since the epoch → ISO-8601 with microseconds: the formatter `inspect` uses. */
+export { isoMicros } from '../../hashing/inspect.js';
 
 /** Parses an ISO-8601 instant (up to µs precision) into µs since the epoch, or undefined. */
 export function parseIsoMicros(text: string): bigint | undefined {

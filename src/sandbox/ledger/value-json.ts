@@ -6,53 +6,11 @@
  * as `[]`/`[x]`), text maps as objects, generic maps as `[key, value]` pairs.
  */
 import type { Identifier, Value } from '../../hashing/model.js';
-import { isoMicros } from './clock.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export function valueToJson(v: Value): Json {
-  switch (v.kind) {
-    case 'unit':
-      return {};
-    case 'bool':
-      return v.value;
-    case 'int64':
-      return v.value.toString();
-    case 'numeric':
-      return v.value;
-    case 'timestamp':
-      return isoMicros(v.value);
-    case 'date':
-      return new Date(v.value * 86_400_000).toISOString().slice(0, 10);
-    case 'party':
-    case 'text':
-    case 'contractId':
-      return v.value;
-    case 'optional':
-      if (v.value === undefined) return null;
-      // Optional (Optional a) needs the list form to tell None from Some None.
-      if (v.value.kind === 'optional') return v.value.value === undefined ? [] : [valueToJson(v.value)];
-      return valueToJson(v.value);
-    case 'list':
-      return v.elements.map(valueToJson);
-    case 'textMap': {
-      const out: { [key: string]: Json } = {};
-      for (const e of v.entries) out[e.key] = valueToJson(e.value);
-      return out;
-    }
-    case 'genMap':
-      return v.entries.map((e) => [valueToJson(e.key), valueToJson(e.value)]);
-    case 'record': {
-      const out: { [key: string]: Json } = {};
-      for (const f of v.fields) out[f.label] = valueToJson(f.value);
-      return out;
-    }
-    case 'variant':
-      return { tag: v.constructor, value: valueToJson(v.value) };
-    case 'enum':
-      return v.constructor;
-  }
-}
+/** Daml-LF values in the JSON API's encoding: the one renderer `inspect` uses. */
+export { valueToJson } from '../../hashing/inspect.js';
 
 /** `packageId:Module.Name:Entity`, the JSON API's identifier string. */
 export function identifierString(id: Identifier): string {
