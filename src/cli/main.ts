@@ -1,12 +1,13 @@
 /**
- * The `canton-signer` command line. Exit codes: 0 success, 1 a check or a key
- * operation failed (e.g. `hash --expect` mismatch, wrong passphrase), 2 refused
- * input or bad usage. Errors are one
+ * The `canton-signer` command line. Exit codes: 0 success, 1 a check, a key
+ * operation or a flow failed (e.g. `hash --expect` mismatch, wrong passphrase,
+ * a pipeline refusal, a network error), 2 refused input or bad usage. Errors are one
  * line on stderr; stdout carries only the command's result.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { oneLine } from '../canton/errors.js';
+import { isCantonApiError, oneLine } from '../canton/errors.js';
+import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
 import { registerHash } from './hash.js';
@@ -60,6 +61,15 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof CliExit) {
       process.stderr.write(`canton-signer: ${oneLine(e.message)}\n`);
       return e.exitCode;
+    }
+    if (e instanceof Refusal) {
+      process.stderr.write(`canton-signer: refused (${e.reason}): ${oneLine(e.message)}\n`);
+      return 1;
+    }
+    if (isCantonApiError(e)) {
+      const detail = e.detail ? `: ${e.detail}` : '';
+      process.stderr.write(`canton-signer: ${oneLine(e.message)}${oneLine(detail)}\n`);
+      return 1;
     }
     if (e instanceof TransactionError) {
       process.stderr.write(`canton-signer: refused: ${oneLine(e.message)}\n`);

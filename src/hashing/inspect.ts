@@ -10,6 +10,8 @@
  * versioned document (docs/inspect-json.md).
  */
 
+import type { RecognisedAction } from '../intent/model.js';
+import { recogniseActions } from '../intent/recognise.js';
 import { bytesToHex } from './input.js';
 import type {
   CreateNode,
@@ -95,6 +97,8 @@ export interface InspectReport {
     maxRecordTime: string | null;
     inputContracts: InspectInputContract[];
   };
+  /** What each create or exercise root does, as the intent recogniser reads it (src/intent/recognise.ts). */
+  intents: RecognisedAction[];
 }
 
 export function inspectTransaction(tx: DecodedTransaction, scheme: HashingScheme = 'v2'): InspectReport {
@@ -154,6 +158,7 @@ export function inspectTransaction(tx: DecodedTransaction, scheme: HashingScheme
         highlights: highlights(ic.contract.argument),
       })),
     },
+    intents: recogniseActions(tx),
   };
 }
 
@@ -435,6 +440,11 @@ export function renderInspectText(r: InspectReport): string {
     }
     for (const h of n.highlights ?? []) lines.push(`${pad}    ${highlightText(h)}`);
   }
+  if (r.intents.length > 0) {
+    lines.push('');
+    lines.push('Recognised actions');
+    for (const a of r.intents) lines.push(...actionText(a));
+  }
   const m = r.metadata;
   lines.push('');
   lines.push('Metadata');
@@ -462,4 +472,23 @@ export function renderInspectText(r: InspectReport): string {
   lines.push('');
   lines.push(`Hash (${r.scheme.toUpperCase()}): ${r.hash}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** One recognised action: kind and node, then its parties, amounts, instrument, deadlines and extras. */
+function actionText(a: RecognisedAction): string[] {
+  const what = a.choice ? `${a.template} choice ${a.choice}` : a.template;
+  const out = [`  [${a.nodeId}] ${a.kind}${a.transferKind ? ` (${a.transferKind})` : ''}: ${what}`];
+  const pairs = (o: Record<string, string>) =>
+    Object.entries(o)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  if (a.contractId) out.push(`      contract ${cid(a.contractId)}`);
+  if (Object.keys(a.parties).length > 0) out.push(`      parties: ${pairs(a.parties)}`);
+  if (Object.keys(a.amounts).length > 0) out.push(`      amounts: ${pairs(a.amounts)}`);
+  if (a.instrument) out.push(`      instrument: ${a.instrument.id} (admin ${a.instrument.admin})`);
+  if (Object.keys(a.deadlines).length > 0) out.push(`      deadlines: ${pairs(a.deadlines)}`);
+  if (a.memo !== undefined) out.push(`      memo: ${short(JSON.stringify(a.memo))}`);
+  if (a.nonce !== undefined) out.push(`      nonce: ${a.nonce}`);
+  if (a.inputs) out.push(`      inputs: ${a.inputs.length === 0 ? '(none)' : a.inputs.map(cid).join(', ')}`);
+  return out;
 }

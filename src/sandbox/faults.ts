@@ -35,10 +35,11 @@ export const FaultSpecSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('lostResponse') }),
   z.strictObject({
     kind: z.literal('tamper'),
-    change: z.enum(['receiver', 'amount', 'extraRoot']),
+    change: z.enum(['receiver', 'amount', 'instrument', 'extraRoot']),
     hash: z.enum(['tampered', 'original']).optional(),
   }),
   z.strictObject({ kind: z.literal('expiredRound') }),
+  z.strictObject({ kind: z.literal('downgradeScheme') }),
 ]);
 export type FaultSpec = z.output<typeof FaultSpecSchema>;
 export type FaultKind = FaultSpec['kind'];

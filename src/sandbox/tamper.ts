@@ -1,7 +1,7 @@
 /**
  * Fault injection for `prepare`: turns an honest prepared transaction into one
  * a malicious or broken participant might hand out — a different receiver, a
- * different amount, or an extra root action — so tests can show the signer
+ * different amount, another instrument, or an extra root action — so tests can show the signer
  * refuses it. The result is a well-formed transaction (it decodes and hashes).
  */
 import type { Node, PreparedTransaction, Value } from '../hashing/model.js';
@@ -9,7 +9,7 @@ import { amuletContract } from './amulet.js';
 import type { SandboxNetwork } from './network.js';
 import { createNode, mintContractId } from './prepared/common.js';
 
-export type TamperChange = 'receiver' | 'amount' | 'extraRoot';
+export type TamperChange = 'receiver' | 'amount' | 'instrument' | 'extraRoot';
 
 /** The party that receives funds/rights in a value: the first `receiver` (or `user`) field, depth first. */
 function findField(v: Value, labels: string[], kind: Value['kind']): Value | undefined {
@@ -142,6 +142,19 @@ export function tamper(
     return mapNodes(p, (x) =>
       x.kind === 'numeric' && x.value === a.value ? { kind: 'numeric', value: bigger } : undefined,
     );
+  }
+  if (change === 'instrument') {
+    // Every instrument id `{admin, id}` becomes `{admin, id + "X"}`: same admin, another token.
+    let found = false;
+    const swapped = mapNodes(p, (x) => {
+      if (x.kind !== 'record' || x.fields.length !== 2) return undefined;
+      const [admin, id] = x.fields;
+      if (admin?.label !== 'admin' || id?.label !== 'id' || id.value.kind !== 'text') return undefined;
+      found = true;
+      return { ...x, fields: [admin, { label: 'id', value: { kind: 'text', value: `${id.value.value}X` } }] };
+    });
+    if (!found) throw new Error('tamper instrument: the transaction names no instrument');
+    return swapped;
   }
   // extraRoot: a second root creating an amulet for mallory, seeded like any create.
   const ids = p.transaction.nodes.map((n) => Number(n.nodeId));

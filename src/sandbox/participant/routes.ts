@@ -90,7 +90,10 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
       throw E.failedToPrepare(
         `Only a single command is supported for external submissions, got ${body.commands.length}`,
       );
-    const scheme = SCHEME[body.hashingSchemeVersion ?? 'HASHING_SCHEME_VERSION_V2']!;
+    // downgradeScheme: the participant ignores a request for V3 and hashes with V2 (max_record_time unsigned).
+    const scheme = ctx.faults.take('ledger-api.prepare', 'downgradeScheme')
+      ? 'v2'
+      : SCHEME[body.hashingSchemeVersion ?? 'HASHING_SCHEME_VERSION_V2']!;
     const maxRecordTime = body.maxRecordTime === undefined ? undefined : parseIsoMicros(body.maxRecordTime);
     let prepared = interpret(net, {
       command: body.commands[0],

@@ -1,0 +1,170 @@
+/**
+ * How a flow command reaches the network and its keys: URLs of the Ledger API,
+ * the validator and Scan from options or the environment (`--sandbox ORIGIN`
+ * fills all three for the built-in sandbox), credentials from the environment
+ * only (a static bearer token per service, or OAuth2 client credentials), the
+ * keystore, the party book and the journal beside it, and the pipeline's rules
+ * (`--require-v3`, `--min-window`). Builds one FlowContext; nothing secret is
+ * printed or kept beyond the process.
+ */
+import { join } from 'node:path';
+import { type Command, Option } from 'commander';
+import { type AuthProvider, oauth2ClientCredentials, staticBearer } from '../canton/auth.js';
+import { LedgerApiClient } from '../canton/ledger-api/client.js';
+import { ScanClient } from '../canton/scan/client.js';
+import { ValidatorClient } from '../canton/validator/client.js';
+import type { FlowContext } from '../flows/context.js';
+import { keystoreDir, openSigner } from '../keys/config.js';
+import { FileRecorder } from '../store/journal.js';
+import { FilePartyBook } from '../store/parties.js';
+import { UsageError } from './input.js';
+
+export interface ConnectionOptions {
+  sandbox?: string;
+  ledgerApi?: string;
+  validator?: string;
+  scan?: string;
+  user?: string;
+  keystore?: string;
+  journal?: string;
+  requireV3?: boolean;
+  minWindow?: string;
+  timeout?: string;
+}
+
+/** Adds the connection options to a command. */
+export function connectionOptions(cmd: Command): Command {
+  return cmd
+    .addOption(
+      new Option(
+        '--sandbox <origin>',
+        'the built-in sandbox at this origin (sets the three URLs and the user)',
+      ),
+    )
+    .addOption(new Option('--ledger-api <url>', 'JSON Ledger API root').env('CANTON_SIGNER_LEDGER_API_URL'))
+    .addOption(
+      new Option('--validator <url>', 'validator API root (…/api/validator)').env(
+        'CANTON_SIGNER_VALIDATOR_URL',
+      ),
+    )
+    .addOption(new Option('--scan <url>', 'Scan API root (…/api/scan)').env('CANTON_SIGNER_SCAN_URL'))
+    .addOption(
+      new Option('--user <id>', 'Ledger API user that prepares and executes').env(
+        'CANTON_SIGNER_LEDGER_API_USER',
+      ),
+    )
+    .addOption(new Option('--keystore <dir>', 'keystore folder (keys, party book, journal)'))
+    .addOption(new Option('--journal <file>', 'flow journal (JSON lines; default <keystore>/journal.jsonl)'))
+    .addOption(
+      new Option('--require-v3', 'refuse transactions not hashed with V3 (so max_record_time is signed)'),
+    )
+    .addOption(
+      new Option('--min-window <seconds>', 'refuse transactions whose execution window closes sooner'),
+    )
+    .addOption(new Option('--timeout <seconds>', 'per-request timeout').default('30'));
+}
+
+function url(s: string | undefined, what: string): string | undefined {
+  if (s === undefined) return undefined;
+  try {
+    const u = new URL(s);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    return s.replace(/\/+$/, '');
+  } catch {
+    throw new UsageError(`${what}: not an http(s) URL: ${s}`);
+  }
+}
+
+/** Credentials from the environment: `CANTON_SIGNER_<SERVICE>_TOKEN`, else OAuth2 `CANTON_SIGNER_OAUTH_*`. */
+export function authFromEnv(
+  service: 'LEDGER_API' | 'VALIDATOR' | 'SCAN',
+  env: NodeJS.ProcessEnv,
+): AuthProvider | undefined {
+  const token = env[`CANTON_SIGNER_${service}_TOKEN`];
+  if (token) return staticBearer(token);
+  const tokenUrl = env.CANTON_SIGNER_OAUTH_TOKEN_URL;
+  const clientId = env.CANTON_SIGNER_OAUTH_CLIENT_ID;
+  const clientSecret = env.CANTON_SIGNER_OAUTH_CLIENT_SECRET;
+  if (tokenUrl && clientId && clientSecret)
+    return oauth2ClientCredentials({
+      tokenUrl,
+      clientId,
+      clientSecret,
+      ...(env.CANTON_SIGNER_OAUTH_AUDIENCE ? { audience: env.CANTON_SIGNER_OAUTH_AUDIENCE } : {}),
+      ...(env.CANTON_SIGNER_OAUTH_SCOPE ? { scope: env.CANTON_SIGNER_OAUTH_SCOPE } : {}),
+    });
+  return undefined;
+}
+
+export interface Connected {
+  ctx: FlowContext;
+  close(): Promise<void>;
+}
+
+/** The sandbox's Ledger API user (see docs/sandbox.md). */
+const SANDBOX_USER = 'sandbox-user';
+
+export async function connect(
+  opts: ConnectionOptions,
+  need: { ledger?: boolean; validator?: boolean; scan?: boolean } = { ledger: true },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Connected> {
+  const sandbox = url(opts.sandbox, '--sandbox');
+  const ledgerUrl = url(opts.ledgerApi, '--ledger-api') ?? sandbox;
+  const validatorUrl =
+    url(opts.validator, '--validator') ?? (sandbox ? `${sandbox}/api/validator` : undefined);
+  const scanUrl = url(opts.scan, '--scan') ?? (sandbox ? `${sandbox}/api/scan` : undefined);
+  const userId = opts.user ?? (sandbox ? SANDBOX_USER : undefined);
+  if (need.ledger && !ledgerUrl)
+    throw new UsageError(
+      'no Ledger API: give --ledger-api URL (or CANTON_SIGNER_LEDGER_API_URL) or --sandbox ORIGIN',
+    );
+  if (need.ledger && !userId)
+    throw new UsageError('no Ledger API user: give --user ID (or CANTON_SIGNER_LEDGER_API_USER)');
+  if (need.validator && !validatorUrl)
+    throw new UsageError(
+      'no validator: give --validator URL (or CANTON_SIGNER_VALIDATOR_URL) or --sandbox ORIGIN',
+    );
+  if (need.scan && !scanUrl && !validatorUrl)
+    throw new UsageError('no Scan: give --scan URL, --validator URL (its scan proxy) or --sandbox ORIGIN');
+  const seconds = Number(opts.timeout ?? '30');
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new UsageError(`--timeout: not a positive number: ${opts.timeout}`);
+  const timeoutMs = Math.round(seconds * 1000);
+  let minWindowMs: number | undefined;
+  if (opts.minWindow !== undefined) {
+    const s = Number(opts.minWindow);
+    if (!Number.isFinite(s) || s < 0)
+      throw new UsageError(`--min-window: not a number of seconds: ${opts.minWindow}`);
+    minWindowMs = Math.round(s * 1000);
+  }
+  const dir = keystoreDir(env, opts.keystore);
+  const ledger = new LedgerApiClient({
+    baseUrl: ledgerUrl ?? 'http://127.0.0.1:1',
+    timeoutMs,
+    ...optAuth(authFromEnv('LEDGER_API', env)),
+  });
+  const validator = validatorUrl
+    ? new ValidatorClient({ baseUrl: validatorUrl, timeoutMs, ...optAuth(authFromEnv('VALIDATOR', env)) })
+    : undefined;
+  const scan = scanUrl
+    ? new ScanClient({ baseUrl: scanUrl, timeoutMs, ...optAuth(authFromEnv('SCAN', env)) })
+    : undefined;
+  const signer = await openSigner({ keystore: dir, interactive: true, env });
+  const ctx: FlowContext = {
+    signer,
+    ledger,
+    userId: userId ?? '',
+    ...(validator ? { validator } : {}),
+    ...(scan ? { scan } : {}),
+    parties: new FilePartyBook(dir),
+    recorder: new FileRecorder(opts.journal ?? join(dir, 'journal.jsonl')),
+    ...(opts.requireV3 ? { requireScheme: 'v3' as const } : {}),
+    ...(minWindowMs !== undefined ? { minWindowMs } : {}),
+  };
+  return { ctx, close: () => signer.close() };
+}
+
+function optAuth(auth: AuthProvider | undefined): { auth?: AuthProvider } {
+  return auth ? { auth } : {};
+}

@@ -1,0 +1,366 @@
+/**
+ * The one signing pipeline. Every flow, the service, the automation and the
+ * offline signer sign through it:
+ *
+ *   prepare → strict decode → recomputed hash = claimed hash → intent check →
+ *   execution window → policy → sign (signer contract) → verify the signature
+ *   against the party's registered key → submit → definite outcome → record.
+ *
+ * `verifyPrepared` is the pure part (no key is touched); `signVerified` adds
+ * the policy, the signature and its verification; `runFlow` drives a whole
+ * flow with re-preparation under the same command id when a transaction goes
+ * stale and with the truth looked up after an ambiguous submission, never a
+ * blind retry. A refusal is a `Refusal`; no signature exists after one.
+ */
+
+import { isCantonApiError } from '../canton/errors.js';
+import { fingerprint, parsePartyId } from '../hashing/canton-hash.js';
+import { decodePreparedTransaction } from '../hashing/decode.js';
+import { TransactionError } from '../hashing/errors.js';
+import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
+import type { DecodedTransaction } from '../hashing/model.js';
+import { type HashingScheme, hashParts } from '../hashing/transaction-hash.js';
+import { checkIntent } from '../intent/check.js';
+import { actingParty, type Intent, type RecognisedAction } from '../intent/model.js';
+import { verifySignature } from '../keys/schemes.js';
+import type { CantonSignature, Signer, SignOutput } from '../keys/signer.js';
+import { allowAll, type PolicyHook } from '../policy/hook.js';
+import type { FlowRecorder, JournalStep } from '../store/journal.js';
+import type { PartyRecord } from '../store/parties.js';
+import { Refusal } from './refusal.js';
+import { describeWindow, type ExecutionWindow, executionWindow, type WindowOptions } from './window.js';
+
+/** A prepared transaction as a participant or validator handed it out. */
+export interface PreparedInput {
+  /** Base64 (Ledger API, validator) or raw bytes. */
+  preparedTransaction: string | Uint8Array;
+  /** The hash the participant claims: base64 (Ledger API) or hex (validator), or raw bytes. */
+  claimedHash: string | Uint8Array;
+  /** The scheme the participant says it hashed with. */
+  scheme: HashingScheme;
+}
+
+/** The party that signs: its key label and the key registered for it on the ledger. */
+export type SigningParty = Pick<
+  PartyRecord,
+  'partyId' | 'keyLabel' | 'scheme' | 'fingerprint' | 'publicKeySpki'
+>;
+
+export interface PipelineOptions {
+  signer: Signer;
+  policy?: PolicyHook;
+  recorder?: FlowRecorder;
+  /** Refuse anything not hashed with this scheme (V3: `max_record_time` is signed). */
+  requireScheme?: HashingScheme;
+  /** Refuse transactions whose window closes sooner than this from now (ms). Default 0. */
+  minWindowMs?: number;
+  window?: WindowOptions;
+  /** Current time in µs since the epoch (tests move it). */
+  nowUs?: () => bigint;
+}
+
+export interface Verified {
+  flow: string;
+  party: SigningParty;
+  intent: Intent;
+  tx: DecodedTransaction;
+  scheme: HashingScheme;
+  hash: Uint8Array;
+  actions: RecognisedAction[];
+  window: ExecutionWindow;
+}
+
+export interface SignedTransaction extends Verified {
+  signature: CantonSignature;
+  /** Signature bytes in hex (the validator's endpoints take this). */
+  signatureHex: string;
+  /** The prepared transaction exactly as decoded and signed, base64. */
+  preparedTransactionBase64: string;
+}
+
+const systemNowUs = (): bigint => BigInt(Date.now()) * 1000n;
+
+function hashBytes(h: string | Uint8Array): Uint8Array {
+  if (typeof h !== 'string') return h;
+  if (/^[0-9a-fA-F]{64}$/.test(h)) return hexToBytes(h, 'claimed hash');
+  return base64ToBytes(h, 'claimed hash');
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
+  return d === 0;
+}
+
+/** Steps 2–5: decode, hash, intent, window. Pure: throws a `Refusal`, touches no key. */
+export function verifyPrepared(
+  flow: string,
+  input: PreparedInput,
+  party: SigningParty,
+  intent: Intent,
+  opts: Pick<PipelineOptions, 'requireScheme' | 'minWindowMs' | 'window' | 'nowUs'> = {},
+): Verified {
+  if (actingParty(intent) !== party.partyId)
+    throw new Refusal(
+      'bad_request',
+      `the intent acts for ${actingParty(intent)} but the signing party is ${party.partyId}`,
+    );
+  if (opts.requireScheme !== undefined && input.scheme !== opts.requireScheme)
+    throw new Refusal(
+      'scheme_not_allowed',
+      `the transaction was hashed with ${input.scheme.toUpperCase()} but ${opts.requireScheme.toUpperCase()} is required` +
+        (opts.requireScheme === 'v3' ? ' (only V3 signs max_record_time)' : ''),
+      [],
+      { scheme: input.scheme, required: opts.requireScheme },
+    );
+  let tx: DecodedTransaction;
+  let hash: Uint8Array;
+  try {
+    const bytes =
+      typeof input.preparedTransaction === 'string'
+        ? base64ToBytes(input.preparedTransaction, 'prepared transaction')
+        : input.preparedTransaction;
+    tx = decodePreparedTransaction(bytes);
+    hash = hashParts(tx, { scheme: input.scheme }).hash;
+  } catch (e) {
+    if (e instanceof TransactionError)
+      throw new Refusal('decode_failed', `the prepared transaction was refused: ${e.message}`, [], {
+        code: e.code,
+        path: e.path,
+      });
+    throw e;
+  }
+  let claimed: Uint8Array;
+  try {
+    claimed = hashBytes(input.claimedHash);
+  } catch {
+    throw new Refusal('hash_mismatch', 'the claimed hash is neither 32 bytes of hex nor base64');
+  }
+  if (!equalBytes(claimed, hash))
+    throw new Refusal(
+      'hash_mismatch',
+      'the hash the participant claims is not the hash of the transaction it sent: something between here and the participant changed one of them',
+      [],
+      { claimed: bytesToHex(claimed), computed: bytesToHex(hash), scheme: input.scheme },
+    );
+  const { actions, problems } = checkIntent(tx, intent);
+  if (problems.length > 0)
+    throw new Refusal(
+      'intent_mismatch',
+      `the transaction does not do what was asked: ${problems.map((p) => p.message).join('; ')}`,
+      problems,
+      { hash: bytesToHex(hash) },
+    );
+  const window = executionWindow(tx, actions, opts.window);
+  const now = (opts.nowUs ?? systemNowUs)();
+  const min = BigInt(opts.minWindowMs ?? 0) * 1000n;
+  if (window.latestUs <= now + min) {
+    const w = describeWindow(window);
+    throw new Refusal(
+      'window_closed',
+      window.latestUs <= now
+        ? `the transaction can no longer be executed: its window closed at ${w.latest} (${w.latestSource})`
+        : `the transaction's window closes at ${w.latest} (${w.latestSource}), sooner than the required ${opts.minWindowMs} ms from now`,
+      [],
+      { latest: w.latest, source: w.latestSource },
+    );
+  }
+  return { flow, party, intent, tx, scheme: input.scheme, hash, actions, window };
+}
+
+/** Steps 6–8: policy, sign, verify the signature against the registered key. */
+export async function signVerified(v: Verified, opts: PipelineOptions): Promise<SignedTransaction> {
+  const decision = await (opts.policy ?? allowAll)({
+    flow: v.flow,
+    partyId: v.party.partyId,
+    keyLabel: v.party.keyLabel,
+    intent: v.intent,
+    actions: v.actions,
+    hash: bytesToHex(v.hash),
+  });
+  if (!decision.allow) throw new Refusal('policy_denied', `policy refused: ${decision.reason}`);
+  const out = await signAndVerify(opts.signer, v.party, v.hash);
+  return {
+    ...v,
+    signature: out.signature,
+    signatureHex: out.signatureHex,
+    preparedTransactionBase64: Buffer.from(v.tx.bytes).toString('base64'),
+  };
+}
+
+/**
+ * Signs `message` (a prepared-transaction hash, a topology hash or a
+ * multi-hash) with the party's key: the key must be the registered one
+ * (fingerprint, namespace), and the signature must verify against the
+ * registered public key before anything else sees it.
+ */
+export async function signAndVerify(
+  signer: Signer,
+  party: SigningParty,
+  message: Uint8Array,
+): Promise<SignOutput> {
+  const spki = base64ToBytes(party.publicKeySpki, 'registered public key');
+  checkRegisteredKey(party, spki);
+  const key = await signer.describe(party.keyLabel);
+  if (key.fingerprint !== party.fingerprint)
+    throw new Refusal(
+      'key_mismatch',
+      `key ${party.keyLabel} (${key.fingerprint}) is not the key registered for ${party.partyId} (${party.fingerprint})`,
+    );
+  const out = await signer.sign(party.keyLabel, message);
+  if (!verifySignature(party.scheme, spki, message, out.bytes))
+    throw new Refusal(
+      'signature_invalid',
+      `the signature from key ${party.keyLabel} does not verify against the registered key; it was discarded`,
+    );
+  return out;
+}
+
+/** The registered key must be the party's: its fingerprint is the one on record and the party's namespace. */
+function checkRegisteredKey(party: SigningParty, spki: Uint8Array): void {
+  const fp = fingerprint(spki);
+  if (fp !== party.fingerprint)
+    throw new Refusal(
+      'key_mismatch',
+      `the registered key of ${party.partyId} does not have the recorded fingerprint`,
+    );
+  if (parsePartyId(party.partyId).fingerprint !== fp)
+    throw new Refusal(
+      'key_mismatch',
+      `party ${party.partyId} is not in the namespace of its registered key ${fp}`,
+    );
+}
+
+/** What the flow's submit function resolved to after an ambiguous submission. */
+export type Resolution<T> =
+  | { status: 'committed'; result: T }
+  | { status: 'not-committed' }
+  | { status: 'unknown' };
+
+/** One flow: how to prepare (again), submit, and find the truth after an ambiguous submit. */
+export interface Flow<T> {
+  name: string;
+  party: SigningParty;
+  intent: Intent;
+  /** The command id every preparation of this flow uses (the ledger deduplicates on it). */
+  commandId?: string;
+  prepare(attempt: number): Promise<PreparedInput>;
+  submit(signed: SignedTransaction): Promise<T>;
+  /** After a submission whose outcome is unknown (timeout after commit, lost response): look it up. */
+  resolveAmbiguous?(signed: SignedTransaction, error: unknown): Promise<Resolution<T>>;
+  /** Whether a definite rejection means "went stale, re-prepare under the same command id". */
+  isStale?(error: unknown): boolean;
+  /** Preparations at most (default 3). */
+  maxAttempts?: number;
+  /** Small facts to keep in the journal (offsets, contract ids). */
+  facts?(result: T): Record<string, string>;
+}
+
+export interface FlowResult<T> {
+  result: T;
+  hash: string;
+  signature: CantonSignature;
+  attempts: number;
+  actions: RecognisedAction[];
+  window: { earliest?: string; latest: string; latestSource: string };
+  /** How the outcome was established. */
+  outcome: 'committed' | 'committed-after-ambiguous';
+}
+
+function errorSummary(e: unknown): { code: string; message: string } {
+  if (isCantonApiError(e))
+    return { code: e.code, message: e.detail ? `${e.message}: ${e.detail}` : e.message };
+  return { code: 'ERROR', message: e instanceof Error ? e.message : String(e) };
+}
+
+export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<FlowResult<T>> {
+  const rec = async (step: JournalStep, extra: Record<string, unknown> = {}) =>
+    opts.recorder?.record({
+      flow: flow.name,
+      step,
+      partyId: flow.party.partyId,
+      intent: flow.intent,
+      ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
+      ...extra,
+    });
+  const max = flow.maxAttempts ?? 3;
+  let lastStale: unknown;
+  for (let attempt = 1; attempt <= max; attempt++) {
+    if (attempt > 1) await rec('reprepared', { attempt });
+    const input = await flow.prepare(attempt);
+    let signed: SignedTransaction;
+    try {
+      const v = verifyPrepared(flow.name, input, flow.party, flow.intent, opts);
+      signed = await signVerified(v, opts);
+    } catch (e) {
+      if (e instanceof Refusal) {
+        await rec('refused', {
+          attempt,
+          reason: e.reason,
+          message: e.message,
+          ...(e.details.hash ? { hash: e.details.hash } : {}),
+        });
+        // A fresh preparation whose window already closed is stale data from the participant: try once more.
+        if (e.reason === 'window_closed' && attempt < max) {
+          lastStale = e;
+          continue;
+        }
+      }
+      throw e;
+    }
+    const hash = bytesToHex(signed.hash);
+    await rec('signed', { attempt, hash, signedBy: signed.signature.signedBy });
+    const done = async (result: T, outcome: FlowResult<T>['outcome']): Promise<FlowResult<T>> => {
+      await rec('committed', { attempt, hash, ...(flow.facts ? { facts: flow.facts(result) } : {}) });
+      return {
+        result,
+        hash,
+        signature: signed.signature,
+        attempts: attempt,
+        actions: signed.actions,
+        window: describeWindow(signed.window),
+        outcome,
+      };
+    };
+    try {
+      await rec('submitted', { attempt, hash });
+      return await done(await flow.submit(signed), 'committed');
+    } catch (e) {
+      const { code, message } = errorSummary(e);
+      if (isCantonApiError(e) && e.ambiguous) {
+        await rec('ambiguous', { attempt, hash, reason: code, message });
+        const r: Resolution<T> = flow.resolveAmbiguous
+          ? await flow.resolveAmbiguous(signed, e)
+          : { status: 'unknown' };
+        await rec('resolved', { attempt, hash, reason: r.status });
+        if (r.status === 'committed') return await done(r.result, 'committed-after-ambiguous');
+        if (r.status === 'unknown')
+          throw new Refusal(
+            'outcome_unknown',
+            `the submission's outcome is unknown (${code}); it was not retried, so at most one transaction exists — look it up before trying again`,
+            [],
+            { hash, code, ...(flow.commandId ? { commandId: flow.commandId } : {}) },
+          );
+        lastStale = e;
+        continue; // definitely not committed: prepare again under the same command id
+      }
+      await rec('rejected', { attempt, hash, reason: code, message });
+      if (flow.isStale?.(e) && attempt < max) {
+        lastStale = e;
+        continue;
+      }
+      throw new Refusal('submission_rejected', `the ledger rejected the transaction: ${message}`, [], {
+        hash,
+        code,
+      });
+    }
+  }
+  const { code, message } = errorSummary(lastStale);
+  throw new Refusal(
+    'window_closed',
+    `gave up after ${max} preparations: each went stale before it could be executed (${message})`,
+    [],
+    { code },
+  );
+}

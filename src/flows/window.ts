@@ -1,0 +1,106 @@
+/**
+ * A prepared transaction's execution window: the latest time at which it can
+ * still be executed, and why. Bounds come from the metadata (preparation time
+ * plus the synchronizer's preparation-time tolerance, the ledger-time bounds
+ * plus the ledger-time tolerance, `max_record_time`), from the recognised
+ * action (`executeBefore`, `expiresAt`) and from the mining round a token
+ * transfer pins (its `targetClosesAt`). The earliest of them wins.
+ */
+
+import { isoMicros } from '../hashing/inspect.js';
+import type { DecodedTransaction, Value } from '../hashing/model.js';
+import type { RecognisedAction } from '../intent/model.js';
+
+/** Canton's defaults (synchronizer parameters; owners can change them). */
+export const PREPARATION_TIME_TOLERANCE_US = 24n * 3600n * 1_000_000n;
+export const LEDGER_TIME_TOLERANCE_US = 60n * 1_000_000n;
+
+export interface WindowBound {
+  /** e.g. `preparation-time tolerance`, `max_record_time`, `executeBefore`, `mining round 12`. */
+  source: string;
+  /** µs since the epoch */
+  atUs: bigint;
+}
+
+export interface ExecutionWindow {
+  /** Not before (µs), when a bound says so (ledger time, a round not yet open). */
+  earliestUs?: bigint;
+  latestUs: bigint;
+  /** The bound that sets `latestUs`. */
+  latestSource: string;
+  bounds: WindowBound[];
+}
+
+export interface WindowOptions {
+  preparationTimeToleranceUs?: bigint;
+  ledgerTimeToleranceUs?: bigint;
+}
+
+function isoToUs(iso: string): bigint | undefined {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return undefined;
+  const frac = /\.(\d{1,6})/.exec(iso)?.[1] ?? '';
+  const micros = BigInt(frac.padEnd(6, '0').slice(3) || '0');
+  return BigInt(ms) * 1000n + micros;
+}
+
+function field(v: Value, label: string): Value | undefined {
+  return v.kind === 'record' ? v.fields.find((f) => f.label === label)?.value : undefined;
+}
+
+export function executionWindow(
+  tx: DecodedTransaction,
+  actions: readonly RecognisedAction[],
+  opts: WindowOptions = {},
+): ExecutionWindow {
+  const m = tx.metadata;
+  const bounds: WindowBound[] = [
+    {
+      source: 'preparation-time tolerance',
+      atUs: m.preparationTime + (opts.preparationTimeToleranceUs ?? PREPARATION_TIME_TOLERANCE_US),
+    },
+  ];
+  const ledgerTol = opts.ledgerTimeToleranceUs ?? LEDGER_TIME_TOLERANCE_US;
+  if (m.maxLedgerEffectiveTime !== undefined)
+    bounds.push({ source: 'max ledger effective time', atUs: m.maxLedgerEffectiveTime + ledgerTol });
+  if (m.maxRecordTime !== undefined) bounds.push({ source: 'max_record_time', atUs: m.maxRecordTime });
+  for (const a of actions)
+    for (const [name, iso] of Object.entries(a.deadlines)) {
+      if (name === 'requestedAt') continue;
+      const at = isoToUs(iso);
+      if (at !== undefined) bounds.push({ source: name, atUs: at });
+    }
+  let earliestUs: bigint | undefined =
+    m.minLedgerEffectiveTime !== undefined ? m.minLedgerEffectiveTime - ledgerTol : undefined;
+  for (const ic of tx.metadata.inputContracts) {
+    const c = ic.contract;
+    if (c.templateId.moduleName !== 'Splice.Round' || c.templateId.entityName !== 'OpenMiningRound') continue;
+    const closes = field(c.argument, 'targetClosesAt');
+    const opens = field(c.argument, 'opensAt');
+    const round = field(field(c.argument, 'round') ?? c.argument, 'number');
+    const name = `mining round ${round?.kind === 'int64' ? round.value : '?'}`;
+    if (closes?.kind === 'timestamp') bounds.push({ source: `${name} closes`, atUs: closes.value });
+    if (opens?.kind === 'timestamp' && (earliestUs === undefined || opens.value > earliestUs))
+      earliestUs = opens.value;
+  }
+  let latest = bounds[0]!;
+  for (const b of bounds) if (b.atUs < latest.atUs) latest = b;
+  return {
+    ...(earliestUs !== undefined ? { earliestUs } : {}),
+    latestUs: latest.atUs,
+    latestSource: latest.source,
+    bounds,
+  };
+}
+
+export function describeWindow(w: ExecutionWindow): {
+  earliest?: string;
+  latest: string;
+  latestSource: string;
+} {
+  return {
+    ...(w.earliestUs !== undefined ? { earliest: isoMicros(w.earliestUs) } : {}),
+    latest: isoMicros(w.latestUs),
+    latestSource: w.latestSource,
+  };
+}

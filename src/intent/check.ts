@@ -1,0 +1,468 @@
+/**
+ * The intent check: does a decoded transaction do exactly what the caller's
+ * intent says, and nothing else for the signing party? Returns the recognised
+ * actions and every problem found (not only the first), each a sentence for a
+ * person naming what was expected and what the transaction holds.
+ *
+ * Rules: act_as is exactly the signing party; exactly one root; the root is
+ * the intent's kind of action with the intent's fields (decimals compared
+ * numerically, instants exactly); every exercise below it acting for the party
+ * is one the action explains (src/intent/allow.ts), consuming only declared
+ * inputs or contracts created in the same transaction; holdings it creates
+ * belong to the parties the action names; and a direct transfer creates
+ * exactly the amount for the receiver.
+ */
+import { templateName } from '../hashing/inspect.js';
+import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
+import { ALLOWED_CONSEQUENCES, VALUE_MOVING_CHOICES } from './allow.js';
+import { addDecimals, decimalEquals } from './decimal.js';
+import { HOLDING_ENTITIES, holdingOf } from './holdings.js';
+import {
+  actingParty,
+  type Intent,
+  type IntentProblem,
+  type IntentProblemReason,
+  type RecognisedAction,
+} from './model.js';
+import { recogniseActions } from './recognise.js';
+import { sameInstant } from './time.js';
+import { descendants, type Visited } from './tree.js';
+
+export interface IntentCheckResult {
+  actions: RecognisedAction[];
+  problems: IntentProblem[];
+}
+
+type Add = (reason: IntentProblemReason, message: string, where?: string) => void;
+
+export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheckResult {
+  const actions = recogniseActions(tx);
+  const problems: IntentProblem[] = [];
+  const add: Add = (reason, message, where) =>
+    problems.push(where === undefined ? { reason, message } : { reason, message, where });
+  const party = actingParty(intent);
+
+  const actAs = tx.metadata.submitterInfo.actAs;
+  if (actAs.length !== 1 || actAs[0] !== party)
+    add(
+      'act_as_mismatch',
+      `the transaction acts as ${listOf(actAs)} but the intent is signed for ${party} alone.`,
+      'metadata.act_as',
+    );
+
+  const roots = tx.transaction.roots;
+  if (roots.length === 0) add('root_count', 'the transaction has no root action; the intent asks for one.');
+  for (const extra of roots.slice(1))
+    add(
+      'root_count',
+      `node ${extra} is an extra root action (${describe(tx.nodeById.get(extra))}); the intent allows exactly one root action.`,
+      `node ${extra}`,
+    );
+
+  const rootId = roots[0];
+  const action = rootId === undefined ? undefined : actions.find((a) => a.nodeId === rootId);
+  let matched: RecognisedAction | undefined;
+  if (rootId !== undefined) {
+    if (!action)
+      add(
+        'unrecognised_action',
+        `the root node ${rootId} is ${describe(tx.nodeById.get(rootId))}, not an action the signer recognises.`,
+        `node ${rootId}`,
+      );
+    else if (action.kind !== intent.kind) {
+      const generic = action.kind === 'create' || action.kind === 'exercise';
+      add(
+        generic && intent.kind !== 'create' && intent.kind !== 'exercise'
+          ? 'unrecognised_action'
+          : 'kind_mismatch',
+        `the root node ${rootId} is ${generic ? describe(tx.nodeById.get(rootId)) : `a ${action.kind}`} but the intent asks for a ${intent.kind}.`,
+        `node ${rootId}`,
+      );
+    } else {
+      matched = action;
+      compareFields(tx, action, intent, add);
+    }
+  }
+  checkConsequences(tx, intent, matched, add);
+  return { actions, problems };
+}
+
+// ---- messages ------------------------------------------------------------------------------------------
+
+function listOf(xs: readonly string[]): string {
+  return xs.length === 0 ? 'no party' : xs.join(', ');
+}
+
+function describe(n: NodeBody | undefined): string {
+  if (!n) return 'a missing node';
+  switch (n.type) {
+    case 'create':
+      return `a create of ${templateName(n.packageName, n.templateId)}`;
+    case 'exercise':
+      return `an exercise of ${n.choiceId} on ${templateName(n.packageName, n.templateId)}`;
+    case 'fetch':
+      return `a fetch of ${templateName(n.packageName, n.templateId)}`;
+    case 'rollback':
+      return 'a rollback node';
+    case 'queryByKey':
+      return `a key lookup of ${templateName(n.packageName, n.templateId)}`;
+  }
+}
+
+// ---- field comparison -----------------------------------------------------------------------------------
+
+function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Intent, add: Add): void {
+  const at = `node ${a.nodeId}`;
+  const party = (role: string, expected: string, found = a.parties[role]) => {
+    if (found === expected) return;
+    add(
+      'party_mismatch',
+      found === undefined
+        ? `the transaction does not name the ${role}; the intent says ${expected}.`
+        : `${role} is ${found} but the intent says ${expected}.`,
+      `${at}: ${role}`,
+    );
+  };
+  const amount = (expected: string, role = 'amount') => {
+    const found = a.amounts[role];
+    if (found !== undefined && decimalEquals(found, expected)) return;
+    add(
+      'amount_mismatch',
+      found === undefined
+        ? `the transaction does not state the ${role}; the intent says ${expected}.`
+        : `${role} is ${found} but the intent says ${expected}.`,
+      `${at}: ${role}`,
+    );
+  };
+  const instrument = (expected: { admin: string; id: string }) => {
+    const found = a.instrument;
+    if (found && found.admin === expected.admin && found.id === expected.id) return;
+    add(
+      'instrument_mismatch',
+      found === undefined
+        ? `the transaction does not name the instrument; the intent says ${expected.id} (admin ${expected.admin}).`
+        : `the instrument is ${found.id} (admin ${found.admin}) but the intent says ${expected.id} (admin ${expected.admin}).`,
+      `${at}: instrument`,
+    );
+  };
+  const deadline = (role: string, expected: string) => {
+    const found = a.deadlines[role];
+    if (found !== undefined && sameInstant(found, expected)) return;
+    add(
+      'deadline_mismatch',
+      found === undefined
+        ? `the transaction does not state ${role}; the intent says ${expected}.`
+        : `${role} is ${found} but the intent says ${expected}.`,
+      `${at}: ${role}`,
+    );
+  };
+  const memo = (expected: string | undefined, role = 'memo') => {
+    if (expected === undefined || (a.memo ?? '') === expected) return;
+    add(
+      'memo_mismatch',
+      a.memo === undefined
+        ? `the transaction carries no ${role}; the intent says ${JSON.stringify(expected)}.`
+        : `the ${role} is ${JSON.stringify(a.memo)} but the intent says ${JSON.stringify(expected)}.`,
+      `${at}: ${role}`,
+    );
+  };
+  const contract = (expected: string, what: string) => {
+    if (a.contractId === expected) return;
+    add(
+      'contract_mismatch',
+      `the transaction acts on ${what} ${a.contractId ?? '(none)'} but the intent says ${expected}.`,
+      `${at}: contract`,
+    );
+  };
+  const acting = (p: string) => {
+    if (a.actingParties.includes(p)) return;
+    add(
+      'party_mismatch',
+      `the root action acts as ${listOf(a.actingParties)}, not as the signing party ${p}.`,
+      `${at}: acting parties`,
+    );
+  };
+
+  switch (intent.kind) {
+    case 'transfer': {
+      acting(intent.sender);
+      party('sender', intent.sender);
+      party('receiver', intent.receiver);
+      amount(intent.amount);
+      instrument(intent.instrument);
+      memo(intent.memo);
+      if (intent.executeBefore !== undefined) deadline('executeBefore', intent.executeBefore);
+      if (intent.inputs !== undefined) {
+        const found = a.inputs ?? [];
+        const want = new Set(intent.inputs);
+        const have = new Set(found);
+        if (want.size !== have.size || [...want].some((c) => !have.has(c)))
+          add(
+            'inputs_mismatch',
+            `the transfer consumes ${found.length === 0 ? 'no declared holdings' : found.join(', ')} but the intent says ${intent.inputs.join(', ')}.`,
+            `${at}: inputs`,
+          );
+      }
+      if (intent.transferKind !== undefined && a.transferKind !== intent.transferKind)
+        add(
+          'transfer_kind_mismatch',
+          `the transfer is ${a.transferKind === undefined ? 'of no recognisable kind' : `a ${a.transferKind} transfer`} but the intent asks for a ${intent.transferKind} transfer.`,
+          `${at}: transfer kind`,
+        );
+      return;
+    }
+    case 'transfer-instruction-accept':
+    case 'transfer-instruction-reject':
+    case 'transfer-instruction-withdraw': {
+      acting(intent.party);
+      contract(intent.instructionCid, 'transfer instruction');
+      // Only the receiver accepts or rejects; only the sender withdraws (when the instruction is disclosed).
+      const role = intent.kind === 'transfer-instruction-withdraw' ? 'sender' : 'receiver';
+      if (a.parties[role] !== undefined) party(role, intent.party);
+      return;
+    }
+    case 'preapproval-send':
+      acting(intent.sender);
+      party('sender', intent.sender);
+      party('receiver', intent.receiver);
+      amount(intent.amount);
+      deadline('expiresAt', intent.expiresAt);
+      memo(intent.description, 'description');
+      if (a.nonce !== String(intent.nonce))
+        add(
+          'nonce_mismatch',
+          a.nonce === undefined
+            ? `the transaction carries no nonce; the intent says ${intent.nonce}.`
+            : `the nonce is ${a.nonce} but the intent says ${intent.nonce}.`,
+          `${at}: nonce`,
+        );
+      return;
+    case 'setup-proposal-accept':
+      acting(intent.party);
+      contract(intent.proposalCid, 'setup proposal');
+      party('user', intent.party);
+      if (intent.validator !== undefined) party('validator', intent.validator);
+      checkSetupCreates(tx, a, intent.party, intent.validator, add);
+      return;
+    case 'preapproval-proposal': {
+      party('receiver', intent.receiver);
+      party('provider', intent.provider);
+      const sigs = a.signatories ?? [];
+      if (sigs.length !== 1 || sigs[0] !== intent.receiver)
+        add(
+          'party_mismatch',
+          `the proposal is signed by ${listOf(sigs)} but the intent says ${intent.receiver} alone.`,
+          `${at}: signatories`,
+        );
+      return;
+    }
+    case 'allocation-allocate':
+    case 'allocation-withdraw':
+    case 'allocation-cancel':
+    case 'allocation-request-reject':
+    case 'allocation-request-withdraw': {
+      acting(intent.party);
+      if (intent.contractId !== undefined) contract(intent.contractId, 'contract');
+      if (a.parties.sender !== undefined) party('sender', intent.party);
+      if (a.parties.actor !== undefined) party('actor', intent.party);
+      if (intent.amount !== undefined) amount(intent.amount);
+      if (intent.instrument !== undefined) instrument(intent.instrument);
+      return;
+    }
+    case 'exercise': {
+      const n = tx.nodeById.get(a.nodeId);
+      if (n?.type === 'exercise') {
+        if (!templateMatches(intent.template, n))
+          add(
+            'kind_mismatch',
+            `the root exercises a choice of ${a.template} but the intent names ${intent.template}.`,
+            `${at}: template`,
+          );
+        if (n.choiceId !== intent.choice)
+          add(
+            'kind_mismatch',
+            `the root exercises ${n.choiceId} but the intent names ${intent.choice}.`,
+            `${at}: choice`,
+          );
+      }
+      acting(intent.party);
+      contract(intent.contractId, 'contract');
+      return;
+    }
+    case 'create': {
+      const n = tx.nodeById.get(a.nodeId);
+      if (n?.type === 'create' && !templateMatches(intent.template, n))
+        add(
+          'kind_mismatch',
+          `the root creates ${a.template} but the intent names ${intent.template}.`,
+          `${at}: template`,
+        );
+      if (!(a.signatories ?? []).includes(intent.party))
+        add(
+          'party_mismatch',
+          `the new contract is signed by ${listOf(a.signatories ?? [])}, not by ${intent.party}.`,
+          `${at}: signatories`,
+        );
+      return;
+    }
+  }
+}
+
+/**
+ * `package:Module:Entity` (a leading `#` is allowed, the package is a name or
+ * an id) or `Module:Entity` against a node's template.
+ */
+export function templateMatches(pattern: string, n: NodeBody & { type: 'create' | 'exercise' }): boolean {
+  const parts = (pattern.startsWith('#') ? pattern.slice(1) : pattern).split(':');
+  if (parts.length < 2) return false;
+  const entity = parts[parts.length - 1];
+  const module = parts[parts.length - 2];
+  const pkg = parts.slice(0, -2).join(':');
+  if (entity !== n.templateId.entityName || module !== n.templateId.moduleName) return false;
+  return pkg === '' || pkg === n.packageName || pkg === n.templateId.packageId;
+}
+
+/** The TransferPreapproval and ValidatorRight a setup acceptance creates must name the user and validator. */
+function checkSetupCreates(
+  tx: DecodedTransaction,
+  a: RecognisedAction,
+  user: string,
+  validator: string | undefined,
+  add: Add,
+): void {
+  const roles: Record<string, [string, string]> = {
+    TransferPreapproval: ['receiver', 'provider'],
+    ValidatorRight: ['user', 'validator'],
+  };
+  for (const d of descendants(tx, a.nodeId)) {
+    if (d.node.type !== 'create') continue;
+    const r = roles[d.node.templateId.entityName];
+    if (!r) continue;
+    const arg = d.node.argument;
+    const field = (label: string) =>
+      arg.kind === 'record' ? arg.fields.find((f) => f.label === label)?.value : undefined;
+    const u = field(r[0]);
+    const v = field(r[1]);
+    const entity = d.node.templateId.entityName;
+    if (u?.kind !== 'party' || u.value !== user)
+      add(
+        'party_mismatch',
+        `the ${entity} created at node ${d.nodeId} is for ${u?.kind === 'party' ? u.value : 'no party'} but the intent says ${user}.`,
+        `node ${d.nodeId}: ${r[0]}`,
+      );
+    if (validator !== undefined && (v?.kind !== 'party' || v.value !== validator))
+      add(
+        'party_mismatch',
+        `the ${entity} created at node ${d.nodeId} names ${v?.kind === 'party' ? v.value : 'no party'} as ${r[1]} but the intent says ${validator}.`,
+        `node ${d.nodeId}: ${r[1]}`,
+      );
+  }
+}
+
+// ---- consequences ---------------------------------------------------------------------------------------
+
+/** Every node in execution order except the first root itself, with extra roots and their subtrees. */
+function consequenceNodes(tx: DecodedTransaction): Visited[] {
+  const [first, ...rest] = tx.transaction.roots;
+  const out = first === undefined ? [] : descendants(tx, first);
+  for (const r of rest) {
+    const node = tx.nodeById.get(r);
+    if (node) out.push({ nodeId: r, node, rolledBack: false, depth: 0 });
+    out.push(...descendants(tx, r));
+  }
+  return out;
+}
+
+/** Who may own holdings the transaction creates; `undefined` means not checked (generic intents). */
+function allowedOwners(intent: Intent, a: RecognisedAction | undefined): Set<string> | undefined {
+  switch (intent.kind) {
+    case 'transfer':
+    case 'preapproval-send':
+      return new Set([intent.sender, intent.receiver]);
+    case 'create':
+    case 'exercise':
+      return undefined;
+    default: {
+      const s = new Set([actingParty(intent)]);
+      for (const role of ['sender', 'receiver']) if (a?.parties[role] !== undefined) s.add(a.parties[role]!);
+      return s;
+    }
+  }
+}
+
+function checkConsequences(
+  tx: DecodedTransaction,
+  intent: Intent,
+  a: RecognisedAction | undefined,
+  add: Add,
+): void {
+  const party = actingParty(intent);
+  const generic = intent.kind === 'create' || intent.kind === 'exercise';
+  const allowed = ALLOWED_CONSEQUENCES[intent.kind];
+  const declared = new Set(intent.kind === 'transfer' && intent.inputs ? intent.inputs : (a?.inputs ?? []));
+  const owners = allowedOwners(intent, a);
+  const created = new Set<string>();
+  const receiverAmounts: (string | undefined)[] = [];
+  let holdingsCreated = 0;
+
+  for (const d of consequenceNodes(tx)) {
+    const n = d.node;
+    const where = `node ${d.nodeId}`;
+    if (n.type === 'create') {
+      created.add(n.contractId);
+      const h = holdingOf(n);
+      if (!h || d.rolledBack) continue;
+      holdingsCreated++;
+      if (intent.kind === 'transfer' && !h.locked && h.owner === intent.receiver)
+        receiverAmounts.push(h.amount);
+      if (owners && h.owner !== undefined && !owners.has(h.owner))
+        add(
+          'unexplained_create',
+          `node ${d.nodeId} creates a ${h.entity} of ${h.amount ?? 'an unreadable amount'} owned by ${h.owner}, who is not a party to the ${intent.kind}.`,
+          where,
+        );
+      continue;
+    }
+    if (n.type !== 'exercise' || !n.actingParties.includes(party)) continue;
+    const entity = n.templateId.entityName;
+    const template = templateName(n.packageName, n.templateId);
+    const consumesUnexplained = n.consuming && !declared.has(n.contractId) && !created.has(n.contractId);
+    if (consumesUnexplained && (!generic || HOLDING_ENTITIES.has(entity))) {
+      add(
+        'unexplained_archive',
+        `node ${d.nodeId} consumes ${template} ${n.contractId} (choice ${n.choiceId}) acting for ${party}, but that contract is not among the action's declared inputs.`,
+        where,
+      );
+      continue;
+    }
+    const explained = generic
+      ? !VALUE_MOVING_CHOICES.has(n.choiceId)
+      : allowed.has(`${entity}:${n.choiceId}`);
+    if (!explained)
+      add(
+        'unexplained_exercise',
+        `node ${d.nodeId} exercises ${n.choiceId} on ${template} acting for ${party}, which a ${intent.kind} does not explain.`,
+        where,
+      );
+  }
+
+  // A direct transfer must create exactly the amount for the receiver. Skipped when the
+  // transaction creates no holding of a template this check can read (an unknown registry).
+  if (
+    intent.kind === 'transfer' &&
+    a?.transferKind === 'direct' &&
+    intent.sender !== intent.receiver &&
+    holdingsCreated > 0 &&
+    receiverAmounts.every((x) => x !== undefined)
+  ) {
+    const total = addDecimals(receiverAmounts as string[]) ?? '0';
+    if (!decimalEquals(total, intent.amount))
+      add(
+        'amount_mismatch',
+        receiverAmounts.length === 0
+          ? `the direct transfer creates no holding for ${intent.receiver}; the intent says ${intent.amount}.`
+          : `the direct transfer creates ${total} for ${intent.receiver} but the intent says ${intent.amount}.`,
+        `node ${a.nodeId}: receiver holdings`,
+      );
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * What a caller asks the signer to authorise (an `Intent`) and what a decoded
+ * transaction was found to do (a `RecognisedAction`). The intent check compares
+ * the two; `inspect --json` lists the recognised actions as `intents`.
+ *
+ * Amounts are Daml decimal strings exactly as written in the transaction
+ * ("12.5000000000"); the check compares them numerically, never as floats.
+ * Times are ISO-8601 UTC with microseconds, as `inspect` prints them.
+ */
+import { z } from 'zod';
+
+/** Kinds of Splice / token-standard action the recogniser knows. */
+export const ACTION_KINDS = [
+  'transfer', // TransferFactory_Transfer (direct, two-step offer or self-transfer)
+  'transfer-instruction-accept', // TransferInstruction_Accept
+  'transfer-instruction-reject', // TransferInstruction_Reject
+  'transfer-instruction-withdraw', // TransferInstruction_Withdraw
+  'preapproval-send', // ExternalPartyAmuletRules_CreateTransferCommand (legacy preapproval send)
+  'setup-proposal-accept', // ExternalPartySetupProposal_Accept
+  'preapproval-proposal', // create TransferPreapprovalProposal
+  'allocation-allocate', // AllocationFactory_Allocate
+  'allocation-withdraw', // Allocation_Withdraw
+  'allocation-cancel', // Allocation_Cancel
+  'allocation-request-reject', // AllocationRequest_Reject
+  'allocation-request-withdraw', // AllocationRequest_Withdraw
+  'create', // any other create, only under an explicit generic intent
+  'exercise', // any other exercise, only under an explicit generic intent
+] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+
+export interface InstrumentId {
+  admin: string;
+  id: string;
+}
+
+/** One root action of a transaction, as the recogniser understood it. */
+export interface RecognisedAction {
+  kind: ActionKind;
+  /** The root node this action is. */
+  nodeId: string;
+  /** `package-name:Module:Entity` of the template acted on. */
+  template: string;
+  /** Interface the choice was exercised through, `package-id:Module:Entity`, when any. */
+  interface?: string;
+  choice?: string;
+  /** The contract exercised, or (for a create) the contract created. */
+  contractId?: string;
+  /** Exercises: the acting parties. Creates: empty (see `signatories`). */
+  actingParties: string[];
+  /** Creates: the new contract's signatories. */
+  signatories?: string[];
+  /** Role → party, e.g. `{sender, receiver}`, `{receiver, provider}`, `{user, validator}`. */
+  parties: Record<string, string>;
+  /** Role → decimal string, e.g. `{amount: "12.5000000000"}`. */
+  amounts: Record<string, string>;
+  instrument?: InstrumentId;
+  /** Role → ISO time, e.g. `{requestedAt, executeBefore}` or `{expiresAt}`. */
+  deadlines: Record<string, string>;
+  /** The transfer's reason / description, when the transaction carries one. */
+  memo?: string;
+  /** Holding contract ids the action consumes (transfer inputs). */
+  inputs?: string[];
+  /** Transfers: what the transaction does, read from its consequences. */
+  transferKind?: 'direct' | 'offer' | 'self';
+  /** Preapproval sends: the TransferCommand nonce. */
+  nonce?: string;
+}
+
+// ---- intents (what the caller asks for) --------------------------------------------------------
+
+const party = z.string().min(1).max(255);
+const decimal = z.string().regex(/^[0-9]+(\.[0-9]{1,10})?$/, 'a positive decimal with at most 10 decimals');
+const isoTime = z.iso.datetime({ offset: true });
+const instrument = z.strictObject({ admin: party, id: z.string().min(1).max(255) });
+const contractId = z.string().regex(/^00[0-9a-f]{64}[0-9a-f]*$/, 'a contract id (hex, 00…)');
+
+export const TransferIntentSchema = z.strictObject({
+  kind: z.literal('transfer'),
+  sender: party,
+  receiver: party,
+  amount: decimal,
+  instrument,
+  memo: z.string().max(4096).optional(),
+  /** When given, the transaction's `executeBefore` must equal it. */
+  executeBefore: isoTime.optional(),
+  /** When given, the transaction must consume exactly these holdings. */
+  inputs: z.array(contractId).min(1).max(100).optional(),
+  /** When given, the transfer must take this path (`direct` needs the receiver's preapproval). */
+  transferKind: z.enum(['direct', 'offer', 'self']).optional(),
+});
+
+export const InstructionIntentSchema = z.strictObject({
+  kind: z.enum([
+    'transfer-instruction-accept',
+    'transfer-instruction-reject',
+    'transfer-instruction-withdraw',
+  ]),
+  /** The party acting: the receiver for accept/reject, the sender for withdraw. */
+  party,
+  instructionCid: contractId,
+});
+
+export const PreapprovalSendIntentSchema = z.strictObject({
+  kind: z.literal('preapproval-send'),
+  sender: party,
+  receiver: party,
+  amount: decimal,
+  nonce: z.number().int().min(0),
+  expiresAt: isoTime,
+  description: z.string().max(4096).optional(),
+});
+
+export const SetupProposalAcceptIntentSchema = z.strictObject({
+  kind: z.literal('setup-proposal-accept'),
+  party,
+  proposalCid: contractId,
+  /** The validator party expected to provide the preapproval, when known. */
+  validator: party.optional(),
+});
+
+export const PreapprovalProposalIntentSchema = z.strictObject({
+  kind: z.literal('preapproval-proposal'),
+  receiver: party,
+  provider: party,
+});
+
+export const AllocationIntentSchema = z.strictObject({
+  kind: z.enum([
+    'allocation-allocate',
+    'allocation-withdraw',
+    'allocation-cancel',
+    'allocation-request-reject',
+    'allocation-request-withdraw',
+  ]),
+  party,
+  /** The allocation / allocation request acted on (not for allocate). */
+  contractId: contractId.optional(),
+  amount: decimal.optional(),
+  instrument: instrument.optional(),
+});
+
+/**
+ * A generic intent for a prepared transaction an operator supplies: the one
+ * root must be exactly this exercise (or create); nothing else may act for the
+ * party except that root's own consequences, which are listed in the report.
+ */
+export const ExerciseIntentSchema = z.strictObject({
+  kind: z.literal('exercise'),
+  party,
+  /** `package-name:Module:Entity` (or `#package-name:Module:Entity`). */
+  template: z.string().min(3),
+  choice: z.string().min(1),
+  contractId,
+});
+
+export const CreateIntentSchema = z.strictObject({
+  kind: z.literal('create'),
+  party,
+  template: z.string().min(3),
+});
+
+export const IntentSchema = z.discriminatedUnion('kind', [
+  TransferIntentSchema,
+  InstructionIntentSchema,
+  PreapprovalSendIntentSchema,
+  SetupProposalAcceptIntentSchema,
+  PreapprovalProposalIntentSchema,
+  AllocationIntentSchema,
+  ExerciseIntentSchema,
+  CreateIntentSchema,
+]);
+export type Intent = z.output<typeof IntentSchema>;
+export type TransferIntent = z.output<typeof TransferIntentSchema>;
+export type PreapprovalSendIntent = z.output<typeof PreapprovalSendIntentSchema>;
+
+/** The party an intent acts for (the one whose key signs). */
+export function actingParty(intent: Intent): string {
+  switch (intent.kind) {
+    case 'transfer':
+    case 'preapproval-send':
+      return intent.sender;
+    case 'preapproval-proposal':
+      return intent.receiver;
+    default:
+      return intent.party;
+  }
+}
+
+/** One reason a transaction does not match an intent. */
+export interface IntentProblem {
+  /** Stable, machine-readable. */
+  reason: IntentProblemReason;
+  /** A sentence for a person. */
+  message: string;
+  /** Node id or field (e.g. `node 0: transfer.amount`), when there is one. */
+  where?: string;
+}
+
+export type IntentProblemReason =
+  | 'act_as_mismatch' // metadata.act_as is not exactly the signing party
+  | 'root_count' // not exactly one root action
+  | 'unrecognised_action' // a root the recogniser does not know (and no generic intent names it)
+  | 'kind_mismatch' // the root is a different kind of action than asked
+  | 'party_mismatch' // sender / receiver / provider / … differs
+  | 'amount_mismatch'
+  | 'instrument_mismatch'
+  | 'deadline_mismatch' // executeBefore / expiresAt differs, or is already past
+  | 'memo_mismatch'
+  | 'inputs_mismatch' // consumed holdings differ from the declared inputs
+  | 'contract_mismatch' // exercised on a different contract
+  | 'transfer_kind_mismatch'
+  | 'nonce_mismatch'
+  | 'unexplained_exercise' // an exercise acting for the party that the action does not explain
+  | 'unexplained_create' // value created for someone the action does not name
+  | 'unexplained_archive'; // a contract of the party consumed that the action does not explain

@@ -1,0 +1,88 @@
+/**
+ * Reading Daml values by record labels for the recogniser: `at(v, 'transfer.amount')`
+ * walks record fields (looking through `Some`), and the typed readers return
+ * the leaf only when it has the expected kind. Nothing here throws.
+ */
+import { isoMicros } from '../hashing/inspect.js';
+import type { Value } from '../hashing/model.js';
+import type { InstrumentId } from './model.js';
+
+function unwrap(v: Value | undefined): Value | undefined {
+  while (v?.kind === 'optional') v = v.value;
+  return v;
+}
+
+/** The value at a dotted label path (records only, optionals looked through); `undefined` if absent. */
+export function at(v: Value | undefined, path: string): Value | undefined {
+  let cur = unwrap(v);
+  if (path === '') return cur;
+  for (const label of path.split('.')) {
+    if (cur?.kind !== 'record') return undefined;
+    cur = unwrap(cur.fields.find((f) => f.label === label)?.value);
+  }
+  return cur;
+}
+
+export function partyAt(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'party' ? x.value : undefined;
+}
+
+export function textAt(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'text' ? x.value : undefined;
+}
+
+export function numericAt(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'numeric' ? x.value : undefined;
+}
+
+export function int64At(v: Value | undefined, path: string): bigint | undefined {
+  const x = at(v, path);
+  return x?.kind === 'int64' ? x.value : undefined;
+}
+
+/** A timestamp as `inspect` prints it (ISO-8601 UTC with microseconds). */
+export function timeAt(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'timestamp' ? isoMicros(x.value) : undefined;
+}
+
+export function contractIdAt(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'contractId' ? x.value : undefined;
+}
+
+/** A list of contract ids; `undefined` unless every element is a contract id. */
+export function contractIdsAt(v: Value | undefined, path: string): string[] | undefined {
+  const x = at(v, path);
+  if (x?.kind !== 'list') return undefined;
+  const out: string[] = [];
+  for (const e of x.elements) {
+    if (e.kind !== 'contractId') return undefined;
+    out.push(e.value);
+  }
+  return out;
+}
+
+/** A token-standard instrument id `{admin: Party, id: Text}`. */
+export function instrumentAt(v: Value | undefined, path: string): InstrumentId | undefined {
+  const admin = partyAt(v, `${path}.admin`);
+  const id = textAt(v, `${path}.id`);
+  return admin !== undefined && id !== undefined ? { admin, id } : undefined;
+}
+
+/** A text entry of a text map (`Metadata.values` style), e.g. `textEntry(v, 'transfer.meta.values', key)`. */
+export function textEntry(v: Value | undefined, path: string, key: string): string | undefined {
+  const m = at(v, path);
+  if (m?.kind !== 'textMap') return undefined;
+  const e = unwrap(m.entries.find((x) => x.key === key)?.value);
+  return e?.kind === 'text' ? e.value : undefined;
+}
+
+/** The constructor of a variant at a path (e.g. a result's `output` tag). */
+export function variantTag(v: Value | undefined, path: string): string | undefined {
+  const x = at(v, path);
+  return x?.kind === 'variant' ? x.constructor : undefined;
+}

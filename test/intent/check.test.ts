@@ -1,0 +1,656 @@
+/**
+ * The intent check (src/intent/check.ts): for every kind the matching intent
+ * passes (real vectors and sandbox builders); then each mismatch is refused
+ * with the right reason — by a wrong intent, or by a transaction tampered with
+ * src/sandbox/tamper.ts or edited as a model and re-encoded.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isoMicros, templateName, valueToJson } from '../../src/hashing/inspect.js';
+import type { DecodedTransaction, NodeBody, PreparedTransaction, Value } from '../../src/hashing/model.js';
+import { checkIntent } from '../../src/intent/check.js';
+import { addDecimals, compareDecimals, decimalEquals } from '../../src/intent/decimal.js';
+import { type Intent, type IntentProblemReason, IntentSchema } from '../../src/intent/model.js';
+import { parseInstantMicros, sameInstant } from '../../src/intent/time.js';
+import { SandboxNetwork } from '../../src/sandbox/network.js';
+import {
+  archiveNode,
+  exerciseNode,
+  ID,
+  PACKAGE_NAME,
+  record,
+  unit,
+} from '../../src/sandbox/prepared/common.js';
+import { tamper } from '../../src/sandbox/tamper.js';
+import {
+  ALICE,
+  BOB,
+  buildAccept,
+  buildPreapprovalSend,
+  buildProposal,
+  buildReject,
+  buildSetupAccept,
+  buildTransfer,
+  buildWithdraw,
+  CAROL,
+  DSO,
+  decoded,
+  EXECUTE_BEFORE,
+  existing,
+  graft,
+  INSTRUCTION_CID,
+  PREAPPROVAL_CID,
+  realFiles,
+  realVector,
+  SEND_EXPIRES,
+  SETUP_CID,
+  VALIDATOR,
+} from './fixtures.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: plain JSON navigation in the independent reader
+type J = any;
+const REASON = 'splice.lfdecentralizedtrust.org/reason';
+
+const reasons = (tx: DecodedTransaction, intent: Intent): IntentProblemReason[] =>
+  checkIntent(tx, IntentSchema.parse(intent)).problems.map((p) => p.reason);
+
+/** The intent a caller would give for a real vector, read from its JSON by plain property access. */
+function intentForVector(tx: DecodedTransaction): Intent {
+  const root = tx.nodeById.get(tx.transaction.roots[0]!)!;
+  const party = tx.metadata.submitterInfo.actAs[0]!;
+  if (root.type === 'create') {
+    const arg: J = valueToJson(root.argument);
+    if (root.templateId.entityName === 'TransferPreapprovalProposal')
+      return { kind: 'preapproval-proposal', receiver: arg.receiver, provider: arg.provider };
+    return { kind: 'create', party, template: templateName(root.packageName, root.templateId) };
+  }
+  if (root.type !== 'exercise') throw new Error('unexpected root');
+  const arg: J = valueToJson(root.chosenValue);
+  const input = (cid: string): J => {
+    const ic = tx.metadata.inputContracts.find((c) => c.contract.contractId === cid);
+    return ic && valueToJson(ic.contract.argument);
+  };
+  switch (root.choiceId) {
+    case 'TransferFactory_Transfer': {
+      const t = arg.transfer;
+      const memo = t.meta.values[REASON];
+      return {
+        kind: 'transfer',
+        sender: t.sender,
+        receiver: t.receiver,
+        amount: t.amount,
+        instrument: t.instrumentId,
+        ...(memo === undefined ? {} : { memo }),
+        executeBefore: t.executeBefore,
+        inputs: t.inputHoldingCids,
+      };
+    }
+    case 'TransferInstruction_Accept':
+      return { kind: 'transfer-instruction-accept', party, instructionCid: root.contractId };
+    case 'TransferInstruction_Reject':
+      return { kind: 'transfer-instruction-reject', party, instructionCid: root.contractId };
+    case 'TransferInstruction_Withdraw':
+      return { kind: 'transfer-instruction-withdraw', party, instructionCid: root.contractId };
+    case 'ExternalPartySetupProposal_Accept':
+      return {
+        kind: 'setup-proposal-accept',
+        party,
+        proposalCid: root.contractId,
+        validator: input(root.contractId).validator,
+      };
+    case 'AllocationFactory_Allocate':
+      return {
+        kind: 'allocation-allocate',
+        party,
+        amount: arg.allocation.transferLeg.amount,
+        instrument: arg.allocation.transferLeg.instrumentId,
+      };
+    case 'Allocation_Withdraw':
+      return {
+        kind: 'allocation-withdraw',
+        party,
+        contractId: root.contractId,
+        amount: input(root.contractId).allocation.transferLeg.amount,
+      };
+    case 'AllocationRequest_Reject':
+      return { kind: 'allocation-request-reject', party, contractId: root.contractId };
+    default:
+      return {
+        kind: 'exercise',
+        party,
+        template: `#${templateName(root.packageName, root.templateId)}`,
+        choice: root.choiceId,
+        contractId: root.contractId,
+      };
+  }
+}
+
+describe('checkIntent: the matching intent passes', () => {
+  for (const file of realFiles)
+    it(`real vector ${file}`, () => {
+      const tx = realVector(file);
+      const r = checkIntent(tx, IntentSchema.parse(intentForVector(tx)));
+      expect(r.problems).toEqual([]);
+      expect(r.actions).toHaveLength(1);
+    });
+
+  const transferIntent = (o: Partial<Intent & { kind: 'transfer' }> = {}): Intent => ({
+    kind: 'transfer',
+    sender: ALICE,
+    receiver: BOB,
+    amount: '7.25',
+    instrument: { admin: DSO, id: 'Amulet' },
+    memo: 'invoice 42',
+    executeBefore: isoMicros(EXECUTE_BEFORE),
+    inputs: [existing('h0')],
+    ...o,
+  });
+
+  it('sandbox direct and two-step transfers, with every optional field', () => {
+    expect(reasons(decoded(buildTransfer('direct')), transferIntent({ transferKind: 'direct' }))).toEqual([]);
+    expect(reasons(decoded(buildTransfer('twoStep')), transferIntent({ transferKind: 'offer' }))).toEqual([]);
+    // Optional fields left out: nothing more is checked, and a memo in the transaction is fine.
+    const bare: Intent = {
+      kind: 'transfer',
+      sender: ALICE,
+      receiver: BOB,
+      amount: '7.25',
+      instrument: { admin: DSO, id: 'Amulet' },
+    };
+    expect(reasons(decoded(buildTransfer('direct')), bare)).toEqual([]);
+  });
+
+  it('equal values written differently pass: amount scale, instant offset', () => {
+    const tx = decoded(buildTransfer('direct', { amount: '12.5' }));
+    const later = new Date(Number(EXECUTE_BEFORE / 1000n) + 3_600_000).toISOString().slice(0, 19);
+    expect(reasons(tx, transferIntent({ amount: '12.5000000000', executeBefore: `${later}+01:00` }))).toEqual(
+      [],
+    );
+    expect(reasons(tx, transferIntent({ amount: '12.50' }))).toEqual([]);
+  });
+
+  it('sandbox instruction accept / reject / withdraw', () => {
+    expect(
+      reasons(decoded(buildAccept()), {
+        kind: 'transfer-instruction-accept',
+        party: BOB,
+        instructionCid: INSTRUCTION_CID,
+      }),
+    ).toEqual([]);
+    expect(
+      reasons(decoded(buildReject()), {
+        kind: 'transfer-instruction-reject',
+        party: BOB,
+        instructionCid: INSTRUCTION_CID,
+      }),
+    ).toEqual([]);
+    expect(
+      reasons(decoded(buildWithdraw()), {
+        kind: 'transfer-instruction-withdraw',
+        party: ALICE,
+        instructionCid: INSTRUCTION_CID,
+      }),
+    ).toEqual([]);
+  });
+
+  it('sandbox preapproval send, setup acceptance and preapproval proposal', () => {
+    const send: Intent = {
+      kind: 'preapproval-send',
+      sender: ALICE,
+      receiver: BOB,
+      amount: '3.5',
+      nonce: 4,
+      expiresAt: isoMicros(SEND_EXPIRES),
+      description: 'rent',
+    };
+    expect(reasons(decoded(buildPreapprovalSend()), send)).toEqual([]);
+    expect(
+      reasons(decoded(buildSetupAccept()), {
+        kind: 'setup-proposal-accept',
+        party: ALICE,
+        proposalCid: SETUP_CID,
+        validator: VALIDATOR,
+      }),
+    ).toEqual([]);
+    expect(
+      reasons(decoded(buildProposal()), { kind: 'preapproval-proposal', receiver: BOB, provider: VALIDATOR }),
+    ).toEqual([]);
+  });
+});
+
+// ---- refusals ---------------------------------------------------------------------------------------
+
+const net = new SandboxNetwork({ seed: 'intent-check' });
+
+const TRANSFER: Intent = {
+  kind: 'transfer',
+  sender: ALICE,
+  receiver: BOB,
+  amount: '7.25',
+  instrument: { admin: DSO, id: 'Amulet' },
+  memo: 'invoice 42',
+  executeBefore: isoMicros(EXECUTE_BEFORE),
+  inputs: [existing('h0')],
+};
+const withT = (o: Record<string, unknown>): Intent => ({ ...TRANSFER, ...o }) as Intent;
+const direct = () => buildTransfer('direct');
+
+/** Replaces every value `f` maps (depth first) in every node's argument / chosen value. */
+function mapValues(p: PreparedTransaction, f: (v: Value) => Value | undefined): PreparedTransaction {
+  const walk = (v: Value): Value => {
+    const r = f(v);
+    if (r) return r;
+    switch (v.kind) {
+      case 'record':
+        return { ...v, fields: v.fields.map((x) => ({ label: x.label, value: walk(x.value) })) };
+      case 'optional':
+        return v.value === undefined ? v : { kind: 'optional', value: walk(v.value) };
+      case 'list':
+        return { kind: 'list', elements: v.elements.map(walk) };
+      case 'variant':
+        return { ...v, value: walk(v.value) };
+      case 'textMap':
+        return { kind: 'textMap', entries: v.entries.map((e) => ({ key: e.key, value: walk(e.value) })) };
+      default:
+        return v;
+    }
+  };
+  const nodes = p.transaction.nodes.map(({ nodeId, node }) => ({
+    nodeId,
+    node:
+      node.type === 'exercise'
+        ? { ...node, chosenValue: walk(node.chosenValue) }
+        : node.type === 'create'
+          ? { ...node, argument: walk(node.argument) }
+          : node,
+  }));
+  return { ...p, transaction: { ...p.transaction, nodes } };
+}
+
+describe('checkIntent: each mismatch is refused with its reason', () => {
+  it('wrong receiver in the intent, and a transaction tampered to pay mallory', () => {
+    const r = checkIntent(decoded(direct()), withT({ receiver: CAROL }));
+    expect(r.problems.map((p) => p.reason)).toContain('party_mismatch');
+    const msg = r.problems.find((p) => p.reason === 'party_mismatch')!.message;
+    expect(msg).toBe(`receiver is ${BOB} but the intent says ${CAROL}.`);
+    // CAROL owns none of the created holdings; BOB (not in the intent) does.
+    expect(r.problems.map((p) => p.reason)).toContain('unexplained_create');
+
+    for (const mode of ['direct', 'twoStep'] as const) {
+      const tampered = decoded(tamper(net, buildTransfer(mode), 'receiver'));
+      const rs = reasons(tampered, TRANSFER);
+      expect(rs).toContain('party_mismatch');
+      if (mode === 'direct') expect(rs).toContain('unexplained_create');
+    }
+  });
+
+  it('wrong amount in the intent, and a tampered amount', () => {
+    expect(reasons(decoded(direct()), withT({ amount: '7.26' }))).toContain('amount_mismatch');
+    const r = checkIntent(decoded(tamper(net, direct(), 'amount')), TRANSFER);
+    expect(r.problems.map((p) => p.reason)).toContain('amount_mismatch');
+    expect(r.problems.find((p) => p.reason === 'amount_mismatch')!.message).toMatch(
+      /^amount is 72\.5\d* but the intent says 7\.25\.$/,
+    );
+  });
+
+  it('the receiver is credited less than the declared amount (direct transfer)', () => {
+    // Only the receiver's created Amulet changes; the factory argument still says 7.25.
+    const p = direct();
+    const nodes = p.transaction.nodes.map((n) => {
+      if (n.node.type !== 'create') return n;
+      const arg = valueToJson(n.node.argument) as J;
+      if (arg.owner !== BOB) return n;
+      const lower = mapValues({ ...p, transaction: { ...p.transaction, nodes: [n] } }, (x) =>
+        x.kind === 'numeric' && x.value === '7.2500000000'
+          ? { kind: 'numeric', value: '7.2400000000' }
+          : undefined,
+      );
+      return lower.transaction.nodes[0]!;
+    });
+    const r = checkIntent(decoded({ ...p, transaction: { ...p.transaction, nodes } }), TRANSFER);
+    expect(r.problems).toEqual([
+      {
+        reason: 'amount_mismatch',
+        message: `the direct transfer creates 7.2400000000 for ${BOB} but the intent says 7.25.`,
+        where: 'node 0: receiver holdings',
+      },
+    ]);
+  });
+
+  it('wrong instrument in the intent, and an instrument changed in the transaction', () => {
+    expect(reasons(decoded(direct()), withT({ instrument: { admin: DSO, id: 'Bitcoin' } }))).toEqual([
+      'instrument_mismatch',
+    ]);
+    expect(reasons(decoded(direct()), withT({ instrument: { admin: CAROL, id: 'Amulet' } }))).toEqual([
+      'instrument_mismatch',
+    ]);
+    const changed = mapValues(direct(), (v) =>
+      v.kind === 'text' && v.value === 'Amulet' ? { kind: 'text', value: 'Amulet2' } : undefined,
+    );
+    expect(reasons(decoded(changed), TRANSFER)).toEqual(['instrument_mismatch']);
+  });
+
+  it('wrong memo; no memo in the intent is fine', () => {
+    expect(reasons(decoded(direct()), withT({ memo: 'invoice 43' }))).toEqual(['memo_mismatch']);
+    const { memo: _, ...noMemo } = TRANSFER as Intent & { kind: 'transfer' };
+    expect(reasons(decoded(direct()), noMemo)).toEqual([]);
+  });
+
+  it('wrong executeBefore (one microsecond later)', () => {
+    expect(reasons(decoded(direct()), withT({ executeBefore: isoMicros(EXECUTE_BEFORE + 1n) }))).toEqual([
+      'deadline_mismatch',
+    ]);
+  });
+
+  it('wrong inputs (different, fewer, more)', () => {
+    expect(reasons(decoded(direct()), withT({ inputs: [existing('other')] }))).toContain('inputs_mismatch');
+    expect(reasons(decoded(direct()), withT({ inputs: [existing('h0'), existing('h1')] }))).toContain(
+      'inputs_mismatch',
+    );
+    const two = decoded(buildTransfer('twoStep', { inputs: ['10', '10'] }));
+    expect(reasons(two, withT({ inputs: [existing('h1')] }))).toContain('inputs_mismatch');
+    expect(reasons(two, withT({ inputs: [existing('h1'), existing('h0')] }))).toEqual([]);
+  });
+
+  it('wrong transfer kind', () => {
+    expect(reasons(decoded(direct()), withT({ transferKind: 'offer' }))).toEqual(['transfer_kind_mismatch']);
+    expect(reasons(decoded(buildTransfer('twoStep')), withT({ transferKind: 'direct' }))).toEqual([
+      'transfer_kind_mismatch',
+    ]);
+  });
+
+  it('wrong nonce, expiry, receiver and description of a preapproval send', () => {
+    const send: Intent = {
+      kind: 'preapproval-send',
+      sender: ALICE,
+      receiver: BOB,
+      amount: '3.5',
+      nonce: 4,
+      expiresAt: isoMicros(SEND_EXPIRES),
+      description: 'rent',
+    };
+    const tx = decoded(buildPreapprovalSend());
+    expect(reasons(tx, { ...send, nonce: 5 })).toEqual(['nonce_mismatch']);
+    expect(reasons(tx, { ...send, expiresAt: isoMicros(SEND_EXPIRES - 1n) })).toEqual(['deadline_mismatch']);
+    expect(reasons(tx, { ...send, receiver: CAROL })).toEqual(['party_mismatch']);
+    expect(reasons(tx, { ...send, description: 'food' })).toEqual(['memo_mismatch']);
+    expect(reasons(decoded(tamper(net, buildPreapprovalSend(), 'amount')), send)).toEqual([
+      'amount_mismatch',
+    ]);
+  });
+
+  it('wrong contract id (instruction, proposal, generic exercise)', () => {
+    const other = existing('another instruction');
+    const r = checkIntent(decoded(buildAccept()), {
+      kind: 'transfer-instruction-accept',
+      party: BOB,
+      instructionCid: other,
+    });
+    expect(r.problems).toEqual([
+      {
+        reason: 'contract_mismatch',
+        message: `the transaction acts on transfer instruction ${INSTRUCTION_CID} but the intent says ${other}.`,
+        where: 'node 0: contract',
+      },
+    ]);
+    expect(
+      reasons(decoded(buildSetupAccept()), {
+        kind: 'setup-proposal-accept',
+        party: ALICE,
+        proposalCid: other,
+      }),
+    ).toEqual(['contract_mismatch']);
+    const cosign = realVector('v2_bitgo_cosigndelegationacceptprepareresponse.json');
+    const intent = intentForVector(cosign) as Intent & { kind: 'exercise' };
+    expect(reasons(cosign, { ...intent, contractId: other })).toEqual(['contract_mismatch']);
+    expect(reasons(cosign, { ...intent, choice: 'CosigningDelegationProposal_Reject' })).toEqual([
+      'kind_mismatch',
+    ]);
+    expect(
+      reasons(cosign, { ...intent, template: 'other-pkg:TW.Operator.V1.Cosign:CosigningDelegationProposal' }),
+    ).toEqual(['kind_mismatch']);
+    expect(
+      reasons(cosign, { ...intent, template: 'TW.Operator.V1.Cosign:CosigningDelegationProposal' }),
+    ).toEqual([]);
+  });
+
+  it('the wrong party for an instruction: only the receiver accepts, only the sender withdraws', () => {
+    // Signed for ALICE (the sender) but an accept: the root acts as BOB, and ALICE is not the receiver.
+    const accept = decoded(buildAccept());
+    expect(
+      reasons(accept, { kind: 'transfer-instruction-accept', party: ALICE, instructionCid: INSTRUCTION_CID }),
+    ).toEqual(['act_as_mismatch', 'party_mismatch', 'party_mismatch']);
+  });
+
+  it('act_as other than exactly the signing party', () => {
+    const p = direct();
+    const both = {
+      ...p,
+      metadata: { ...p.metadata, submitterInfo: { ...p.metadata.submitterInfo, actAs: [ALICE, BOB].sort() } },
+    };
+    const r = checkIntent(decoded(both), TRANSFER);
+    expect(r.problems.map((x) => x.reason)).toEqual(['act_as_mismatch']);
+    expect(r.problems[0]!.message).toContain(BOB);
+    const other = {
+      ...p,
+      metadata: { ...p.metadata, submitterInfo: { ...p.metadata.submitterInfo, actAs: [CAROL] } },
+    };
+    expect(reasons(decoded(other), TRANSFER)).toEqual(['act_as_mismatch']);
+  });
+
+  it('an extra root node is refused and named', () => {
+    const tampered = decoded(tamper(net, direct(), 'extraRoot'));
+    const extra = tampered.transaction.roots[1]!;
+    const r = checkIntent(tampered, TRANSFER);
+    const rc = r.problems.filter((p) => p.reason === 'root_count');
+    expect(rc).toHaveLength(1);
+    expect(rc[0]!.where).toBe(`node ${extra}`);
+    expect(rc[0]!.message).toContain(
+      `node ${extra} is an extra root action (a create of splice-amulet:Splice.Amulet:Amulet)`,
+    );
+    // The extra amulet is for mallory: also an unexplained holding.
+    expect(r.problems.map((p) => p.reason)).toContain('unexplained_create');
+    expect(r.actions).toHaveLength(2);
+  });
+
+  it('the wrong kind of action', () => {
+    expect(
+      reasons(decoded(direct()), {
+        kind: 'transfer-instruction-accept',
+        party: ALICE,
+        instructionCid: INSTRUCTION_CID,
+      }),
+    ).toContain('kind_mismatch');
+    const cosign = realVector('v2_bitgo_cosigndelegationacceptprepareresponse.json');
+    const party = cosign.metadata.submitterInfo.actAs[0]!;
+    expect(reasons(cosign, { ...TRANSFER, sender: party } as Intent)).toEqual(['unrecognised_action']);
+    // A recognised transfer cannot be signed under a generic exercise intent.
+    const root = decoded(direct()).nodeById.get('0') as NodeBody & { type: 'exercise' };
+    expect(
+      reasons(decoded(direct()), {
+        kind: 'exercise',
+        party: ALICE,
+        template: templateName(root.packageName, root.templateId),
+        choice: root.choiceId,
+        contractId: root.contractId,
+      }),
+    ).toContain('kind_mismatch');
+  });
+
+  const rulesRef = {
+    contractId: existing('rules'),
+    packageName: PACKAGE_NAME.amulet,
+    templateId: ID.amuletRules,
+    signatories: [DSO],
+    stakeholders: [DSO],
+  };
+
+  it('an unexplained exercise acting for the party, grafted into the subtree', () => {
+    const steal = exerciseNode(rulesRef, {
+      actingParties: [ALICE],
+      choiceId: 'AmuletRules_DevNet_Tap',
+      chosenValue: record(undefined, []),
+      consuming: false,
+      children: [],
+      exerciseResult: unit,
+    });
+    const p = graft(direct(), '0', steal);
+    const r = checkIntent(decoded(p), TRANSFER);
+    const id = String(p.transaction.nodes.length - 1);
+    expect(r.problems).toEqual([
+      {
+        reason: 'unexplained_exercise',
+        message: `node ${id} exercises AmuletRules_DevNet_Tap on splice-amulet:Splice.AmuletRules:AmuletRules acting for ${ALICE}, which a transfer does not explain.`,
+        where: `node ${id}`,
+      },
+    ]);
+    // The same exercise acting only for someone else is not the party's business.
+    const theirs = graft(direct(), '0', { ...steal, actingParties: [DSO] });
+    expect(reasons(decoded(theirs), TRANSFER)).toEqual([]);
+  });
+
+  it('an unexplained archive of a holding not among the declared inputs', () => {
+    const victim = {
+      contractId: existing('savings'),
+      packageName: PACKAGE_NAME.amulet,
+      templateId: ID.amulet,
+      signatories: [ALICE, DSO],
+      stakeholders: [ALICE, DSO],
+    };
+    const p = graft(direct(), '0', archiveNode(victim, [ALICE, DSO]));
+    const r = checkIntent(decoded(p), TRANSFER);
+    expect(r.problems.map((x) => x.reason)).toEqual(['unexplained_archive']);
+    expect(r.problems[0]!.message).toContain(existing('savings'));
+    // Archiving a declared input is what a transfer does.
+    const ok = graft(direct(), '0', archiveNode({ ...victim, contractId: existing('h0') }, [ALICE, DSO]));
+    expect(reasons(decoded(ok), TRANSFER)).toEqual([]);
+    // An accept may not archive the receiver's own holdings either.
+    const acc = graft(
+      buildAccept(),
+      '0',
+      archiveNode({ ...victim, signatories: [BOB, DSO], stakeholders: [BOB, DSO] }, [BOB, DSO]),
+    );
+    expect(
+      reasons(decoded(acc), {
+        kind: 'transfer-instruction-accept',
+        party: BOB,
+        instructionCid: INSTRUCTION_CID,
+      }),
+    ).toEqual(['unexplained_archive']);
+  });
+
+  it('a generic exercise may not hide a value-moving exercise for the party', () => {
+    const cosign = realVector('v2_bitgo_cosigndelegationacceptprepareresponse.json');
+    const intent = intentForVector(cosign);
+    const party = cosign.metadata.submitterInfo.actAs[0]!;
+    const send = exerciseNode(
+      {
+        contractId: PREAPPROVAL_CID,
+        packageName: PACKAGE_NAME.amulet,
+        templateId: ID.transferPreapproval,
+        signatories: [DSO],
+        stakeholders: [DSO],
+      },
+      {
+        actingParties: [party],
+        choiceId: 'TransferPreapproval_Send',
+        chosenValue: record(undefined, []),
+        consuming: false,
+        children: [],
+      },
+    );
+    const model: PreparedTransaction = { transaction: cosign.transaction, metadata: cosign.metadata };
+    const grafted = decoded(graft(model, cosign.transaction.roots[0]!, send));
+    expect(reasons(grafted, intent)).toEqual(['unexplained_exercise']);
+    // Any other consequence of the root is its own business.
+    const benign = decoded(
+      graft(model, cosign.transaction.roots[0]!, { ...send, choiceId: 'TransferPreapproval_Renew' }),
+    );
+    expect(reasons(benign, intent)).toEqual([]);
+  });
+
+  it('a generic create must be of the named template and signed by the party', () => {
+    const ping = realVector('v2_canton_network_wallet_sdk_utils_ping.json');
+    const intent = intentForVector(ping) as Intent & { kind: 'create' };
+    expect(reasons(ping, { ...intent, template: `#${intent.template.replace(/:Ping$/, ':Pong')}` })).toEqual([
+      'kind_mismatch',
+    ]);
+    expect(reasons(ping, { ...intent, party: CAROL })).toEqual(['act_as_mismatch', 'party_mismatch']);
+  });
+
+  it('reports every problem at once', () => {
+    const tampered = decoded(tamper(net, direct(), 'receiver'));
+    const rs = reasons(tampered, withT({ amount: '1', memo: 'x', transferKind: 'offer' }));
+    for (const want of [
+      'party_mismatch',
+      'amount_mismatch',
+      'memo_mismatch',
+      'transfer_kind_mismatch',
+      'unexplained_create',
+    ])
+      expect(rs).toContain(want);
+  });
+});
+
+describe('checkIntent: amounts are compared as decimals', () => {
+  const amountArb = fc
+    .tuple(fc.bigInt({ min: 0n, max: 10n ** 12n }), fc.bigInt({ min: 1n, max: 10n ** 10n - 1n }))
+    .map(([whole, frac]) => `${whole}.${frac.toString().padStart(10, '0')}`);
+
+  it('amounts differing in the last decimal are always refused', () => {
+    fc.assert(
+      fc.property(amountArb, fc.boolean(), (amount, up) => {
+        const tx = decoded(buildTransfer('twoStep', { amount, inputs: [`${10n ** 13n}`] }));
+        const units = BigInt(amount.replace('.', '')) + (up ? 1n : -1n);
+        const s = units.toString().padStart(11, '0');
+        const other = `${s.slice(0, -10)}.${s.slice(-10)}`;
+        const rs = reasons(tx, withT({ amount: other, memo: undefined, inputs: undefined }));
+        expect(rs).toEqual(['amount_mismatch']);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('equal amounts written differently always pass', () => {
+    fc.assert(
+      fc.property(amountArb, fc.nat({ max: 10 }), (amount, keep) => {
+        const tx = decoded(buildTransfer('direct', { amount, inputs: [`${10n ** 13n}`] }));
+        // Strip trailing zeros, then pad back to `keep` decimals where that loses nothing.
+        const [w, f] = amount.split('.') as [string, string];
+        const sig = f.replace(/0+$/, '');
+        const frac = sig.padEnd(Math.max(sig.length, keep), '0');
+        const written = `${BigInt(w)}${frac ? `.${frac}` : ''}`;
+        expect(reasons(tx, withT({ amount: written, memo: undefined, inputs: undefined }))).toEqual([]);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('instants and decimals', () => {
+  it('parses ISO instants exactly, with offsets, and refuses what has no exact microsecond', () => {
+    expect(parseInstantMicros('1970-01-01T00:00:00Z')).toBe(0n);
+    expect(parseInstantMicros('1970-01-01T01:00:00.000001+01:00')).toBe(1n);
+    // Year 50, not 1950.
+    expect(parseInstantMicros('0050-01-01T00:00:00Z')! < parseInstantMicros('1000-01-01T00:00:00Z')!).toBe(
+      true,
+    );
+    expect(parseInstantMicros('2026-02-30T00:00:00Z')).toBeUndefined();
+    expect(parseInstantMicros('2026-02-03T00:00:00.0000001Z')).toBeUndefined();
+    expect(parseInstantMicros('2026-02-03T00:00:00')).toBeUndefined();
+    expect(sameInstant(isoMicros(EXECUTE_BEFORE), isoMicros(EXECUTE_BEFORE))).toBe(true);
+    expect(parseInstantMicros(isoMicros(EXECUTE_BEFORE))).toBe(EXECUTE_BEFORE);
+  });
+
+  it('adds and compares decimals exactly', () => {
+    expect(addDecimals(['0.1', '0.2'])).toBe('0.3');
+    expect(addDecimals(['999999999999999999.9999999999', '0.0000000001'])).toBe(
+      '1000000000000000000.0000000000',
+    );
+    expect(addDecimals([])).toBe('0');
+    expect(decimalEquals('12.5', '12.5000000000')).toBe(true);
+    expect(decimalEquals('12.5', '12.5000000001')).toBe(false);
+    expect(compareDecimals('1e3', '1000')).toBeUndefined();
+    expect(compareDecimals('-1.5', '1')).toBe(-1);
+  });
+});
