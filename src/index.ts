@@ -10,6 +10,34 @@ export { LedgerApiClient } from './canton/ledger-api/client.js';
 export { ScanClient } from './canton/scan/client.js';
 export { ValidatorClient } from './canton/validator/client.js';
 export { RegistryClient } from './canton/validator/registry.js';
+export { partyBalance } from './flows/balance.js';
+export { type FlowContext, partyOf } from './flows/context.js';
+export { listHoldings, selectInputs } from './flows/holdings.js';
+export { type LedgerOutcome, ledgerFlow } from './flows/ledger.js';
+export { mergeHoldings } from './flows/merge.js';
+export { resolveParty } from './flows/names.js';
+export { acceptOffer, listOffers, rejectOffer, withdrawOffer } from './flows/offers.js';
+export { onboardViaLedgerApi, onboardViaValidator, showParty } from './flows/onboard.js';
+export {
+  type Flow,
+  type FlowResult,
+  type PipelineOptions,
+  type PreparedInput,
+  runFlow,
+  type SignedTransaction,
+  type SigningParty,
+  signAndVerify,
+  signVerified,
+  type Verified,
+  verifyPrepared,
+} from './flows/pipeline.js';
+export { sendViaPreapproval, trackSend } from './flows/preapproval-send.js';
+export { watchPreapprovals } from './flows/preapproval-watch.js';
+export { isRefusal, Refusal, type RefusalReason } from './flows/refusal.js';
+export { acceptSetupProposal } from './flows/setup-accept.js';
+export { signAndExecute, verifyOnly } from './flows/sign-execute.js';
+export { transfer } from './flows/transfer.js';
+export { type ExecutionWindow, executionWindow } from './flows/window.js';
 export {
   cantonHash,
   fingerprint,
@@ -49,8 +77,21 @@ export {
   PREPARED_SUBMISSION_PURPOSE,
   SCHEMES,
 } from './hashing/transaction-hash.js';
+export { checkIntent } from './intent/check.js';
+export {
+  type ActionKind,
+  type Intent,
+  type IntentProblem,
+  IntentSchema,
+  type RecognisedAction,
+} from './intent/model.js';
+export { recogniseActions } from './intent/recognise.js';
+export { checkTopology } from './intent/topology.js';
 export { type BackendKind, KeyError, type KeyErrorCode } from './keys/backend.js';
 export { openSigner, type SignerConfig } from './keys/config.js';
 export { FileBackend } from './keys/file-backend.js';
 export { KEY_SCHEMES, type KeyScheme, verifySignature } from './keys/schemes.js';
 export { type CantonSignature, type KeyDescription, Signer, type SignOutput } from './keys/signer.js';
+export { allowAll, type PolicyDecision, type PolicyHook, type PolicyRequest } from './policy/hook.js';
+export { FileRecorder, type FlowRecorder, type JournalRecord, MemoryRecorder } from './store/journal.js';
+export { FilePartyBook, MemoryPartyBook, type PartyBook, type PartyRecord } from './store/parties.js';

@@ -10,12 +10,15 @@ import { isCantonApiError, oneLine } from '../canton/errors.js';
 import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
+import { registerFlows } from './flows.js';
 import { registerHash } from './hash.js';
 import { UsageError } from './input.js';
 import { registerInspect } from './inspect.js';
 import { registerKeys } from './keys.js';
 import { CliExit } from './options.js';
+import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
+import { registerTransfer } from './transfer.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -39,7 +42,10 @@ export function buildProgram(): Command {
   registerHash(program);
   registerInspect(program);
   registerKeys(program);
+  registerParty(program);
   registerSandbox(program);
+  registerFlows(program);
+  registerTransfer(program);
   const override = (c: Command): void => {
     c.exitOverride();
     for (const sub of c.commands) override(sub);

@@ -171,8 +171,6 @@ function factoryTransfer(
   if (requestedAt > now) throw interpretationError('requestedAt must be in the past');
   if (executeBefore <= now) throw interpretationError('executeBefore must be in the future');
   if (inputIds.length === 0) throw interpretationError('At least one holding must be provided');
-  if (sender === receiver)
-    throw E.failedToPrepare('The sandbox participant does not interpret self-transfers (holding merges)');
   const ctx = contextValues(arg);
   const roundId = ctx['open-round'];
   const round = net.store.get(roundId ?? '');
@@ -230,6 +228,7 @@ function factoryTransfer(
     executeBefore,
     reason,
   };
+  if (sender === receiver) return tokenStandardTransfer({ ...common, mode: 'self' });
   if (pre)
     return tokenStandardTransfer({
       ...common,

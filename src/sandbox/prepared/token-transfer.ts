@@ -70,7 +70,7 @@ const TX_KIND = 'splice.lfdecentralizedtrust.org/tx-kind';
 export type TokenTransferInput = Envelope & LedgerTimeBounds & TokenTransferFields;
 
 export interface TokenTransferFields {
-  mode: 'direct' | 'twoStep';
+  mode: 'direct' | 'twoStep' | 'self';
   dso: AmuletDso;
   externalPartyAmuletRules: Existing;
   sender: string;
@@ -86,7 +86,7 @@ export interface TokenTransferFields {
 }
 
 export function tokenStandardTransfer(i: TokenTransferInput): PreparedTransaction {
-  return i.mode === 'direct' ? direct(i) : twoStep(i);
+  return i.mode === 'direct' ? direct(i) : i.mode === 'self' ? selfTransfer(i) : twoStep(i);
 }
 
 function holdingInputs(i: TokenTransferInput): InputSpec[] {
@@ -118,10 +118,10 @@ function factoryArg(i: TokenTransferInput, context: Record<string, Value>): Valu
   ]);
 }
 
-function factoryResult(output: Value, changeCid: string): Value {
+function factoryResult(output: Value, changeCid: string | undefined): Value {
   return record(tiType('TransferInstructionResult'), [
     ['output', output],
-    ['senderChangeCids', list([cid(changeCid)])],
+    ['senderChangeCids', list(changeCid === undefined ? [] : [cid(changeCid)])],
     ['meta', metadata()],
   ]);
 }
@@ -344,6 +344,76 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
     ),
     ...amuletRulesTransferNodes(spec),
     instruction,
+  ];
+  return assemble(i, bodies, [
+    amuletRulesInput(d),
+    openRoundInput(d),
+    externalRulesInput(dso, i.externalPartyAmuletRules),
+    ...holdingInputs(i),
+  ]);
+}
+
+/**
+ * `self`: sender = receiver (a holdings merge or split). The factory runs
+ * AmuletRules_Transfer with one output to the sender; the change (inputs minus
+ * amount; no fees in the sandbox) is a second holding only when it is not zero.
+ * Result `…_Completed` with the output as the receiver's holding.
+ */
+function selfTransfer(i: TokenTransferInput): PreparedTransaction {
+  const d = i.dso;
+  const dso = d.dso;
+  // 0 factory; 1 fetch rules; 2 fetch round; 3.. fetch inputs (Holding); then Transfer.
+  const transferAt = 3 + i.inputs.length;
+  const outAt = transferAt + 2 + 2 * i.inputs.length;
+  const outputCid = mintContractId(i.seeds(outAt));
+  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const changeCid = /^0\.0+$/.test(change) ? undefined : mintContractId(i.seeds(outAt + 1));
+  const spec: AmuletTransferSpec = {
+    dso: d,
+    sender: i.sender,
+    provider: i.sender,
+    receiver: i.sender,
+    amount: i.amount,
+    inputs: i.inputs,
+    actingParties: [i.sender],
+    at: transferAt,
+    outputCid,
+    change:
+      changeCid === undefined
+        ? undefined
+        : {
+            contractId: changeCid,
+            argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
+          },
+    outputArgument: amuletRecord(dso, i.sender, i.amount, d.openRound.number, d.holdingFeeRate),
+    extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
+  };
+  const rulesRef = dsoRef(dso, d.amuletRules);
+  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
+    actingParties: [i.sender],
+    interfaceId: ID.transferFactory,
+    choiceId: 'TransferFactory_Transfer',
+    chosenValue: factoryArg(i, {
+      'amulet-rules': anyCid(d.amuletRules.contractId),
+      'open-round': anyCid(d.openRound.contractId),
+    }),
+    consuming: false,
+    children: [1, 2, ...i.inputs.map((_, k) => 3 + k), transferAt],
+    exerciseResult: factoryResult(
+      instructionOutput('TransferInstructionResult_Completed', [
+        ['receiverHoldingCids', list([cid(outputCid)])],
+      ]),
+      changeCid,
+    ),
+  });
+  const bodies: NodeBody[] = [
+    root,
+    fetchNode(rulesRef, [dso]),
+    fetchNode(dsoRef(dso, d.openRound, ID.openMiningRound), [dso]),
+    ...i.inputs.map((h) =>
+      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
+    ),
+    ...amuletRulesTransferNodes(spec),
   ];
   return assemble(i, bodies, [
     amuletRulesInput(d),

@@ -1,0 +1,132 @@
+/**
+ * Generic sign-and-execute: an operator brings a prepared transaction (from
+ * another tool, a participant's prepare answer) and an explicit Intent; the
+ * one pipeline verifies it (hash, intent, window, policy), signs, and the
+ * Ledger API executes it. It cannot be prepared again here (one attempt); an
+ * ambiguous execute is resolved from the completion stream by the command id
+ * the transaction's own metadata carries. `verifyOnly` runs the checks and
+ * signs nothing.
+ */
+import { decodePreparedTransaction } from '../hashing/decode.js';
+import { base64ToBytes } from '../hashing/input.js';
+import type { HashingScheme } from '../hashing/transaction-hash.js';
+import { type Intent, IntentSchema, type RecognisedAction } from '../intent/model.js';
+import { type FlowContext, partyOf } from './context.js';
+import { executeSigned, type LedgerOutcome, lookupCompletion } from './ledger.js';
+import { type Flow, type FlowResult, type PreparedInput, runFlow, verifyPrepared } from './pipeline.js';
+import { Refusal } from './refusal.js';
+import { describeWindow } from './window.js';
+
+export interface SignExecuteRequest {
+  partyId: string;
+  /** Base64 `PreparedTransaction`. */
+  preparedTransaction: string;
+  /** The hash the preparer claims (base64 or hex). */
+  claimedHash: string;
+  scheme: HashingScheme;
+  /** Validated with `IntentSchema`; the error names the field. */
+  intent: unknown;
+  /** When given, must be the command id in the transaction's metadata. */
+  commandId?: string;
+}
+
+export interface VerifyReport {
+  partyId: string;
+  hash: string;
+  scheme: HashingScheme;
+  commandId: string;
+  intent: Intent;
+  actions: RecognisedAction[];
+  window: { earliest?: string; latest: string; latestSource: string };
+}
+
+/** The intent from untrusted JSON, or a refusal naming the field that is wrong. */
+export function parseIntent(raw: unknown): Intent {
+  const r = IntentSchema.safeParse(raw);
+  if (r.success) return r.data;
+  const i = r.error.issues[0];
+  const where = i && i.path.length > 0 ? `intent.${i.path.join('.')}` : 'intent';
+  throw new Refusal('bad_request', `${where}: ${i?.message ?? 'invalid'}`);
+}
+
+async function setUp(ctx: FlowContext, req: SignExecuteRequest) {
+  const intent = parseIntent(req.intent);
+  const party = await partyOf(ctx, req.partyId);
+  const input: PreparedInput = {
+    preparedTransaction: req.preparedTransaction,
+    claimedHash: req.claimedHash,
+    scheme: req.scheme,
+  };
+  return { intent, party, input };
+}
+
+function checkCommandId(req: SignExecuteRequest, inTx: string): void {
+  if (req.commandId !== undefined && req.commandId !== inTx)
+    throw new Refusal(
+      'bad_request',
+      `commandId: the transaction's metadata carries command id ${inTx}, not ${req.commandId}`,
+    );
+}
+
+function metadataCommandId(b64: string): string | undefined {
+  try {
+    return decodePreparedTransaction(base64ToBytes(b64, 'prepared transaction')).metadata.submitterInfo
+      .commandId;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The checks of the pipeline without a signature: what signing this would authorise. */
+export async function verifyOnly(ctx: FlowContext, req: SignExecuteRequest): Promise<VerifyReport> {
+  const { intent, party, input } = await setUp(ctx, req);
+  const v = verifyPrepared('sign-and-execute', input, party, intent, ctx);
+  const commandId = v.tx.metadata.submitterInfo.commandId;
+  checkCommandId(req, commandId);
+  return {
+    partyId: party.partyId,
+    hash: Buffer.from(v.hash).toString('hex'),
+    scheme: v.scheme,
+    commandId,
+    intent,
+    actions: v.actions,
+    window: describeWindow(v.window),
+  };
+}
+
+export async function signAndExecute(
+  ctx: FlowContext,
+  req: SignExecuteRequest,
+): Promise<FlowResult<LedgerOutcome>> {
+  const { intent, party, input } = await setUp(ctx, req);
+  // The command id is read from the transaction the pipeline decoded and signed, never from the caller.
+  let beginExclusive: number | undefined;
+  let commandId: string | undefined;
+  const flow: Flow<LedgerOutcome> = {
+    name: 'sign-and-execute',
+    party,
+    intent,
+    ...(req.commandId !== undefined ? { commandId: req.commandId } : {}),
+    maxAttempts: 1,
+    async prepare() {
+      // A caller's command id that the transaction does not carry is refused before signing
+      // (an undecodable transaction is left to the pipeline, which refuses it as such).
+      const inTx = req.commandId === undefined ? undefined : metadataCommandId(req.preparedTransaction);
+      if (inTx !== undefined) checkCommandId(req, inTx);
+      return input;
+    },
+    async submit(signed) {
+      commandId = signed.tx.metadata.submitterInfo.commandId;
+      beginExclusive = (await ctx.ledger.ledgerEnd()).offset;
+      // A DUPLICATE_COMMAND here means this very transaction was executed before: a rejection.
+      return { ...(await executeSigned(ctx, signed)), commandId };
+    },
+    async resolveAmbiguous(signed) {
+      const id = commandId ?? signed.tx.metadata.submitterInfo.commandId;
+      if (beginExclusive === undefined) return { status: 'unknown' };
+      return lookupCompletion(ctx, { party: party.partyId, commandId: id, beginExclusive });
+    },
+    facts: (r) => ({ commandId: r.commandId, updateId: r.updateId }),
+  };
+  return runFlow(flow, ctx);
+}

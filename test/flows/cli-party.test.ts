@@ -1,0 +1,244 @@
+/**
+ * `canton-signer party …` as a user runs it: the compiled command against an
+ * in-process sandbox (`--sandbox ORIGIN`), keys made with `keys create`, the
+ * keystore and passphrase from the environment, a participant-admin token
+ * for the Ledger API. Onboard on both paths, re-run, list, show (by party id
+ * and by ANS name), balance; refusals exit 1 with one line on stderr.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ansEntryContract } from '../../src/sandbox/amulet.js';
+import { LEDGER_API_USER, VALIDATOR_USER } from '../../src/sandbox/network.js';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'bin', 'canton-signer.js');
+const PASSPHRASE = 'cli-party-passphrase-not-printed';
+const TOKEN = 'cli-party-admin-token-not-printed';
+
+let sb: RunningSandbox;
+let dir: string;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI asynchronously (the sandbox answers from this process). */
+function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CANTON_SIGNER_KEYSTORE: dir,
+        CANTON_SIGNER_PASSPHRASE: PASSPHRASE,
+        CANTON_SIGNER_LEDGER_API_TOKEN: TOKEN,
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      for (const secret of [PASSPHRASE, TOKEN]) {
+        expect(stdout).not.toContain(secret);
+        expect(stderr).not.toContain(secret);
+      }
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const net = () => sb.ctx.net;
+const withSandbox = (...args: string[]) => [...args, '--sandbox', sb.urls.origin];
+
+async function createKey(label: string, scheme: string): Promise<{ fingerprint: string }> {
+  const r = await cli(['keys', 'create', '--label', label, '--scheme', scheme, '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as { fingerprint: string };
+}
+
+let edFp: string;
+let ecFp: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'canton-signer-cli-party-'));
+  sb = await startSandbox({
+    seed: 'cli-party',
+    timers: false,
+    auth: { tokens: { [TOKEN]: VALIDATOR_USER } },
+  });
+  edFp = (await createKey('cli-ed', 'ed25519')).fingerprint;
+  ecFp = (await createKey('cli-ec', 'ecdsa-p256')).fingerprint;
+  // The ANS name of the party the first test onboards (an entry may name a party before it exists).
+  net().commitInternal({
+    archives: [],
+    creates: [
+      ansEntryContract(
+        net().dso,
+        `cli-alice::${edFp}`,
+        'cli-alice.unverified.cns',
+        net().clock.now() + 86_400_000_000n,
+      ),
+    ],
+    commandId: 'cli-party-ans',
+  });
+}, 30_000);
+
+afterAll(async () => {
+  await sb?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('canton-signer party', () => {
+  it('onboard --via validator (Ed25519), then again: idempotent', async () => {
+    const r = await cli(
+      withSandbox(
+        'party',
+        'onboard',
+        '--hint',
+        'cli-alice',
+        '--key',
+        'cli-ed',
+        '--via',
+        'validator',
+        '--json',
+      ),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as {
+      status: string;
+      party: { partyId: string; via: string };
+      signedHashes: string[];
+    };
+    expect(out.status).toBe('new');
+    expect(out.party.partyId).toBe(`cli-alice::${edFp}`);
+    expect(out.party.via).toBe('validator');
+    expect(out.signedHashes).toHaveLength(3);
+    expect(net().parties.get(out.party.partyId)?.keys[0]?.fingerprint).toBe(edFp);
+    expect(net().users.get(LEDGER_API_USER)!.actAs.has(out.party.partyId)).toBe(true);
+
+    const again = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-alice', '--key', 'cli-ed', '--via', 'validator'),
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^status: {7}already onboarded/m);
+    expect(again.stdout).toContain(`party:        cli-alice::${edFp}`);
+  });
+
+  it('onboard through the Ledger API (default) with a P-256 key', async () => {
+    const r = await cli(withSandbox('party', 'onboard', '--hint', 'cli-bob', '--key', 'cli-ec'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^status: {7}onboarded$/m);
+    expect(r.stdout).toContain(`key:          cli-ec (ecdsa-p256, ${ecFp})`);
+    expect(r.stdout).toContain('via:          ledger-api');
+    expect(net().parties.get(`cli-bob::${ecFp}`)?.via).toBe('ledger-api');
+  });
+
+  it('refusals exit 1 with one line: a P-256 key on the validator path', async () => {
+    const r = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-carol', '--key', 'cli-ec', '--via', 'validator'),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /^canton-signer: refused \(bad_request\): the validator onboards Ed25519 keys only/,
+    );
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('--synchronizer with --via validator is a usage error (exit 2)', async () => {
+    const r = await cli(
+      withSandbox(
+        'party',
+        'onboard',
+        '--hint',
+        'x',
+        '--key',
+        'cli-ed',
+        '--via',
+        'validator',
+        '--synchronizer',
+        's',
+      ),
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--synchronizer applies to --via ledger-api only/);
+  });
+
+  it('list shows the party book', async () => {
+    const r = await cli(['party', 'list', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const { parties } = JSON.parse(r.stdout) as { parties: { partyId: string }[] };
+    expect(parties.map((p) => p.partyId).sort()).toEqual([`cli-alice::${edFp}`, `cli-bob::${ecFp}`].sort());
+    const text = await cli(['party', 'list']);
+    expect(text.stdout).toContain(`cli-bob::${ecFp}\tcli-ec\tecdsa-p256\tledger-api`);
+  });
+
+  it('show by party id and by ANS name; an unknown name is refused', async () => {
+    const alice = `cli-alice::${edFp}`;
+    const byId = await cli(withSandbox('party', 'show', alice, '--json'));
+    expect(byId.code, byId.stderr).toBe(0);
+    const v = JSON.parse(byId.stdout) as Record<string, unknown>;
+    expect(v).toMatchObject({
+      partyId: alice,
+      ansName: 'cli-alice.unverified.cns',
+      preapproval: null,
+      notes: [],
+    });
+    expect((v.record as { keyLabel: string }).keyLabel).toBe('cli-ed');
+
+    const byName = await cli(withSandbox('party', 'show', 'cli-alice.unverified.cns'));
+    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.stdout).toContain(`party:        ${alice}`);
+    expect(byName.stdout).toContain('given as:     cli-alice.unverified.cns');
+    expect(byName.stdout).toContain(`hosted:       yes, on ${net().synchronizerId}`);
+    expect(byName.stdout).toContain('preapproval:  (none)');
+
+    const unknown = await cli(withSandbox('party', 'show', 'nobody.unverified.cns'));
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe(
+      'canton-signer: refused (bad_request): no ANS entry named nobody.unverified.cns\n',
+    );
+  });
+
+  it('balance by ANS name: holdings, dust, text and JSON', async () => {
+    const alice = `cli-alice::${edFp}`;
+    net().tap(alice, '100.0');
+    net().tap(alice, '0.5');
+    const r = await cli(withSandbox('party', 'balance', 'cli-alice.unverified.cns', '--json'));
+    expect(r.code, r.stderr).toBe(0);
+    const b = JSON.parse(r.stdout) as {
+      partyId: string;
+      name: string;
+      holdings: { instrument: { id: string }; unlocked: string; count: number }[];
+      dustCount: number;
+    };
+    expect(b.partyId).toBe(alice);
+    expect(b.name).toBe('cli-alice.unverified.cns');
+    expect(b.holdings).toHaveLength(1);
+    expect(b.holdings[0]!.instrument.id).toBe('Amulet');
+    expect(b.holdings[0]!.count).toBe(2);
+    expect(Number(b.holdings[0]!.unlocked)).toBeCloseTo(100.5, 6);
+    expect(b.dustCount).toBe(1);
+    const text = await cli(withSandbox('party', 'balance', alice));
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`party:        ${alice}`);
+    expect(text.stdout).toMatch(
+      /^holding: {6}Amulet \(DSO::1220[0-9a-f]+\): unlocked 100\.5\d*, locked 0\.?\d*, 2 contracts$/m,
+    );
+    expect(text.stdout).toContain('dust:         1 holding');
+  });
+});

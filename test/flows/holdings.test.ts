@@ -1,0 +1,231 @@
+/**
+ * Holdings (src/flows/holdings.ts, balance.ts, merge.ts): the input selection's
+ * properties over random holdings (covers the target, fewest possible, only
+ * unlocked holdings of the instrument, at most 100, exact decimals, refusals
+ * with the numbers), and against the sandbox: the Holding views, the balance
+ * report's totals, dust and warnings, and a merge of 25 holdings into at most
+ * 10 with the total unchanged.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DUST_THRESHOLD, partyBalance } from '../../src/flows/balance.js';
+import {
+  fromUnits,
+  type Holding,
+  listHoldings,
+  MAX_INPUTS,
+  selectInputs,
+  shortAmount,
+  sumUnits,
+  toUnits,
+} from '../../src/flows/holdings.js';
+import { mergeHoldings } from '../../src/flows/merge.js';
+import { Refusal } from '../../src/flows/refusal.js';
+import type { PartyRecord } from '../../src/store/parties.js';
+import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+
+const CC = { admin: 'DSO::1220aa', id: 'Amulet' };
+const OTHER = { admin: 'Issuer::1220bb', id: 'Token' };
+
+/** Random holdings: amounts of up to 10 decimals as scaled integers, some locked, some of another instrument. */
+const holdingArb = fc
+  .record({
+    units: fc.bigInt({ min: 1n, max: 10n ** 14n }),
+    locked: fc.boolean(),
+    other: fc.boolean(),
+  })
+  .map(
+    (x): Omit<Holding, 'cid'> => ({
+      amount: fromUnits(x.units),
+      instrument: x.other ? OTHER : CC,
+      locked: x.locked,
+    }),
+  );
+const holdingsArb = fc
+  .array(holdingArb, { minLength: 0, maxLength: 40 })
+  .map((hs) => hs.map((h, i) => ({ ...h, cid: `00${i.toString(16).padStart(64, '0')}` })));
+
+/** The fewest holdings of `pool` that reach `target` (the k largest). */
+function minimalCount(pool: Holding[], target: bigint): number {
+  const sorted = pool.map((h) => toUnits(h.amount)).sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+  let s = 0n;
+  for (let k = 0; k < sorted.length; k++) {
+    s += sorted[k]!;
+    if (s >= target) return k + 1;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+function refusalOf(f: () => unknown): Refusal {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(Refusal);
+    return e as Refusal;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('decimal units', () => {
+  it('round-trips every Numeric 10 exactly (no floats)', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 28n }), (n) => {
+        expect(toUnits(fromUnits(n))).toBe(n);
+      }),
+    );
+    expect(toUnits('0.1') + toUnits('0.2')).toBe(toUnits('0.3'));
+    expect(fromUnits(toUnits('12.5'))).toBe('12.5000000000');
+    expect(shortAmount('12.5000000000')).toBe('12.5');
+    expect(() => toUnits('1.00000000001')).toThrow(/more than 10 decimals/);
+    expect(() => toUnits('-1')).toThrow(/not a non-negative decimal/);
+    expect(() => toUnits('1e3')).toThrow(Refusal);
+  });
+});
+
+describe('selectInputs', () => {
+  it('covers amount + reserve with the fewest unlocked holdings of the instrument, or refuses with the numbers', () => {
+    fc.assert(
+      fc.property(
+        holdingsArb,
+        fc.bigInt({ min: 1n, max: 2n * 10n ** 15n }),
+        fc.bigInt({ min: 0n, max: 10n ** 12n }),
+        (hs, amountUnits, reserveUnits) => {
+          const amount = fromUnits(amountUnits);
+          const feeReserve = fromUnits(reserveUnits);
+          const pool = hs.filter((h) => !h.locked && h.instrument === CC);
+          const target = amountUnits + reserveUnits;
+          const k = minimalCount(pool, target);
+          if (k === Number.POSITIVE_INFINITY) {
+            const e = refusalOf(() => selectInputs(hs, amount, { feeReserve, instrument: CC }));
+            expect(e.reason).toBe('bad_request');
+            expect(e.message).toMatch(/insufficient funds/);
+            expect(e.details.available).toBe(fromUnits(sumUnits(pool)));
+            expect(e.details.needed).toBe(fromUnits(target));
+            return;
+          }
+          const s = selectInputs(hs, amount, { feeReserve, instrument: CC });
+          expect(s.inputs).toHaveLength(k);
+          expect(new Set(s.inputs.map((h) => h.cid)).size).toBe(k);
+          for (const h of s.inputs) {
+            expect(h.locked).toBe(false);
+            expect(h.instrument).toEqual(CC);
+          }
+          expect(sumUnits(s.inputs) >= target).toBe(true);
+          expect(toUnits(s.total)).toBe(sumUnits(s.inputs));
+          expect(toUnits(s.target)).toBe(target);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('uses small holdings first when the count allows: no chosen holding can be swapped for a smaller unchosen one', () => {
+    fc.assert(
+      fc.property(holdingsArb, fc.bigInt({ min: 1n, max: 10n ** 14n }), (hs, amountUnits) => {
+        const pool = hs.filter((h) => !h.locked && h.instrument === CC);
+        if (minimalCount(pool, amountUnits) === Number.POSITIVE_INFINITY) return;
+        const s = selectInputs(hs, fromUnits(amountUnits), { instrument: CC });
+        const chosen = new Set(s.inputs.map((h) => h.cid));
+        const sum = sumUnits(s.inputs);
+        for (const c of s.inputs)
+          for (const u of pool)
+            if (!chosen.has(u.cid) && toUnits(u.amount) < toUnits(c.amount))
+              expect(sum - toUnits(c.amount) + toUnits(u.amount) < amountUnits).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses when more than 100 inputs would be needed, suggesting a merge', () => {
+    const hs: Holding[] = Array.from({ length: 150 }, (_, i) => ({
+      cid: `00${i.toString(16).padStart(64, '0')}`,
+      amount: '1',
+      instrument: CC,
+      locked: false,
+    }));
+    expect(selectInputs(hs, '100').inputs).toHaveLength(MAX_INPUTS);
+    const e = refusalOf(() => selectInputs(hs, '100.5'));
+    expect(e.message).toMatch(/needs 101 holdings but at most 100/);
+    expect(e.message).toMatch(/merge/);
+    expect(refusalOf(() => selectInputs(hs, '3', { maxInputs: 2 })).details.inputsNeeded).toBe('3');
+    expect(refusalOf(() => selectInputs(hs, '0')).message).toMatch(/must be positive/);
+    expect(refusalOf(() => selectInputs([], '1')).message).toMatch(/insufficient funds/);
+  });
+});
+
+describe('against the sandbox', () => {
+  let env: FlowEnv;
+  let alice: PartyRecord;
+
+  beforeAll(async () => {
+    env = await flowEnv({ seed: 'holdings' });
+    alice = await env.addParty('alice');
+    // 25 holdings: 5 of them dust
+    for (let i = 0; i < 20; i++) env.net.tap(alice.partyId, `${i + 1}.5`);
+    for (let i = 0; i < 5; i++) env.net.tap(alice.partyId, '0.25');
+  });
+  afterAll(async () => env?.close());
+
+  it('lists the Holding views and reports the balance, the dust and a merge warning', async () => {
+    const hs = await listHoldings(env.ctx, alice.partyId);
+    expect(hs).toHaveLength(25);
+    for (const h of hs) expect(h.instrument).toEqual({ admin: env.net.dso, id: 'Amulet' });
+    const expected = fromUnits(20n * toUnits('0.5') + toUnits(String((20 * 21) / 2)) + 5n * toUnits('0.25'));
+    expect(fromUnits(sumUnits(hs))).toBe(expected);
+
+    const b = await partyBalance(env.ctx, alice.partyId);
+    expect(b.holdings).toEqual([
+      {
+        instrument: { admin: env.net.dso, id: 'Amulet' },
+        unlocked: expected,
+        locked: '0.0000000000',
+        count: 25,
+      },
+    ]);
+    expect(DUST_THRESHOLD).toBe('1.0');
+    expect(b.dustCount).toBe(5);
+    expect(b.warnings.join('\n')).toMatch(/25 unlocked .* holdings .*merge/);
+    // The party was not onboarded through the validator: its wallet balance is a warning, not an error.
+    expect(b.validator).toBeUndefined();
+    expect(b.warnings.join('\n')).toMatch(/validator keeps no external-party wallet/);
+  });
+
+  it('merges 25 holdings into at most 10 by self-transfers; the total is unchanged (no fees in the sandbox)', async () => {
+    const before = await listHoldings(env.ctx, alice.partyId);
+    const r = await mergeHoldings(env.ctx, alice.partyId, { threshold: 10 });
+    expect(r.before).toEqual({ count: 25, total: fromUnits(sumUnits(before)) });
+    expect(r.after.count).toBeLessThanOrEqual(10);
+    expect(r.after.total).toBe(r.before.total);
+    expect(r.dustBefore).toBe(5);
+    expect(r.dustAfter).toBe(0); // the smallest go first
+    expect(r.transactions.length).toBeGreaterThan(0);
+    for (const t of r.transactions) {
+      expect(t.kind).toBe('self');
+      expect(t.receiver).toBe(alice.partyId);
+    }
+    const after = await listHoldings(env.ctx, alice.partyId);
+    expect(after).toHaveLength(r.after.count);
+    expect(fromUnits(sumUnits(after))).toBe(r.before.total);
+    const merges = env.journal.records.filter((x) => x.flow === 'holdings-merge' && x.step === 'committed');
+    expect(merges).toHaveLength(r.transactions.length);
+    expect(merges[0]!.intent).toMatchObject({
+      transferKind: 'self',
+      sender: alice.partyId,
+      receiver: alice.partyId,
+    });
+    // Nothing to do the second time.
+    const again = await mergeHoldings(env.ctx, alice.partyId, { threshold: 10 });
+    expect(again.transactions).toEqual([]);
+  });
+
+  it('merges in batches of at most `batch` inputs', async () => {
+    const bob = await env.addParty('bob');
+    for (let i = 0; i < 12; i++) env.net.tap(bob.partyId, '2');
+    const r = await mergeHoldings(env.ctx, bob.partyId, { threshold: 3, batch: 4 });
+    expect(r.after.count).toBeLessThanOrEqual(3);
+    for (const t of r.transactions) expect(t.inputs.length).toBeLessThanOrEqual(4);
+    expect(r.transactions.length).toBeGreaterThan(2);
+    expect(r.after.total).toBe('24.0000000000');
+    await expect(mergeHoldings(env.ctx, bob.partyId, { batch: 1 })).rejects.toThrow(/batch/);
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * ANS names where a party is accepted (src/flows/names.ts) against the
+ * sandbox's AnsEntry contracts: by name through the validator's scan proxy,
+ * with Scan as the fallback when there is no validator or the proxy fails;
+ * party ids untouched; unknown, expired and malformed names refused; the
+ * reverse lookup and `showParty`'s name and preapproval.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { FlowContext } from '../../src/flows/context.js';
+import { isPartyId, nameOfParty, resolveParty } from '../../src/flows/names.js';
+import { showParty } from '../../src/flows/onboard.js';
+import { Refusal } from '../../src/flows/refusal.js';
+import { ansEntryContract, transferPreapprovalContract } from '../../src/sandbox/amulet.js';
+import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+
+let env: FlowEnv;
+let alice: string;
+let bob: string;
+
+beforeAll(async () => {
+  env = await flowEnv({ seed: 'names' });
+  alice = (await env.addParty('alice')).partyId;
+  bob = (await env.addParty('bob')).partyId;
+  const net = env.net;
+  const far = net.clock.now() + 86_400_000_000n;
+  net.commitInternal({
+    archives: [],
+    creates: [
+      ansEntryContract(net.dso, alice, 'alice.unverified.cns', far),
+      ansEntryContract(net.dso, bob, 'bob-old.unverified.cns', net.clock.now() - 1n),
+      transferPreapprovalContract(net.dso, alice, net.validatorParty, net.clock.now()),
+    ],
+    commandId: 'names-test',
+  });
+});
+afterAll(async () => env?.close());
+
+async function refusal(p: Promise<unknown>): Promise<Refusal> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
+  return e as Refusal;
+}
+
+describe('resolveParty', () => {
+  it('returns a party id as is, without asking anyone', async () => {
+    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
+    expect(await resolveParty(env.ctx, alice)).toEqual({ partyId: alice });
+    expect(await resolveParty(env.ctx, ` ${bob} `)).toEqual({ partyId: bob });
+    expect(byName).not.toHaveBeenCalled();
+    byName.mockRestore();
+    expect(isPartyId(alice)).toBe(true);
+    expect(isPartyId('alice.unverified.cns')).toBe(false);
+  });
+
+  it('resolves a name through the validator scan proxy and keeps the name', async () => {
+    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
+    const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
+    expect(await resolveParty(env.ctx, 'alice.unverified.cns')).toEqual({
+      partyId: alice,
+      name: 'alice.unverified.cns',
+    });
+    expect(byName).toHaveBeenCalledTimes(1);
+    expect(fromScan).not.toHaveBeenCalled();
+    expect((await resolveParty(env.ctx, 'dso.cns')).partyId).toBe(env.net.dso);
+    byName.mockRestore();
+    fromScan.mockRestore();
+  });
+
+  it('refuses unknown and expired names', async () => {
+    for (const name of ['nobody.unverified.cns', 'bob-old.unverified.cns']) {
+      const e = await refusal(resolveParty(env.ctx, name));
+      expect(e.reason).toBe('bad_request');
+      expect(e.message).toBe(`no ANS entry named ${name}`);
+    }
+  });
+
+  it('refuses a malformed party id and an empty input', async () => {
+    expect((await refusal(resolveParty(env.ctx, 'alice::notafingerprint'))).message).toMatch(
+      /neither a well-formed party id/,
+    );
+    expect((await refusal(resolveParty(env.ctx, '  '))).reason).toBe('bad_request');
+  });
+
+  it('falls back to Scan without a validator, or when the scan proxy fails', async () => {
+    const { validator: _v, ...noValidator } = env.ctx;
+    expect(await resolveParty(noValidator as FlowContext, 'alice.unverified.cns')).toEqual({
+      partyId: alice,
+      name: 'alice.unverified.cns',
+    });
+    const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
+    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*', times: 1 });
+    expect((await resolveParty(env.ctx, 'alice.unverified.cns')).partyId).toBe(alice);
+    expect(fromScan).toHaveBeenCalledTimes(1);
+    fromScan.mockRestore();
+  });
+
+  it('refuses a name when neither the validator nor Scan is configured', async () => {
+    const { validator: _v, scan: _s, ...none } = env.ctx;
+    const e = await refusal(resolveParty(none as FlowContext, 'alice.unverified.cns'));
+    expect(e.message).toMatch(/needs the validator \(scan proxy\) or Scan/);
+  });
+});
+
+describe('reverse lookup and showParty', () => {
+  it('finds the name of a party, none for a party without one', async () => {
+    expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
+    expect(await nameOfParty(env.ctx, bob)).toBeUndefined();
+  });
+
+  it('shows the book record, hosting, ANS name and preapproval', async () => {
+    const v = await showParty(env.ctx, alice);
+    expect(v.record?.partyId).toBe(alice);
+    expect(v.hosted?.synchronizerId).toBe(env.net.synchronizerId);
+    expect(v.ansName).toBe('alice.unverified.cns');
+    expect(v.preapproval).toMatchObject({ provider: env.net.validatorParty });
+    expect(v.preapproval?.contractId).toMatch(/^[0-9a-f]+/);
+    expect(v.notes).toEqual([]);
+  });
+
+  it('tolerates failing lookups with a note each', async () => {
+    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*' });
+    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan.*' });
+    try {
+      const v = await showParty(env.ctx, bob);
+      expect(v.record?.partyId).toBe(bob);
+      expect(v.ansName).toBeUndefined();
+      expect(v.preapproval).toBeUndefined();
+      expect(v.notes).toHaveLength(2);
+      expect(v.notes[0]).toMatch(/ANS name could not be looked up.*503/);
+      expect(v.notes[1]).toMatch(/transfer preapproval could not be looked up.*503/);
+    } finally {
+      env.sb.ctx.faults.clear();
+    }
+  });
+
+  it('shows a party that is not in the book with a note', async () => {
+    const v = await showParty(env.ctx, env.net.validatorParty);
+    expect(v.record).toBeUndefined();
+    expect(v.notes[0]).toMatch(/is not in this signer's party book/);
+  });
+});

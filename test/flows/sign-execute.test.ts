@@ -1,0 +1,227 @@
+/**
+ * Generic sign-and-execute with a prepared transaction from the sandbox
+ * Ledger API (a TransferPreapprovalProposal create): with the right intent it
+ * is signed once and executed; with an intent naming another template, choice,
+ * contract or provider it is refused as intent_mismatch with no signature;
+ * verify-only signs nothing; a caller's command id must be the transaction's;
+ * a lost execute answer is resolved from completions by the metadata's
+ * command id; the same transaction twice is a definite rejection.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Refusal } from '../../src/flows/refusal.js';
+import { signAndExecute, verifyOnly } from '../../src/flows/sign-execute.js';
+import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
+import { str } from '../../src/sandbox/ledger/value-json.js';
+import type { PartyRecord } from '../../src/store/parties.js';
+import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+
+let env: FlowEnv;
+let alice: PartyRecord;
+let bob: PartyRecord;
+
+beforeAll(async () => {
+  env = await flowEnv({ seed: 'sign-execute' });
+  alice = await env.addParty('alice');
+  bob = await env.addParty('bob', { scheme: 'ecdsa-p256' });
+});
+afterAll(async () => env?.close());
+beforeEach(() => {
+  vi.restoreAllMocks();
+  env.journal.records.length = 0;
+  env.sb.ctx.faults.clear();
+});
+
+const TEMPLATE = '#splice-wallet:Splice.Wallet.TransferPreapproval:TransferPreapprovalProposal';
+
+/** A proposal create prepared by the participant for `p`, naming `provider`. */
+async function prepareProposal(p: PartyRecord, provider: string, commandId = randomUUID()) {
+  const res = await env.ledger.prepare({
+    userId: env.ctx.userId,
+    commandId,
+    actAs: [p.partyId],
+    synchronizerId: env.net.synchronizerId,
+    commands: [
+      {
+        CreateCommand: {
+          templateId: TEMPLATE,
+          createArguments: { receiver: p.partyId, provider, expectedDso: env.net.dso },
+        },
+      },
+    ],
+  });
+  return {
+    commandId,
+    preparedTransaction: res.preparedTransaction,
+    claimedHash: res.preparedTransactionHash,
+    scheme: 'v2' as const,
+  };
+}
+
+const proposalsFor = (p: PartyRecord) =>
+  env.net.store
+    .activeContracts('TransferPreapprovalProposal')
+    .filter((c) => str(c.argument, 'receiver') === p.partyId);
+
+async function refusal(p: Promise<unknown>): Promise<Refusal> {
+  const e = await p.then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(Refusal);
+  return e as Refusal;
+}
+
+describe('signAndExecute', () => {
+  it('executes a supplied transaction whose intent matches; one signature', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const sign = vi.spyOn(env.signer, 'sign');
+    const r = await signAndExecute(env.ctx, {
+      partyId: alice.partyId,
+      ...prep,
+      intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+      commandId: prep.commandId,
+    });
+    expect(sign).toHaveBeenCalledTimes(1);
+    expect(r.outcome).toBe('committed');
+    expect(r.attempts).toBe(1);
+    expect(r.result.commandId).toBe(prep.commandId);
+    expect(r.result.updateId).toMatch(/^1220[0-9a-f]{64}$/);
+    expect(r.hash).toBe(bytesToHex(base64ToBytes(prep.claimedHash)));
+    expect(proposalsFor(alice)).toHaveLength(1);
+    expect(str(proposalsFor(alice)[0]!.argument, 'provider')).toBe(bob.partyId);
+    expect(env.journal.steps()).toEqual(['signed', 'submitted', 'committed']);
+  });
+
+  it.each([
+    [
+      'another template',
+      { kind: 'create', template: '#splice-amulet:Splice.Amulet:Amulet' },
+      'kind_mismatch',
+    ],
+    [
+      'an exercise',
+      { kind: 'exercise', template: TEMPLATE, choice: 'Archive', contractId: `00${'ab'.repeat(32)}` },
+      'kind_mismatch',
+    ],
+    ['another provider', { kind: 'preapproval-proposal', provider: 'x' }, 'party_mismatch'],
+  ])(
+    'refuses the transaction under an intent naming %s: intent_mismatch, no signature',
+    async (_, partial, reason) => {
+      const prep = await prepareProposal(alice, env.net.validatorParty);
+      const before = proposalsFor(alice).length;
+      const sign = vi.spyOn(env.signer, 'sign');
+      const intent =
+        partial.kind === 'preapproval-proposal'
+          ? { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId }
+          : { ...partial, party: alice.partyId };
+      const e = await refusal(signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent }));
+      expect(e.reason).toBe('intent_mismatch');
+      expect(e.problems.map((p) => p.reason)).toContain(reason);
+      expect(sign).not.toHaveBeenCalled();
+      expect(proposalsFor(alice)).toHaveLength(before);
+      expect(env.journal.steps()).toEqual(['refused']);
+    },
+  );
+
+  it('verifyOnly reports what signing would authorise and signs nothing', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const before = proposalsFor(alice).length;
+    const sign = vi.spyOn(env.signer, 'sign');
+    const r = await verifyOnly(env.ctx, {
+      partyId: alice.partyId,
+      ...prep,
+      intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+    });
+    expect(r.hash).toBe(bytesToHex(base64ToBytes(prep.claimedHash)));
+    expect(r.commandId).toBe(prep.commandId);
+    expect(r.actions.map((a) => a.kind)).toEqual(['preapproval-proposal']);
+    expect(r.window.latestSource).toBe('preparation-time tolerance');
+    expect(sign).not.toHaveBeenCalled();
+    expect(proposalsFor(alice)).toHaveLength(before);
+    const bad = await refusal(
+      verifyOnly(env.ctx, {
+        partyId: alice.partyId,
+        ...prep,
+        intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: alice.partyId },
+      }),
+    );
+    expect(bad.reason).toBe('intent_mismatch');
+    expect(sign).not.toHaveBeenCalled();
+  });
+
+  it('refuses an invalid intent naming the field, a foreign command id and a wrong claimed hash', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const sign = vi.spyOn(env.signer, 'sign');
+    const field = await refusal(
+      signAndExecute(env.ctx, {
+        partyId: alice.partyId,
+        ...prep,
+        intent: { kind: 'preapproval-proposal', receiver: alice.partyId },
+      }),
+    );
+    expect(field.reason).toBe('bad_request');
+    expect(field.message).toMatch(/^intent\.provider: /);
+    const cmd = await refusal(
+      signAndExecute(env.ctx, {
+        partyId: alice.partyId,
+        ...prep,
+        commandId: 'another-command',
+        intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+      }),
+    );
+    expect(cmd.reason).toBe('bad_request');
+    expect(cmd.message).toMatch(/^commandId: the transaction's metadata carries command id /);
+    const hash = await refusal(
+      signAndExecute(env.ctx, {
+        partyId: alice.partyId,
+        ...prep,
+        claimedHash: 'ab'.repeat(32),
+        intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+      }),
+    );
+    expect(hash.reason).toBe('hash_mismatch');
+    expect(sign).not.toHaveBeenCalled();
+  });
+
+  it('signs with a non-Ed25519 key on the Ledger API path', async () => {
+    const prep = await prepareProposal(bob, alice.partyId);
+    const r = await signAndExecute(env.ctx, {
+      partyId: bob.partyId,
+      ...prep,
+      intent: { kind: 'preapproval-proposal', receiver: bob.partyId, provider: alice.partyId },
+    });
+    expect(r.signature.signingAlgorithmSpec).toMatch(/EC_DSA/);
+    expect(proposalsFor(bob)).toHaveLength(1);
+  });
+
+  it('resolves a lost execute answer from completions by the command id in the metadata', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const before = proposalsFor(alice).length;
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'lostResponse' },
+      operation: 'ledger-api.executeAndWait',
+      times: 1,
+    });
+    const r = await signAndExecute(env.ctx, {
+      partyId: alice.partyId,
+      ...prep,
+      intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+    });
+    expect(r.outcome).toBe('committed-after-ambiguous');
+    expect(r.result.commandId).toBe(prep.commandId);
+    expect(proposalsFor(alice)).toHaveLength(before + 1);
+    expect(env.journal.steps()).toEqual(['signed', 'submitted', 'ambiguous', 'resolved', 'committed']);
+  });
+
+  it('the same transaction executed twice is a definite rejection (duplicate), not a second commit', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const intent = { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId };
+    const before = proposalsFor(alice).length;
+    await signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent });
+    const e = await refusal(signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent }));
+    expect(e.reason).toBe('submission_rejected');
+    expect(e.details.code).toBe('DUPLICATE_COMMAND');
+    expect(proposalsFor(alice)).toHaveLength(before + 1);
+  });
+});
