@@ -26,8 +26,6 @@ export {
   runFlow,
   type SignedTransaction,
   type SigningParty,
-  signAndVerify,
-  signVerified,
   type Verified,
   verifyPrepared,
 } from './flows/pipeline.js';

@@ -12,19 +12,16 @@
  *   ends with the hash; `inspect --json` is the `canton-signer/inspect@1`
  *   document (docs/inspect-json.md), nodes in pre-order from the roots.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../src/hashing/encode.js';
 import type { DecodedTransaction, NodeBody } from '../src/hashing/model.js';
+import { type CliRun, ROOT, runCli } from './support/cli.js';
 import { VECTORS_DIR as VECTORS } from './support/vectors.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin', 'canton-signer.js');
 
 interface RealVector {
   name: string;
@@ -63,45 +60,10 @@ const TRANSFER = byFile('v2_bitgo_cantontokentransferprepareresponse');
 
 // ---- running the command -------------------------------------------------------
 
-interface Run {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-const childEnv = (): NodeJS.ProcessEnv => {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  return env;
-};
+type Run = CliRun;
 
 /** Runs the command with `args`; `input` (or nothing) on standard input. */
-function cli(args: string[], input: string | Uint8Array = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: childEnv(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    child.on('error', reject);
-    // the command may exit before it read all of its input
-    child.stdin.on('error', () => {});
-    child.on('close', (status, signal) =>
-      resolve({
-        status,
-        signal,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      }),
-    );
-    child.stdin.end(input);
-  });
-}
+const cli = (args: string[], input: string | Uint8Array = ''): Promise<Run> => runCli(args, { input });
 
 const HEX64 = /^[0-9a-f]{64}$/;
 

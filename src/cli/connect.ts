@@ -101,6 +101,20 @@ export interface Connected {
   close(): Promise<void>;
 }
 
+/** `run` with a connection made by `connect(opts, need)`, closed afterwards whatever happens. */
+export async function withConnection<T>(
+  opts: ConnectionOptions,
+  need: Parameters<typeof connect>[1],
+  run: (c: Connected) => Promise<T>,
+): Promise<T> {
+  const c = await connect(opts, need);
+  try {
+    return await run(c);
+  } finally {
+    await c.close();
+  }
+}
+
 /** The sandbox's Ledger API user (see docs/sandbox.md). */
 const SANDBOX_USER = 'sandbox-user';
 

@@ -12,30 +12,13 @@ import { acceptSetupProposal } from '../flows/setup-accept.js';
 import { signAndExecute, verifyOnly } from '../flows/sign-execute.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import { IntentSchema } from '../intent/model.js';
-import { type Connected, type ConnectionOptions, connect, connectionOptions } from './connect.js';
+import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
 import { readSource, UsageError } from './input.js';
 import { CliExit } from './options.js';
+import { print, printJson } from './output.js';
 
 interface OutputOptions {
   json?: boolean;
-}
-
-const print = (s: string): void => {
-  process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
-};
-const printJson = (v: unknown): void => print(JSON.stringify(v, null, 2));
-
-async function withConnection<T>(
-  opts: ConnectionOptions,
-  need: Parameters<typeof connect>[1],
-  run: (c: Connected) => Promise<T>,
-): Promise<T> {
-  const c = await connect(opts, need);
-  try {
-    return await run(c);
-  } finally {
-    await c.close();
-  }
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(s|m|h|d)$/;

@@ -9,6 +9,7 @@ import { openSigner } from '../keys/config.js';
 import { KEY_SCHEMES, type KeyScheme } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
 import { readSource, UsageError } from './input.js';
+import { out } from './output.js';
 
 export function keyJson(d: KeyDescription): Record<string, unknown> {
   return {
@@ -56,10 +57,6 @@ async function withSigner<T>(
   } finally {
     await signer.close();
   }
-}
-
-function out(json: boolean | undefined, value: unknown, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : text);
 }
 
 export function registerKeys(program: Command): void {

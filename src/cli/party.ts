@@ -16,12 +16,9 @@ import {
 } from '../flows/onboard.js';
 import { keystoreDir } from '../keys/config.js';
 import { FilePartyBook, type PartyRecord } from '../store/parties.js';
-import { type ConnectionOptions, connect, connectionOptions } from './connect.js';
+import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
 import { UsageError } from './input.js';
-
-function out(json: boolean | undefined, value: unknown, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : text);
-}
+import { out } from './output.js';
 
 const lines = (rows: [string, string | undefined][]) =>
   `${rows
@@ -131,20 +128,19 @@ export function registerParty(program: Command): void {
     ) => {
       if (opts.via === 'validator' && opts.synchronizer !== undefined)
         throw new UsageError('--synchronizer applies to --via ledger-api only');
-      const c = await connect(opts, { ledger: true, validator: opts.via === 'validator' });
-      try {
-        const base = { hint: opts.hint, keyLabel: opts.key, grantRights: opts.grantRights };
-        const r =
+      const base = { hint: opts.hint, keyLabel: opts.key, grantRights: opts.grantRights };
+      const r = await withConnection(
+        opts,
+        { ledger: true, validator: opts.via === 'validator' },
+        ({ ctx }) =>
           opts.via === 'validator'
-            ? await onboardViaValidator(c.ctx, base)
-            : await onboardViaLedgerApi(c.ctx, {
+            ? onboardViaValidator(ctx, base)
+            : onboardViaLedgerApi(ctx, {
                 ...base,
                 ...(opts.synchronizer !== undefined ? { synchronizerId: opts.synchronizer } : {}),
-              });
-        out(opts.json, r, onboardText(r));
-      } finally {
-        await c.close();
-      }
+              }),
+      );
+      out(opts.json, r, onboardText(r));
     },
   );
 
@@ -155,14 +151,11 @@ export function registerParty(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print JSON'),
   ).action(async (arg: string, opts: ConnectionOptions & { json?: boolean }) => {
-    const c = await connect(opts, { ledger: true });
-    try {
-      const { partyId, name } = await resolveParty(c.ctx, arg);
-      const v = { ...(await showParty(c.ctx, partyId)), ...(name ? { name } : {}) };
-      out(opts.json, v, showText(v));
-    } finally {
-      await c.close();
-    }
+    const v = await withConnection(opts, { ledger: true }, async ({ ctx }) => {
+      const { partyId, name } = await resolveParty(ctx, arg);
+      return { ...(await showParty(ctx, partyId)), ...(name ? { name } : {}) };
+    });
+    out(opts.json, v, showText(v));
   });
 
   party
@@ -188,13 +181,10 @@ export function registerParty(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print JSON'),
   ).action(async (arg: string, opts: ConnectionOptions & { json?: boolean }) => {
-    const c = await connect(opts, { ledger: true });
-    try {
-      const { partyId, name } = await resolveParty(c.ctx, arg);
-      const b = await partyBalance(c.ctx, partyId);
-      out(opts.json, { ...b, ...(name ? { name } : {}) }, balanceText(b, name));
-    } finally {
-      await c.close();
-    }
+    const { b, name } = await withConnection(opts, { ledger: true }, async ({ ctx }) => {
+      const { partyId, name } = await resolveParty(ctx, arg);
+      return { b: await partyBalance(ctx, partyId), name };
+    });
+    out(opts.json, { ...b, ...(name ? { name } : {}) }, balanceText(b, name));
   });
 }

@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { DUST_THRESHOLD } from '../flows/balance.js';
-import { type Holding, instrumentText, listHoldings, shortAmount } from '../flows/holdings.js';
+import { type Holding, instrumentText, listHoldings } from '../flows/holdings.js';
 import { mergeHoldings } from '../flows/merge.js';
 import { resolveParty } from '../flows/names.js';
 import {
@@ -19,28 +19,21 @@ import {
   withdrawOffer,
 } from '../flows/offers.js';
 import { type TransferResult, transfer } from '../flows/transfer.js';
+import { shortAmount } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
-import { type Connected, type ConnectionOptions, connect, connectionOptions } from './connect.js';
+import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
 import { UsageError } from './input.js';
+import { print, printJson } from './output.js';
 
 interface OutputOptions {
   json?: boolean;
 }
 
-const print = (s: string): void => {
-  process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
-};
+/** Output as `--json` asks; the text with a newline at its end. */
 const out = (json: boolean | undefined, value: unknown, text: string): void =>
-  json ? print(JSON.stringify(value, null, 2)) : print(text);
+  json ? printJson(value) : print(text);
 
-async function withConnection<T>(opts: ConnectionOptions, run: (c: Connected) => Promise<T>): Promise<T> {
-  const c = await connect(opts, { ledger: true, validator: true });
-  try {
-    return await run(c);
-  } finally {
-    await c.close();
-  }
-}
+const LEDGER_AND_VALIDATOR = { ledger: true, validator: true };
 
 /** `admin:id`; the admin is a party id (`hint::1220…`), so the id is after the last colon. */
 export function parseInstrument(s: string): InstrumentId {
@@ -117,7 +110,7 @@ export function registerTransfer(program: Command): void {
         },
     ) => {
       const instrument = opts.instrument !== undefined ? parseInstrument(opts.instrument) : undefined;
-      const r = await withConnection(opts, ({ ctx }) =>
+      const r = await withConnection(opts, LEDGER_AND_VALIDATOR, ({ ctx }) =>
         transfer(ctx, {
           from: opts.from,
           to: opts.to,
@@ -140,7 +133,7 @@ export function registerTransfer(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print the result as JSON'),
   ).action(async (party: string, opts: ConnectionOptions & OutputOptions) => {
-    const r = await withConnection(opts, async ({ ctx }) => {
+    const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
       const p = await resolveParty(ctx, party);
       return { partyId: p.partyId, offers: await listOffers(ctx, p.partyId) };
     });
@@ -177,7 +170,7 @@ export function registerTransfer(program: Command): void {
         cid: string,
         opts: ConnectionOptions & OutputOptions & { commandId?: string },
       ) => {
-        const r = await withConnection(opts, async ({ ctx }) => {
+        const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
           const p = await resolveParty(ctx, party);
           return run(ctx, p.partyId, cid, opts.commandId !== undefined ? { commandId: opts.commandId } : {});
         });
@@ -193,7 +186,7 @@ export function registerTransfer(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print the result as JSON'),
   ).action(async (party: string, opts: ConnectionOptions & OutputOptions) => {
-    const r = await withConnection(opts, async ({ ctx }) => {
+    const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
       const p = await resolveParty(ctx, party);
       return { partyId: p.partyId, holdings: await listHoldings(ctx, p.partyId) };
     });
@@ -218,7 +211,7 @@ export function registerTransfer(program: Command): void {
       const instrument = opts.instrument !== undefined ? parseInstrument(opts.instrument) : undefined;
       const threshold = positiveInt(opts.threshold, '--threshold');
       const batch = positiveInt(opts.batch, '--batch');
-      const r = await withConnection(opts, async ({ ctx }) => {
+      const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
         const p = await resolveParty(ctx, party);
         return mergeHoldings(ctx, p.partyId, {
           threshold,

@@ -11,8 +11,9 @@
  * slots worth more than they hold.
  */
 import { isCantonApiError } from '../canton/errors.js';
+import { fromUnits } from '../intent/decimal.js';
 import type { FlowContext } from './context.js';
-import { fromUnits, instrumentText, listHoldings, sameInstrument, toUnits } from './holdings.js';
+import { instrumentText, listHoldings, sameInstrument, toUnits } from './holdings.js';
 
 /** More unlocked holdings of one instrument than this: suggest a merge (Splice recommends ~10). */
 export const HOLDINGS_WARN = 10;

@@ -5,10 +5,11 @@
  * `selectInputs` picks the fewest unlocked holdings of one instrument that
  * cover an amount plus a fee reserve (at most 100, Amulet's limit), or
  * refuses with the numbers. Amounts are Daml `Numeric 10` handled as scaled
- * bigints (`toUnits` / `fromUnits`), never as floats. Also owns the
+ * bigints (`toUnits`; the arithmetic is intent/decimal.ts's), never as floats. Also owns the
  * token-standard interface ids and the ACS reader the offers flow shares.
  */
 import type { CreatedEvent, JsGetActiveContractsResponse } from '../canton/ledger-api/schemas.js';
+import { decimalUnits, fromUnits, isDecimal, NUMERIC_SCALE, shortAmount } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import type { FlowContext } from './context.js';
 import { Refusal } from './refusal.js';
@@ -22,31 +23,17 @@ export const TRANSFER_FACTORY_INTERFACE =
 /** Amulet accepts at most this many inputs per transfer (canton-apis §6.1). */
 export const MAX_INPUTS = 100;
 
-// ---- decimals (Daml Numeric 10) ---------------------------------------------------------------
-
-const SCALE = 10;
-const ONE = 10n ** BigInt(SCALE);
-const DECIMAL = /^([0-9]+)(?:\.([0-9]+))?$/;
+// ---- decimals (Daml Numeric 10, arithmetic in intent/decimal.ts) -----------------------------
 
 /** A non-negative decimal string as units of 10⁻¹⁰; throws a `bad_request` refusal naming `what`. */
 export function toUnits(s: string, what = 'amount'): bigint {
-  const m = DECIMAL.exec(s.trim());
-  if (!m) throw new Refusal('bad_request', `${what}: not a non-negative decimal: ${s}`);
-  const frac = (m[2] ?? '').replace(/0+$/, '');
-  if (frac.length > SCALE) throw new Refusal('bad_request', `${what}: more than ${SCALE} decimals: ${s}`);
-  return BigInt(m[1]!) * ONE + BigInt(frac.padEnd(SCALE, '0') || '0');
-}
-
-/** Units of 10⁻¹⁰ as a Daml Numeric 10 string (`12.5000000000`). */
-export function fromUnits(n: bigint): string {
-  const neg = n < 0n;
-  const a = neg ? -n : n;
-  return `${neg ? '-' : ''}${a / ONE}.${(a % ONE).toString().padStart(SCALE, '0')}`;
-}
-
-/** The same amount without trailing zeros (`12.5`), for people. */
-export function shortAmount(s: string): string {
-  return s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
+  const t = s.trim();
+  if (!isDecimal(t) || t.startsWith('-'))
+    throw new Refusal('bad_request', `${what}: not a non-negative decimal: ${s}`);
+  const units = decimalUnits(t);
+  if (units === undefined)
+    throw new Refusal('bad_request', `${what}: more than ${NUMERIC_SCALE} decimals: ${s}`);
+  return units;
 }
 
 export const sumUnits = (xs: readonly { amount: string }[]): bigint =>

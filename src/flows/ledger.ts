@@ -13,6 +13,7 @@ import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { Intent } from '../intent/model.js';
 import type { FlowContext } from './context.js';
 import type { Flow, Resolution, SignedTransaction, SigningParty } from './pipeline.js';
+import { Refusal } from './refusal.js';
 
 export interface LedgerOutcome {
   updateId: string;
@@ -59,12 +60,14 @@ function schemeOf(name: string): HashingScheme {
 
 /**
  * The truth about `commandId` from the completion stream after `beginExclusive`:
- * a success completion proves the commit, a rejection completion proves none,
- * no completion at all (after the idle timeout) leaves it unknown.
+ * a success completion of any submission of the command proves the commit; a
+ * rejection completion proves none only for the submission it names (an
+ * earlier attempt's rejection says nothing about a later attempt); anything
+ * else, after the idle timeout, leaves it unknown.
  */
 export async function lookupCompletion(
   ctx: FlowContext,
-  q: { party: string; commandId: string; beginExclusive: number },
+  q: { party: string; commandId: string; beginExclusive: number; submissionId?: string },
 ): Promise<Resolution<LedgerOutcome>> {
   const items = await ctx.ledger.completions(
     { userId: ctx.userId, parties: [q.party], beginExclusive: q.beginExclusive },
@@ -81,36 +84,53 @@ export async function lookupCompletion(
         status: 'committed',
         result: { updateId: c.updateId ?? '', completionOffset: c.offset, commandId: q.commandId },
       };
-    rejected = true;
+    if (q.submissionId === undefined || c.submissionId === q.submissionId) rejected = true;
   }
   return rejected ? { status: 'not-committed' } : { status: 'unknown' };
 }
 
-/** `executeAndWait` of a signed transaction for its one acting party. */
+/** `executeAndWait` of a signed transaction for its one acting party, under `submissionId`. */
 export async function executeSigned(
   ctx: FlowContext,
   signed: SignedTransaction,
+  submissionId: string = randomUUID(),
 ): Promise<{ updateId: string; completionOffset: number }> {
   const r = await ctx.ledger.executeAndWait({
     preparedTransaction: signed.preparedTransactionBase64,
     partySignatures: {
       signatures: [{ party: signed.party.partyId, signatures: [signed.signature] }],
     },
-    submissionId: randomUUID(),
+    submissionId,
     userId: ctx.userId,
     hashingSchemeVersion: SCHEME_NAMES[signed.scheme],
   });
   return { updateId: r.updateId, completionOffset: r.completionOffset };
 }
 
+/**
+ * Answers that say "this command id is already taken" (committed, or still in
+ * flight): never a definite rejection. Unless the completion stream proves the
+ * commit, the outcome is unknown and nothing is retried.
+ */
+export const TAKEN_CODES: ReadonlySet<string> = new Set([
+  'DUPLICATE_COMMAND',
+  'SUBMISSION_ALREADY_IN_FLIGHT',
+]);
+
 export function ledgerFlow(ctx: FlowContext, spec: LedgerFlowSpec): Flow<LedgerOutcome> {
   let beginExclusive: number | undefined;
   const party = spec.party.partyId;
 
+  let submissionId: string | undefined;
   const lookup = (from = beginExclusive): Promise<Resolution<LedgerOutcome>> =>
     from === undefined
       ? Promise.resolve({ status: 'unknown' })
-      : lookupCompletion(ctx, { party, commandId: spec.commandId, beginExclusive: from });
+      : lookupCompletion(ctx, {
+          party,
+          commandId: spec.commandId,
+          beginExclusive: from,
+          ...(submissionId !== undefined ? { submissionId } : {}),
+        });
 
   return {
     name: spec.name,
@@ -135,15 +155,22 @@ export function ledgerFlow(ctx: FlowContext, spec: LedgerFlowSpec): Flow<LedgerO
     },
     async submit(signed: SignedTransaction) {
       if (beginExclusive === undefined) beginExclusive = (await ctx.ledger.ledgerEnd()).offset;
+      submissionId = randomUUID();
       try {
-        return { ...(await executeSigned(ctx, signed)), commandId: spec.commandId };
+        return { ...(await executeSigned(ctx, signed, submissionId)), commandId: spec.commandId };
       } catch (e) {
-        // An earlier attempt of this command committed: that is the outcome, not a failure.
-        // The error names the earlier submission's completion offset; read the completion there.
-        if (isCantonApiError(e) && e.code === 'DUPLICATE_COMMAND') {
+        // The command id is taken: an earlier attempt committed (the error names its completion
+        // offset; read the completion there) or is in flight. Only a success completion settles it.
+        if (isCantonApiError(e) && TAKEN_CODES.has(e.code)) {
           const at = Number(e.cantonError?.context?.completion_offset);
           const r = await lookup(Number.isSafeInteger(at) && at > 0 ? at - 1 : beginExclusive);
           if (r.status === 'committed') return r.result;
+          throw new Refusal(
+            'outcome_unknown',
+            `the ledger says command ${spec.commandId} was already submitted (${e.code}), but its completion could not be found: look it up before trying again`,
+            [],
+            { code: e.code, commandId: spec.commandId },
+          );
         }
         throw e;
       }

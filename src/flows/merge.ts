@@ -15,10 +15,12 @@
  * balance's `holdingFees`), or the participant refuses to prepare the
  * transfer (nothing is signed); each batch then becomes two holdings.
  */
+
+import { fromUnits } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import { DUST_THRESHOLD } from './balance.js';
 import { type FlowContext, partyOf } from './context.js';
-import { fromUnits, type Holding, listHoldings, MAX_INPUTS, sumUnits, toUnits } from './holdings.js';
+import { type Holding, listHoldings, MAX_INPUTS, sumUnits, toUnits } from './holdings.js';
 import { Refusal } from './refusal.js';
 import { amuletInstrument, type TransferResult, transfer } from './transfer.js';
 

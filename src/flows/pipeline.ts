@@ -99,7 +99,10 @@ export function verifyPrepared(
   input: PreparedInput,
   party: SigningParty,
   intent: Intent,
-  opts: Pick<PipelineOptions, 'requireScheme' | 'minWindowMs' | 'window' | 'nowUs'> = {},
+  opts: Pick<PipelineOptions, 'requireScheme' | 'minWindowMs' | 'window' | 'nowUs'> & {
+    /** The command id the flow prepared under: the transaction must carry exactly it. */
+    commandId?: string;
+  } = {},
 ): Verified {
   if (actingParty(intent) !== party.partyId)
     throw new Refusal(
@@ -143,6 +146,15 @@ export function verifyPrepared(
       'the hash the participant claims is not the hash of the transaction it sent: something between here and the participant changed one of them',
       [],
       { claimed: bytesToHex(claimed), computed: bytesToHex(hash), scheme: input.scheme },
+    );
+  // A participant that hands out another command id defeats the ledger's deduplication.
+  const carried = tx.metadata.submitterInfo.commandId;
+  if (opts.commandId !== undefined && carried !== opts.commandId)
+    throw new Refusal(
+      'intent_mismatch',
+      `the transaction carries command id ${carried}, not ${opts.commandId} under which it was prepared: the ledger could not deduplicate it`,
+      [],
+      { hash: bytesToHex(hash), commandId: opts.commandId, carried },
     );
   const { actions, problems } = checkIntent(tx, intent);
   if (problems.length > 0)
@@ -291,7 +303,10 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
     const input = await flow.prepare(attempt);
     let signed: SignedTransaction;
     try {
-      const v = verifyPrepared(flow.name, input, flow.party, flow.intent, opts);
+      const v = verifyPrepared(flow.name, input, flow.party, flow.intent, {
+        ...opts,
+        ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
+      });
       signed = await signVerified(v, opts);
     } catch (e) {
       if (e instanceof Refusal) {
@@ -306,6 +321,9 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
           lastStale = e;
           continue;
         }
+      } else {
+        const { code, message } = errorSummary(e);
+        await rec('failed', { attempt, reason: code, message });
       }
       throw e;
     }
@@ -327,6 +345,15 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
       await rec('submitted', { attempt, hash });
       return await done(await flow.submit(signed), 'committed');
     } catch (e) {
+      if (e instanceof Refusal) {
+        await rec(e.reason === 'outcome_unknown' ? 'ambiguous' : 'rejected', {
+          attempt,
+          hash,
+          reason: e.reason,
+          message: e.message,
+        });
+        throw e;
+      }
       const { code, message } = errorSummary(e);
       if (isCantonApiError(e) && e.ambiguous) {
         await rec('ambiguous', { attempt, hash, reason: code, message });

@@ -253,9 +253,11 @@ export async function sendViaPreapproval(
   try {
     out = await runFlow(flow, ctx);
   } catch (e) {
-    // Nothing was signed for this nonce (a refusal or a failed prepare): free it. Once a
-    // signature exists the nonce stays reserved until its command is seen to settle.
-    if (!submitted) book.release(party.partyId, nonce);
+    // Free the nonce when no TransferCommand can exist for it: nothing was submitted, or the
+    // validator definitely rejected the submission. After an unknown outcome it stays reserved
+    // until its command is seen to settle (a second command with the same nonce would only fail).
+    if (!submitted || (e instanceof Refusal && e.reason === 'submission_rejected'))
+      book.release(party.partyId, nonce);
     throw e;
   }
   const result: SendResult = {

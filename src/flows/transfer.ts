@@ -16,10 +16,10 @@ import { randomUUID } from 'node:crypto';
 import type { DisclosedContract } from '../canton/ledger-api/schemas.js';
 import type { RegistryDisclosedContract } from '../canton/validator/registry.js';
 import { isoMicros } from '../hashing/inspect.js';
+import { fromUnits } from '../intent/decimal.js';
 import { type InstrumentId, type TransferIntent, TransferIntentSchema } from '../intent/model.js';
 import { type FlowContext, partyOf, requireValidator } from './context.js';
 import {
-  fromUnits,
   type Holding,
   instrumentText,
   listHoldings,

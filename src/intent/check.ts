@@ -8,15 +8,30 @@
  * the intent's kind of action with the intent's fields (decimals compared
  * numerically, instants exactly); every exercise below it acting for the party
  * is one the action explains (src/intent/allow.ts), consuming only declared
- * inputs or contracts created in the same transaction; holdings it creates
- * belong to the parties the action names; and a direct transfer creates
- * exactly the amount for the receiver.
+ * inputs or contracts created in the same transaction; every contract it
+ * creates for the party is of a template the action explains; holdings it
+ * creates belong to the parties the intent names, in the intent's instrument;
+ * and what the action creates matches the intent (src/intent/effects.ts): a
+ * direct transfer credits exactly the amount, an offer creates one instruction
+ * and locks exactly the amount, a send one TransferCommand, and so on. Text
+ * the intent does not state (a memo, other metadata) is refused.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
-import { ALLOWED_CONSEQUENCES, VALUE_MOVING_CHOICES } from './allow.js';
-import { addDecimals, decimalEquals } from './decimal.js';
-import { HOLDING_ENTITIES, holdingOf } from './holdings.js';
+import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
+import { decimalEquals } from './decimal.js';
+import {
+  type Created,
+  checkAllocationCreated,
+  checkAllocationSpec,
+  checkHoldings,
+  checkInputs,
+  checkInstructions,
+  checkMetaValues,
+  checkSetupCreates,
+  checkTransferCommand,
+} from './effects.js';
+import { HOLDING_ENTITIES } from './holdings.js';
 import {
   actingParty,
   type Intent,
@@ -27,6 +42,7 @@ import {
 import { recogniseActions } from './recognise.js';
 import { sameInstant } from './time.js';
 import { descendants, type Visited } from './tree.js';
+import { partyAt } from './values.js';
 
 export interface IntentCheckResult {
   actions: RecognisedAction[];
@@ -157,7 +173,16 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
     );
   };
   const memo = (expected: string | undefined, role = 'memo') => {
-    if (expected === undefined || (a.memo ?? '') === expected) return;
+    if ((a.memo ?? '') === (expected ?? '')) return;
+    // A party must not sign text it did not ask for: no memo in the intent means none (or empty) in the transaction.
+    if (expected === undefined) {
+      add(
+        'memo_mismatch',
+        `the ${role} is ${JSON.stringify(a.memo)} but the intent gives none.`,
+        `${at}: ${role}`,
+      );
+      return;
+    }
     add(
       'memo_mismatch',
       a.memo === undefined
@@ -172,6 +197,17 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       'contract_mismatch',
       `the transaction acts on ${what} ${a.contractId ?? '(none)'} but the intent says ${expected}.`,
       `${at}: contract`,
+    );
+  };
+  const root = tx.nodeById.get(a.nodeId);
+  const expectedAdmin = (expected: string) => {
+    const found = root?.type === 'exercise' ? partyAt(root.chosenValue, 'expectedAdmin') : undefined;
+    // Equal to the root's own instrument admin: any difference from the intent is the instrument's, reported there.
+    if (found !== undefined && (found === expected || found === a.instrument?.admin)) return;
+    add(
+      'instrument_mismatch',
+      `the factory is called with expectedAdmin ${found ?? '(none)'} but the instrument's admin is ${expected}.`,
+      `${at}: expectedAdmin`,
     );
   };
   const acting = (p: string) => {
@@ -190,7 +226,13 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       party('receiver', intent.receiver);
       amount(intent.amount);
       instrument(intent.instrument);
+      expectedAdmin(intent.instrument.admin);
       memo(intent.memo);
+      if (root?.type === 'exercise') {
+        checkMetaValues(root.chosenValue, 'transfer.meta.values', 'the transfer', add, at);
+        checkMetaValues(root.chosenValue, 'extraArgs.meta.values', 'the transfer', add, at);
+      }
+      checkInputs(tx, intent, a, intent.inputs ?? a.inputs ?? [], at, add);
       if (intent.executeBefore !== undefined) deadline('executeBefore', intent.executeBefore);
       if (intent.inputs !== undefined) {
         const found = a.inputs ?? [];
@@ -228,6 +270,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       amount(intent.amount);
       deadline('expiresAt', intent.expiresAt);
       memo(intent.description, 'description');
+      if (intent.delegate !== undefined) party('delegate', intent.delegate);
       if (a.nonce !== String(intent.nonce))
         add(
           'nonce_mismatch',
@@ -242,11 +285,11 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       contract(intent.proposalCid, 'setup proposal');
       party('user', intent.party);
       if (intent.validator !== undefined) party('validator', intent.validator);
-      checkSetupCreates(tx, a, intent.party, intent.validator, add);
       return;
     case 'preapproval-proposal': {
       party('receiver', intent.receiver);
       party('provider', intent.provider);
+      if (intent.expectedDso !== undefined) party('expectedDso', intent.expectedDso);
       const sigs = a.signatories ?? [];
       if (sigs.length !== 1 || sigs[0] !== intent.receiver)
         add(
@@ -256,13 +299,21 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
         );
       return;
     }
-    case 'allocation-allocate':
+    case 'allocation-allocate': {
+      acting(intent.party);
+      expectedAdmin(intent.instrument.admin);
+      // Sender, receiver, executor, amount, instrument and settlement reference, read from the argument.
+      const v = root?.type === 'exercise' ? root.chosenValue : undefined;
+      checkAllocationSpec(v, 'allocation', intent, 'the allocation requested', at, add);
+      checkInputs(tx, intent, a, a.inputs ?? [], at, add);
+      return;
+    }
     case 'allocation-withdraw':
     case 'allocation-cancel':
     case 'allocation-request-reject':
     case 'allocation-request-withdraw': {
       acting(intent.party);
-      if (intent.contractId !== undefined) contract(intent.contractId, 'contract');
+      contract(intent.contractId, 'contract');
       if (a.parties.sender !== undefined) party('sender', intent.party);
       if (a.parties.actor !== undefined) party('actor', intent.party);
       if (intent.amount !== undefined) amount(intent.amount);
@@ -322,43 +373,6 @@ export function templateMatches(pattern: string, n: NodeBody & { type: 'create' 
   return pkg === '' || pkg === n.packageName || pkg === n.templateId.packageId;
 }
 
-/** The TransferPreapproval and ValidatorRight a setup acceptance creates must name the user and validator. */
-function checkSetupCreates(
-  tx: DecodedTransaction,
-  a: RecognisedAction,
-  user: string,
-  validator: string | undefined,
-  add: Add,
-): void {
-  const roles: Record<string, [string, string]> = {
-    TransferPreapproval: ['receiver', 'provider'],
-    ValidatorRight: ['user', 'validator'],
-  };
-  for (const d of descendants(tx, a.nodeId)) {
-    if (d.node.type !== 'create') continue;
-    const r = roles[d.node.templateId.entityName];
-    if (!r) continue;
-    const arg = d.node.argument;
-    const field = (label: string) =>
-      arg.kind === 'record' ? arg.fields.find((f) => f.label === label)?.value : undefined;
-    const u = field(r[0]);
-    const v = field(r[1]);
-    const entity = d.node.templateId.entityName;
-    if (u?.kind !== 'party' || u.value !== user)
-      add(
-        'party_mismatch',
-        `the ${entity} created at node ${d.nodeId} is for ${u?.kind === 'party' ? u.value : 'no party'} but the intent says ${user}.`,
-        `node ${d.nodeId}: ${r[0]}`,
-      );
-    if (validator !== undefined && (v?.kind !== 'party' || v.value !== validator))
-      add(
-        'party_mismatch',
-        `the ${entity} created at node ${d.nodeId} names ${v?.kind === 'party' ? v.value : 'no party'} as ${r[1]} but the intent says ${validator}.`,
-        `node ${d.nodeId}: ${r[1]}`,
-      );
-  }
-}
-
 // ---- consequences ---------------------------------------------------------------------------------------
 
 /** Every node in execution order except the first root itself, with extra roots and their subtrees. */
@@ -373,21 +387,16 @@ function consequenceNodes(tx: DecodedTransaction): Visited[] {
   return out;
 }
 
-/** Who may own holdings the transaction creates; `undefined` means not checked (generic intents). */
-function allowedOwners(intent: Intent, a: RecognisedAction | undefined): Set<string> | undefined {
-  switch (intent.kind) {
-    case 'transfer':
-    case 'preapproval-send':
-      return new Set([intent.sender, intent.receiver]);
-    case 'create':
-    case 'exercise':
-      return undefined;
-    default: {
-      const s = new Set([actingParty(intent)]);
-      for (const role of ['sender', 'receiver']) if (a?.parties[role] !== undefined) s.add(a.parties[role]!);
-      return s;
-    }
+/** Contract ids consumed by an exercise that is not rolled back, anywhere in the transaction. */
+function consumedIds(tx: DecodedTransaction): Set<string> {
+  const out = new Set<string>();
+  for (const r of tx.transaction.roots) {
+    const root = tx.nodeById.get(r);
+    if (root?.type === 'exercise' && root.consuming) out.add(root.contractId);
+    for (const d of descendants(tx, r))
+      if (!d.rolledBack && d.node.type === 'exercise' && d.node.consuming) out.add(d.node.contractId);
   }
+  return out;
 }
 
 function checkConsequences(
@@ -399,26 +408,24 @@ function checkConsequences(
   const party = actingParty(intent);
   const generic = intent.kind === 'create' || intent.kind === 'exercise';
   const allowed = ALLOWED_CONSEQUENCES[intent.kind];
+  const allowedCreates = ALLOWED_CREATES[intent.kind];
   const declared = new Set(intent.kind === 'transfer' && intent.inputs ? intent.inputs : (a?.inputs ?? []));
-  const owners = allowedOwners(intent, a);
-  const created = new Set<string>();
-  const receiverAmounts: (string | undefined)[] = [];
-  let holdingsCreated = 0;
+  const consumed = consumedIds(tx);
+  const createdIds = new Set<string>();
+  const created: Created[] = [];
 
   for (const d of consequenceNodes(tx)) {
     const n = d.node;
     const where = `node ${d.nodeId}`;
     if (n.type === 'create') {
-      created.add(n.contractId);
-      const h = holdingOf(n);
-      if (!h || d.rolledBack) continue;
-      holdingsCreated++;
-      if (intent.kind === 'transfer' && !h.locked && h.owner === intent.receiver)
-        receiverAmounts.push(h.amount);
-      if (owners && h.owner !== undefined && !owners.has(h.owner))
+      createdIds.add(n.contractId);
+      if (d.rolledBack) continue;
+      created.push({ nodeId: d.nodeId, node: n, transient: consumed.has(n.contractId) });
+      const ours = n.signatories.includes(party) || n.stakeholders.includes(party);
+      if (ours && allowedCreates && !allowedCreates.has(templateKey(n)))
         add(
           'unexplained_create',
-          `node ${d.nodeId} creates a ${h.entity} of ${h.amount ?? 'an unreadable amount'} owned by ${h.owner}, who is not a party to the ${intent.kind}.`,
+          `node ${d.nodeId} creates a ${templateName(n.packageName, n.templateId)} that ${party} is a party to, which a ${intent.kind} does not create.`,
           where,
         );
       continue;
@@ -426,7 +433,7 @@ function checkConsequences(
     if (n.type !== 'exercise' || !n.actingParties.includes(party)) continue;
     const entity = n.templateId.entityName;
     const template = templateName(n.packageName, n.templateId);
-    const consumesUnexplained = n.consuming && !declared.has(n.contractId) && !created.has(n.contractId);
+    const consumesUnexplained = n.consuming && !declared.has(n.contractId) && !createdIds.has(n.contractId);
     if (consumesUnexplained && (!generic || HOLDING_ENTITIES.has(entity))) {
       add(
         'unexplained_archive',
@@ -437,7 +444,7 @@ function checkConsequences(
     }
     const explained = generic
       ? !VALUE_MOVING_CHOICES.has(n.choiceId)
-      : allowed.has(`${entity}:${n.choiceId}`);
+      : allowed.has(`${templateKey(n)}:${n.choiceId}`);
     if (!explained)
       add(
         'unexplained_exercise',
@@ -446,23 +453,29 @@ function checkConsequences(
       );
   }
 
-  // A direct transfer must create exactly the amount for the receiver. Skipped when the
-  // transaction creates no holding of a template this check can read (an unknown registry).
-  if (
-    intent.kind === 'transfer' &&
-    a?.transferKind === 'direct' &&
-    intent.sender !== intent.receiver &&
-    holdingsCreated > 0 &&
-    receiverAmounts.every((x) => x !== undefined)
-  ) {
-    const total = addDecimals(receiverAmounts as string[]) ?? '0';
-    if (!decimalEquals(total, intent.amount))
-      add(
-        'amount_mismatch',
-        receiverAmounts.length === 0
-          ? `the direct transfer creates no holding for ${intent.receiver}; the intent says ${intent.amount}.`
-          : `the direct transfer creates ${total} for ${intent.receiver} but the intent says ${intent.amount}.`,
-        `node ${a.nodeId}: receiver holdings`,
+  checkHoldings(intent, a, created, add);
+  if (!a) return;
+  const root = tx.nodeById.get(a.nodeId);
+  switch (intent.kind) {
+    case 'transfer':
+      checkInstructions(intent, a, created, add);
+      return;
+    case 'preapproval-send':
+      if (root?.type === 'exercise') checkTransferCommand(tx, intent, a, root, created, add);
+      return;
+    case 'setup-proposal-accept':
+      if (root?.type === 'exercise') checkSetupCreates(tx, intent, a, root, created, add);
+      return;
+    case 'allocation-allocate':
+      checkAllocationCreated(
+        intent,
+        a,
+        root?.type === 'exercise' ? root.chosenValue : undefined,
+        created,
+        add,
       );
+      return;
+    default:
+      return;
   }
 }

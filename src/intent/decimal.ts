@@ -1,9 +1,14 @@
 /**
- * Exact decimal arithmetic on Daml `Numeric` strings for the intent check:
- * normalising, comparing and adding amounts as scaled bigints, never floats.
+ * Owns exact decimal arithmetic on Daml `Numeric` strings, for the whole
+ * project (intent check, flows, sandbox): parsing, comparing, adding and
+ * converting amounts to and from scaled bigint units (Numeric 10 by default),
+ * never floats. Callers that refuse or throw on bad input wrap these.
  */
 
 const DECIMAL = /^(-?)([0-9]+)(?:\.([0-9]+))?$/;
+
+/** Daml's `Numeric 10`: amounts carry ten decimals. */
+export const NUMERIC_SCALE = 10;
 
 interface Scaled {
   units: bigint;
@@ -27,6 +32,32 @@ export function isDecimal(s: string): boolean {
   return DECIMAL.test(s);
 }
 
+/**
+ * `s` as whole units of 10^-scale (`"12.5"` → 125000000000n at scale 10);
+ * `undefined` when `s` is not a decimal or has non-zero digits beyond `scale`.
+ */
+export function decimalUnits(s: string, scale = NUMERIC_SCALE): bigint | undefined {
+  const x = parse(s);
+  if (!x) return undefined;
+  if (x.scale <= scale) return rescale(x, scale);
+  const cut = 10n ** BigInt(x.scale - scale);
+  return x.units % cut === 0n ? x.units / cut : undefined;
+}
+
+/** Units of 10^-scale written with exactly `scale` decimals (`12.5000000000`; no point at scale 0). */
+export function fromUnits(units: bigint, scale = NUMERIC_SCALE): string {
+  const neg = units < 0n;
+  const digits = (neg ? -units : units).toString().padStart(scale + 1, '0');
+  const whole = digits.slice(0, digits.length - scale);
+  const frac = digits.slice(digits.length - scale);
+  return `${neg ? '-' : ''}${whole}${scale > 0 ? `.${frac}` : ''}`;
+}
+
+/** The same amount without trailing zeros (`12.5`), for people. */
+export function shortAmount(s: string): string {
+  return s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
+}
+
 /** `-1`, `0` or `1`; `undefined` when either side is not a decimal. */
 export function compareDecimals(a: string, b: string): -1 | 0 | 1 | undefined {
   const x = parse(a);
@@ -47,10 +78,8 @@ export function addDecimals(terms: readonly string[]): string | undefined {
   const xs = terms.map(parse);
   if (xs.some((x) => x === undefined)) return undefined;
   const scale = Math.max(0, ...xs.map((x) => x!.scale));
-  const total = xs.reduce((acc, x) => acc + rescale(x!, scale), 0n);
-  const neg = total < 0n;
-  const digits = (neg ? -total : total).toString().padStart(scale + 1, '0');
-  const whole = digits.slice(0, digits.length - scale);
-  const frac = digits.slice(digits.length - scale);
-  return `${neg ? '-' : ''}${whole}${scale > 0 ? `.${frac}` : ''}`;
+  return fromUnits(
+    xs.reduce((acc, x) => acc + rescale(x!, scale), 0n),
+    scale,
+  );
 }

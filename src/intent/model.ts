@@ -108,6 +108,8 @@ export const PreapprovalSendIntentSchema = z.strictObject({
   nonce: z.number().int().min(0),
   expiresAt: isoTime,
   description: z.string().max(4096).optional(),
+  /** When given, the TransferCommand's delegate (the validator that executes it) must be this party. */
+  delegate: party.optional(),
 });
 
 export const SetupProposalAcceptIntentSchema = z.strictObject({
@@ -122,19 +124,41 @@ export const PreapprovalProposalIntentSchema = z.strictObject({
   kind: z.literal('preapproval-proposal'),
   receiver: party,
   provider: party,
+  /** When given, the proposal's `expectedDso` must be this party. */
+  expectedDso: party.optional(),
+});
+
+/**
+ * Allocating locks the party's holdings for a settlement: the intent pins the
+ * whole allocation specification that decides where the value can go — the
+ * transfer leg (receiver, amount, instrument) and the settlement (executor,
+ * settlement reference, and the leg id when given).
+ */
+export const AllocateIntentSchema = z.strictObject({
+  kind: z.literal('allocation-allocate'),
+  /** The sender of the transfer leg (the party whose holdings are locked). */
+  party,
+  receiver: party,
+  amount: decimal,
+  instrument,
+  /** The party that may settle (execute) the allocation. */
+  executor: party,
+  /** `settlement.settlementRef`; without `cid` the transaction's reference must carry none. */
+  settlementRef: z.strictObject({ id: z.string().min(1).max(255), cid: contractId.optional() }),
+  /** When given, the allocation's `transferLegId` must equal it. */
+  transferLegId: z.string().min(1).max(255).optional(),
 });
 
 export const AllocationIntentSchema = z.strictObject({
   kind: z.enum([
-    'allocation-allocate',
     'allocation-withdraw',
     'allocation-cancel',
     'allocation-request-reject',
     'allocation-request-withdraw',
   ]),
   party,
-  /** The allocation / allocation request acted on (not for allocate). */
-  contractId: contractId.optional(),
+  /** The allocation / allocation request acted on. */
+  contractId,
   amount: decimal.optional(),
   instrument: instrument.optional(),
 });
@@ -165,6 +189,7 @@ export const IntentSchema = z.discriminatedUnion('kind', [
   PreapprovalSendIntentSchema,
   SetupProposalAcceptIntentSchema,
   PreapprovalProposalIntentSchema,
+  AllocateIntentSchema,
   AllocationIntentSchema,
   ExerciseIntentSchema,
   CreateIntentSchema,

@@ -1,14 +1,17 @@
 /**
  * The recogniser: what each root action of a decoded transaction does, read
- * by choice name and template entity (never by package id, which differs
- * between networks) and by the argument's record labels. Token-standard and
+ * by choice name, template entity and package name (never by package id,
+ * which differs between networks: the templates each kind may act on are
+ * pinned in ./allow.ts) and by the argument's record labels. Token-standard and
  * Splice actions get a specific kind with their parties, amount, instrument,
  * deadlines, memo and inputs; any other create or exercise root is listed as a
- * generic `create` / `exercise`. Fetch, rollback and query-by-key roots are not
+ * generic `create` / `exercise` — as is a known choice on a template of
+ * another package. Fetch, rollback and query-by-key roots are not
  * actions and are not listed. Used by the intent check and by `inspect`.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { CreateNode, DecodedTransaction, ExerciseNode, Identifier, Value } from '../hashing/model.js';
+import { ROOT_TEMPLATES, templateKey } from './allow.js';
 import type { ActionKind, InstrumentId, RecognisedAction } from './model.js';
 import { descendants, inputContractsById } from './tree.js';
 import {
@@ -63,6 +66,21 @@ export function recogniseNode(
   const n = tx.nodeById.get(nodeId);
   if (n?.type === 'create') return recogniseCreate(nodeId, n);
   if (n?.type !== 'exercise') return undefined;
+  const a = recogniseExercise(tx, nodeId, n, inputs);
+  return pinned(a.kind, n) ? a : base('exercise', nodeId, n);
+}
+
+/** Whether a specific kind's root is on one of the templates that kind may act on. */
+function pinned(kind: ActionKind, n: CreateNode | ExerciseNode): boolean {
+  return ROOT_TEMPLATES[kind]?.has(templateKey(n)) ?? true;
+}
+
+function recogniseExercise(
+  tx: DecodedTransaction,
+  nodeId: string,
+  n: ExerciseNode,
+  inputs: Inputs,
+): RecognisedAction {
   const choice = n.choiceId;
   if (choice === 'TransferFactory_Transfer') return transfer(tx, nodeId, n);
   const instructionKind = INSTRUCTION_CHOICES[choice];
@@ -147,7 +165,7 @@ function recogniseCreate(nodeId: string, n: CreateNode): RecognisedAction {
     amounts: {},
     deadlines: {},
   };
-  if (n.templateId.entityName === 'TransferPreapprovalProposal')
+  if (n.templateId.entityName === 'TransferPreapprovalProposal' && pinned('preapproval-proposal', n))
     return {
       kind: 'preapproval-proposal',
       ...common,

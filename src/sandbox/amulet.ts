@@ -6,6 +6,7 @@
  * Numeric 10 decimal strings, computed exactly.
  */
 import type { Identifier, Value } from '../hashing/model.js';
+import { fromUnits } from '../intent/decimal.js';
 import { freshContractId } from './ledger/ids.js';
 import type { Contract, LedgerStore, NewContract } from './ledger/store.js';
 import { big, str } from './ledger/value-json.js';
@@ -14,11 +15,11 @@ import { openRoundRecord } from './prepared/amulet-inputs.js';
 import { addAmounts, subAmounts } from './prepared/amulet-transfer.js';
 import {
   amuletRecord,
-  canonicalNumeric,
   ID,
   ident,
   int,
   none,
+  numericUnits,
   PACKAGE_NAME,
   PKG,
   party,
@@ -47,24 +48,17 @@ export const EXTRA_ID = {
   featuredAppRight: ident(PKG.spliceAmulet, 'Splice.Amulet', 'FeaturedAppRight'),
 } as const;
 
-const scaled = (x: string) => BigInt(canonicalNumeric(x).replace('.', ''));
-const unscaled = (n: bigint) => {
-  const neg = n < 0n;
-  const s = (neg ? -n : n).toString().padStart(11, '0');
-  return `${neg ? '-' : ''}${s.slice(0, -10)}.${s.slice(-10)}`;
-};
-
 /** a ≥ b for decimal strings. */
-export const gte = (a: string, b: string) => scaled(a) >= scaled(b);
-export const isPositive = (a: string) => scaled(a) > 0n;
+export const gte = (a: string, b: string) => numericUnits(a) >= numericUnits(b);
+export const isPositive = (a: string) => numericUnits(a) > 0n;
 export { addAmounts, subAmounts };
 
 /** `amount * rate * rounds`, rounded down to 10 decimals. */
 function holdingFee(initial: string, rate: string, rounds: bigint): string {
   if (rounds <= 0n) return '0.0000000000';
-  const fee = (scaled(rate) * rounds) / 1n; // rate is per round and absolute (CC per round)
-  const cap = scaled(initial);
-  return unscaled(fee > cap ? cap : fee);
+  const fee = (numericUnits(rate) * rounds) / 1n; // rate is per round and absolute (CC per round)
+  const cap = numericUnits(initial);
+  return fromUnits(fee > cap ? cap : fee);
 }
 
 export interface HoldingView {

@@ -19,7 +19,8 @@ export type JournalStep =
   | 'rejected'
   | 'ambiguous'
   | 'resolved'
-  | 'reprepared';
+  | 'reprepared'
+  | 'failed'; // an error that is not a refusal (network, key backend) before anything was submitted
 
 export interface JournalRecord {
   at: string;

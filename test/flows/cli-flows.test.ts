@@ -7,96 +7,34 @@
  * 1 with `canton-signer: refused (<reason>): …`, a malformed intent exits 2
  * naming the field. Needs `npm run build` (dist/) first.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
-import { partyId as makePartyId } from '../../src/hashing/canton-hash.js';
-import { FileBackend } from '../../src/keys/file-backend.js';
-import type { KeyScheme } from '../../src/keys/schemes.js';
-import { Signer } from '../../src/keys/signer.js';
 import { balanceOf } from '../../src/sandbox/amulet.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
-import { FilePartyBook } from '../../src/store/parties.js';
+import { type CliKeystore, cliEnv, cliKeystore, ROOT, runCli } from '../support/cli.js';
+import { preapprovalProposal } from '../support/flow-env.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'canton-signer.js');
 const PASS = 'cli-flows-passphrase';
 
 let sb: RunningSandbox;
+let ks: CliKeystore;
 let dir: string;
-let signer: Signer;
 let alice: string;
 let bob: string;
 let carol: string;
 
-async function addParty(hint: string, fund?: string, scheme: KeyScheme = 'ed25519'): Promise<string> {
-  const net = sb.ctx.net;
-  const key = await signer.generate({ label: hint, scheme, backend: 'file' });
-  const id = makePartyId(hint, key.fingerprint);
-  net.parties.set(id, {
-    partyId: id,
-    namespace: key.fingerprint,
-    keys: [{ fingerprint: key.fingerprint, scheme: key.scheme, spki: key.publicKeySpki }],
-    threshold: 1,
-    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-    via: 'ledger-api',
+/** Runs the compiled CLI against the sandbox with the test keystore. */
+const cli = (args: string[], input?: string) =>
+  runCli([...args, '--sandbox', sb.urls.origin, '--keystore', dir, '--timeout', '10'], {
+    env: cliEnv({ CANTON_SIGNER_PASSPHRASE: PASS }),
+    ...(input === undefined ? {} : { input }),
   });
-  net.users.get(LEDGER_API_USER)!.actAs.add(id);
-  if (fund) net.tap(id, fund);
-  await new FilePartyBook(dir).put({
-    partyId: id,
-    hint,
-    keyLabel: key.label,
-    scheme: key.scheme,
-    fingerprint: key.fingerprint,
-    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-    via: 'ledger-api',
-    participantUid: net.participantUid,
-    synchronizerId: net.synchronizerId,
-    createdAt: new Date().toISOString(),
-  });
-  return id;
-}
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the compiled CLI asynchronously (the sandbox lives in this process's event loop). */
-function cli(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [BIN, ...args, '--sandbox', sb.urls.origin, '--keystore', dir, '--timeout', '10'],
-      {
-        env: { ...process.env, CANTON_SIGNER_PASSPHRASE: PASS, CANTON_SIGNER_PKCS11_MODULE: '' },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? '');
-  });
-}
 
 const journal = () =>
   existsSync(join(dir, 'journal.jsonl'))
@@ -112,20 +50,16 @@ const unlocked = (p: string) => balanceOf(sb.ctx.net.store, p, sb.ctx.net.latest
 beforeAll(async () => {
   expect(existsSync(join(ROOT, 'dist', 'cli', 'flows.js')), 'run `npm run build` first').toBe(true);
   sb = await startSandbox({ seed: 'cli-flows', timers: false });
-  dir = await mkdtemp(join(tmpdir(), 'canton-signer-cli-flows-'));
-  signer = new Signer({
-    file: new FileBackend({ dir, passphrase: () => PASS, scrypt: { N: 2 ** 14, r: 8, p: 1 } }),
-    stateDir: dir,
-  });
-  alice = await addParty('alice', '100');
-  bob = await addParty('bob');
-  carol = await addParty('carol');
+  ks = await cliKeystore(sb, 'cli-flows', PASS);
+  dir = ks.dir;
+  alice = (await ks.addParty('alice', { fund: '100' })).partyId;
+  bob = (await ks.addParty('bob')).partyId;
+  carol = (await ks.addParty('carol')).partyId;
 });
 
 afterAll(async () => {
   await sb?.close();
-  await signer?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await ks?.close();
 });
 
 describe('canton-signer setup-accept / send / preapprovals', () => {
@@ -134,12 +68,12 @@ describe('canton-signer setup-accept / send / preapprovals', () => {
     await v.createSetupProposal({ user_party_id: bob });
     const r = await cli(['setup-accept', bob, '--json']);
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { preapprovalCid: string; alreadyAccepted: boolean };
     expect(out.alreadyAccepted).toBe(false);
     expect(str(sb.ctx.net.store.get(out.preapprovalCid)!.argument, 'receiver')).toBe(bob);
     const again = await cli(['setup-accept', bob]);
-    expect(again.code).toBe(0);
+    expect(again.status).toBe(0);
     expect(again.stdout).toMatch(/already has TransferPreapproval .*; nothing signed/);
     expect(journal().filter((j) => j.step === 'signed')).toHaveLength(1);
   });
@@ -158,31 +92,31 @@ describe('canton-signer setup-accept / send / preapprovals', () => {
       '--json',
     ]);
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { nonce: number; tracking: { status: string } };
     expect(out.nonce).toBe(0);
     expect(out.tracking.status).toBe('sent');
     expect(unlocked(alice)).toBe('87.5000000000');
     expect(unlocked(bob)).toBe('12.5000000000');
     const text = await cli(['send', '--from', alice, '--to', bob, '--amount', '1']);
-    expect(text.code).toBe(0);
+    expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/^1 CC from alice::.* to bob::.*\nnonce 1, expires .*\n.*\nstatus: sent\n$/);
   });
 
   it('send to a receiver without preapproval is refused (exit 1); bad options exit 2', async () => {
     const r = await cli(['send', '--from', alice, '--to', carol, '--amount', '1']);
-    expect(r.code).toBe(1);
+    expect(r.status).toBe(1);
     expect(r.stderr).toBe(
       `canton-signer: refused (bad_request): the validator would not prepare the send: Receiver ${carol} does not have a TransferPreapproval\n`,
     );
     const u = await cli(['send', '--from', alice, '--to', bob, '--amount', '1', '--expires-in', 'soon']);
-    expect(u.code).toBe(2);
+    expect(u.status).toBe(2);
     expect(u.stderr).toMatch(/--expires-in: not a duration/);
   });
 
   it('preapprovals lists each party with its status', async () => {
     const r = await cli(['preapprovals', '--json']);
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     const rows = JSON.parse(r.stdout) as { partyId: string; status: string; willRenew: boolean }[];
     const by = new Map(rows.map((x) => [x.partyId, x]));
     expect(by.get(bob)).toMatchObject({ status: 'ok', willRenew: true });
@@ -196,7 +130,6 @@ describe('canton-signer setup-accept / send / preapprovals', () => {
 });
 
 describe('canton-signer sign-and-execute', () => {
-  const TEMPLATE = '#splice-wallet:Splice.Wallet.TransferPreapproval:TransferPreapprovalProposal';
   const proposals = () =>
     sb.ctx.net.store
       .activeContracts('TransferPreapprovalProposal')
@@ -209,14 +142,7 @@ describe('canton-signer sign-and-execute', () => {
       commandId: randomUUID(),
       actAs: [alice],
       synchronizerId: sb.ctx.net.synchronizerId,
-      commands: [
-        {
-          CreateCommand: {
-            templateId: TEMPLATE,
-            createArguments: { receiver: alice, provider: carol, expectedDso: sb.ctx.net.dso },
-          },
-        },
-      ],
+      commands: [preapprovalProposal(sb.ctx.net, alice, carol)],
     });
     const f = join(dir, `prepared-${randomUUID()}.json`);
     writeFileSync(f, JSON.stringify(res));
@@ -245,7 +171,7 @@ describe('canton-signer sign-and-execute', () => {
       '--json',
     ]);
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { verified: boolean; hash: string; actions: { kind: string }[] };
     expect(out.verified).toBe(true);
     expect(out.hash).toMatch(/^[0-9a-f]{64}$/);
@@ -264,7 +190,7 @@ describe('canton-signer sign-and-execute', () => {
       prepared,
       '--verify-only',
     ]);
-    expect(w.code).toBe(1);
+    expect(w.status).toBe(1);
     expect(w.stderr).toMatch(
       /^canton-signer: refused \(intent_mismatch\): the transaction does not do what was asked: /,
     );
@@ -280,7 +206,7 @@ describe('canton-signer sign-and-execute', () => {
       prepared,
       '--verify-only',
     ]);
-    expect(b.code).toBe(2);
+    expect(b.status).toBe(2);
     expect(b.stderr).toMatch(/^canton-signer: --intent: intent\.provider: /);
     expect(journal().filter((j) => j.step === 'signed')).toHaveLength(signedBefore);
   });
@@ -292,7 +218,7 @@ describe('canton-signer sign-and-execute', () => {
       JSON.stringify({ kind: 'preapproval-proposal', receiver: alice, provider: carol }),
     );
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { outcome: string; result: { updateId: string } };
     expect(out.outcome).toBe('committed');
     expect(out.result.updateId).toMatch(/^1220[0-9a-f]{64}$/);

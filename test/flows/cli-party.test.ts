@@ -5,60 +5,37 @@
  * for the Ledger API. Onboard on both paths, re-run, list, show (by party id
  * and by ANS name), balance; refusals exit 1 with one line on stderr.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ansEntryContract } from '../../src/sandbox/amulet.js';
 import { LEDGER_API_USER, VALIDATOR_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
+import { type CliRun, runCli } from '../support/cli.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'canton-signer.js');
 const PASSPHRASE = 'cli-party-passphrase-not-printed';
 const TOKEN = 'cli-party-admin-token-not-printed';
 
 let sb: RunningSandbox;
 let dir: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI asynchronously (the sandbox answers from this process). */
-function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        CANTON_SIGNER_KEYSTORE: dir,
-        CANTON_SIGNER_PASSPHRASE: PASSPHRASE,
-        CANTON_SIGNER_LEDGER_API_TOKEN: TOKEN,
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      for (const secret of [PASSPHRASE, TOKEN]) {
-        expect(stdout).not.toContain(secret);
-        expect(stderr).not.toContain(secret);
-      }
-      resolve({ code, stdout, stderr });
-    });
+/** Runs the CLI asynchronously (the sandbox answers from this process); no secret may reach its output. */
+async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  const r = await runCli(args, {
+    env: {
+      PATH: process.env.PATH ?? '',
+      CANTON_SIGNER_KEYSTORE: dir,
+      CANTON_SIGNER_PASSPHRASE: PASSPHRASE,
+      CANTON_SIGNER_LEDGER_API_TOKEN: TOKEN,
+      ...extraEnv,
+    },
   });
+  for (const secret of [PASSPHRASE, TOKEN]) {
+    expect(r.stdout).not.toContain(secret);
+    expect(r.stderr).not.toContain(secret);
+  }
+  return r;
 }
 
 const net = () => sb.ctx.net;
@@ -66,7 +43,7 @@ const withSandbox = (...args: string[]) => [...args, '--sandbox', sb.urls.origin
 
 async function createKey(label: string, scheme: string): Promise<{ fingerprint: string }> {
   const r = await cli(['keys', 'create', '--label', label, '--scheme', scheme, '--json']);
-  expect(r.code, r.stderr).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as { fingerprint: string };
 }
 
@@ -117,7 +94,7 @@ describe('canton-signer party', () => {
         '--json',
       ),
     );
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as {
       status: string;
       party: { partyId: string; via: string };
@@ -133,14 +110,14 @@ describe('canton-signer party', () => {
     const again = await cli(
       withSandbox('party', 'onboard', '--hint', 'cli-alice', '--key', 'cli-ed', '--via', 'validator'),
     );
-    expect(again.code, again.stderr).toBe(0);
+    expect(again.status, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/^status: {7}already onboarded/m);
     expect(again.stdout).toContain(`party:        cli-alice::${edFp}`);
   });
 
   it('onboard through the Ledger API (default) with a P-256 key', async () => {
     const r = await cli(withSandbox('party', 'onboard', '--hint', 'cli-bob', '--key', 'cli-ec'));
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^status: {7}onboarded$/m);
     expect(r.stdout).toContain(`key:          cli-ec (ecdsa-p256, ${ecFp})`);
     expect(r.stdout).toContain('via:          ledger-api');
@@ -151,7 +128,7 @@ describe('canton-signer party', () => {
     const r = await cli(
       withSandbox('party', 'onboard', '--hint', 'cli-carol', '--key', 'cli-ec', '--via', 'validator'),
     );
-    expect(r.code).toBe(1);
+    expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(
       /^canton-signer: refused \(bad_request\): the validator onboards Ed25519 keys only/,
@@ -174,13 +151,13 @@ describe('canton-signer party', () => {
         's',
       ),
     );
-    expect(r.code).toBe(2);
+    expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--synchronizer applies to --via ledger-api only/);
   });
 
   it('list shows the party book', async () => {
     const r = await cli(['party', 'list', '--json']);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const { parties } = JSON.parse(r.stdout) as { parties: { partyId: string }[] };
     expect(parties.map((p) => p.partyId).sort()).toEqual([`cli-alice::${edFp}`, `cli-bob::${ecFp}`].sort());
     const text = await cli(['party', 'list']);
@@ -190,7 +167,7 @@ describe('canton-signer party', () => {
   it('show by party id and by ANS name; an unknown name is refused', async () => {
     const alice = `cli-alice::${edFp}`;
     const byId = await cli(withSandbox('party', 'show', alice, '--json'));
-    expect(byId.code, byId.stderr).toBe(0);
+    expect(byId.status, byId.stderr).toBe(0);
     const v = JSON.parse(byId.stdout) as Record<string, unknown>;
     expect(v).toMatchObject({
       partyId: alice,
@@ -201,14 +178,14 @@ describe('canton-signer party', () => {
     expect((v.record as { keyLabel: string }).keyLabel).toBe('cli-ed');
 
     const byName = await cli(withSandbox('party', 'show', 'cli-alice.unverified.cns'));
-    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.status, byName.stderr).toBe(0);
     expect(byName.stdout).toContain(`party:        ${alice}`);
     expect(byName.stdout).toContain('given as:     cli-alice.unverified.cns');
     expect(byName.stdout).toContain(`hosted:       yes, on ${net().synchronizerId}`);
     expect(byName.stdout).toContain('preapproval:  (none)');
 
     const unknown = await cli(withSandbox('party', 'show', 'nobody.unverified.cns'));
-    expect(unknown.code).toBe(1);
+    expect(unknown.status).toBe(1);
     expect(unknown.stderr).toBe(
       'canton-signer: refused (bad_request): no ANS entry named nobody.unverified.cns\n',
     );
@@ -219,7 +196,7 @@ describe('canton-signer party', () => {
     net().tap(alice, '100.0');
     net().tap(alice, '0.5');
     const r = await cli(withSandbox('party', 'balance', 'cli-alice.unverified.cns', '--json'));
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(0);
     const b = JSON.parse(r.stdout) as {
       partyId: string;
       name: string;
@@ -234,7 +211,7 @@ describe('canton-signer party', () => {
     expect(Number(b.holdings[0]!.unlocked)).toBeCloseTo(100.5, 6);
     expect(b.dustCount).toBe(1);
     const text = await cli(withSandbox('party', 'balance', alice));
-    expect(text.code, text.stderr).toBe(0);
+    expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toContain(`party:        ${alice}`);
     expect(text.stdout).toMatch(
       /^holding: {6}Amulet \(DSO::1220[0-9a-f]+\): unlocked 100\.5\d*, locked 0\.?\d*, 2 contracts$/m,

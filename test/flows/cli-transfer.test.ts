@@ -6,54 +6,25 @@
  * bad options exit 2. The journal beside the keystore records the steps and
  * no secret.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partyId as makePartyId } from '../../src/hashing/canton-hash.js';
-import { FileBackend } from '../../src/keys/file-backend.js';
-import { Signer } from '../../src/keys/signer.js';
-import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
-import { FilePartyBook, type PartyRecord } from '../../src/store/parties.js';
+import type { PartyRecord } from '../../src/store/parties.js';
+import { type CliKeystore, cliEnv, cliKeystore, runCli } from '../support/cli.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'canton-signer.js');
 const PASSPHRASE = 'cli-transfer-passphrase';
 
 let sb: RunningSandbox;
+let ks: CliKeystore;
 let dir: string;
 let alice: PartyRecord;
 let bob: PartyRecord;
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, CANTON_SIGNER_PASSPHRASE: PASSPHRASE };
-    delete env.NODE_OPTIONS;
-    delete env.CANTON_SIGNER_PKCS11_MODULE;
-    const child = spawn(process.execPath, [BIN, ...args, '--sandbox', sb.urls.ledgerApi, '--keystore', dir], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    child.on('error', reject);
-    child.on('close', (status) =>
-      resolve({ status, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
-    );
+const cli = (args: string[]) =>
+  runCli([...args, '--sandbox', sb.urls.ledgerApi, '--keystore', dir], {
+    env: cliEnv({ CANTON_SIGNER_PASSPHRASE: PASSPHRASE }),
   });
-}
 
 async function ok(args: string[]): Promise<string> {
   const r = await cli(args);
@@ -64,48 +35,15 @@ async function ok(args: string[]): Promise<string> {
 
 beforeAll(async () => {
   sb = await startSandbox({ seed: 'cli-transfer', timers: false });
-  dir = await mkdtemp(join(tmpdir(), 'canton-signer-cli-transfer-'));
-  const signer = new Signer({
-    file: new FileBackend({ dir, passphrase: () => PASSPHRASE, scrypt: { N: 2 ** 14, r: 8, p: 1 } }),
-    stateDir: dir,
-  });
-  const book = new FilePartyBook(dir);
-  const net = sb.ctx.net;
-  const add = async (hint: string): Promise<PartyRecord> => {
-    const key = await signer.generate({ label: hint, scheme: 'ed25519', backend: 'file' });
-    const id = makePartyId(hint, key.fingerprint);
-    net.parties.set(id, {
-      partyId: id,
-      namespace: key.fingerprint,
-      keys: [{ fingerprint: key.fingerprint, scheme: key.scheme, spki: key.publicKeySpki }],
-      threshold: 1,
-      hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-      via: 'ledger-api',
-    });
-    net.users.get(LEDGER_API_USER)!.actAs.add(id);
-    const rec: PartyRecord = {
-      partyId: id,
-      hint,
-      keyLabel: key.label,
-      scheme: key.scheme,
-      fingerprint: key.fingerprint,
-      publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-      via: 'ledger-api',
-      participantUid: net.participantUid,
-      synchronizerId: net.synchronizerId,
-      createdAt: new Date().toISOString(),
-    };
-    await book.put(rec);
-    return rec;
-  };
-  alice = await add('alice');
-  bob = await add('bob');
-  for (let i = 0; i < 4; i++) net.tap(alice.partyId, '25');
-  await signer.close();
+  ks = await cliKeystore(sb, 'cli-transfer', PASSPHRASE);
+  dir = ks.dir;
+  alice = await ks.addParty('alice');
+  bob = await ks.addParty('bob');
+  for (let i = 0; i < 4; i++) sb.ctx.net.tap(alice.partyId, '25');
 });
 afterAll(async () => {
   await sb?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await ks?.close();
 });
 
 describe('canton-signer transfer / offers / holdings', () => {

@@ -10,17 +10,16 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DUST_THRESHOLD, partyBalance } from '../../src/flows/balance.js';
 import {
-  fromUnits,
   type Holding,
   listHoldings,
   MAX_INPUTS,
   selectInputs,
-  shortAmount,
   sumUnits,
   toUnits,
 } from '../../src/flows/holdings.js';
 import { mergeHoldings } from '../../src/flows/merge.js';
 import { Refusal } from '../../src/flows/refusal.js';
+import { fromUnits, shortAmount } from '../../src/intent/decimal.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv } from '../support/flow-env.js';
 

@@ -9,9 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FlowContext } from '../../src/flows/context.js';
 import { isPartyId, nameOfParty, resolveParty } from '../../src/flows/names.js';
 import { showParty } from '../../src/flows/onboard.js';
-import { Refusal } from '../../src/flows/refusal.js';
 import { ansEntryContract, transferPreapprovalContract } from '../../src/sandbox/amulet.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: string;
@@ -34,15 +33,6 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => env?.close());
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
 
 describe('resolveParty', () => {
   it('returns a party id as is, without asking anyone', async () => {

@@ -9,14 +9,12 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
-import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
-import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings } from '../../src/flows/holdings.js';
 import { acceptOffer, listOffers, rejectOffer, withdrawOffer } from '../../src/flows/offers.js';
 import { Refusal } from '../../src/flows/refusal.js';
 import { transfer } from '../../src/flows/transfer.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { ambiguousExecute, type FlowEnv, flowEnv } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -29,11 +27,7 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.close());
 
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
+beforeEach(() => env.reset());
 
 async function offer(amount: string, memo?: string): Promise<string> {
   const before = new Set((await listOffers(env.ctx, bob.partyId)).map((o) => o.instructionCid));
@@ -136,17 +130,7 @@ describe('the pipeline around an answer', () => {
   it('an ambiguous accept is resolved from the completion stream: one transaction', async () => {
     const cid = await offer('7');
     env.journal.records.length = 0;
-    const fast = new LedgerApiClient({
-      baseUrl: env.sb.urls.ledgerApi,
-      timeoutMs: 400,
-      retry: { attempts: 1 },
-    });
-    const ctx: FlowContext = { ...env.ctx, ledger: fast };
-    env.sb.ctx.faults.inject({
-      fault: { kind: 'timeoutAfterCommit', ms: 1500 },
-      operation: 'ledger-api.executeAndWait',
-      times: 1,
-    });
+    const ctx = ambiguousExecute(env);
     const r = await acceptOffer(ctx, bob.partyId, cid, { commandId: `accept-${Date.now()}` });
     expect(r.outcome).toBe('committed-after-ambiguous');
     expect(env.net.store.updates().filter((u) => u.commandId === r.commandId)).toHaveLength(1);

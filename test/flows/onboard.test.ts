@@ -12,13 +12,12 @@ import type { TopologyTransaction } from '../../src/canton/topology/model.js';
 import type { ValidatorClient } from '../../src/canton/validator/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { onboardViaLedgerApi, onboardViaValidator, showParty } from '../../src/flows/onboard.js';
-import { Refusal } from '../../src/flows/refusal.js';
 import { topologyTransactionHash } from '../../src/hashing/canton-hash.js';
 import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { checkTopology } from '../../src/intent/topology.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let n = 0;
@@ -36,15 +35,6 @@ beforeEach(() => {
 
 async function newKey(scheme: KeyScheme = 'ed25519') {
   return env.signer.generate({ label: `onb-${scheme}-${++n}`, scheme, backend: 'file' });
-}
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
-  return e as Refusal;
 }
 
 /** The party is hosted with exactly our key, and the Ledger API user may act and read as it. */

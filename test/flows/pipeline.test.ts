@@ -10,7 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
-import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { type LedgerOutcome, ledgerFlow, type PrepareBody } from '../../src/flows/ledger.js';
 import {
@@ -25,7 +24,13 @@ import { bytesToBase64 } from '../../src/hashing/input.js';
 import type { Intent } from '../../src/intent/model.js';
 import { verifySignature } from '../../src/keys/schemes.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import {
+  ambiguousExecute,
+  type FlowEnv,
+  flowEnv,
+  preapprovalProposal,
+  refusal,
+} from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -38,22 +43,11 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.close());
 
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
+beforeEach(() => env.reset());
 
 const proposalBody = (p: SigningParty, provider = env.net.validatorParty): PrepareBody => ({
   synchronizerId: env.net.synchronizerId,
-  commands: [
-    {
-      CreateCommand: {
-        templateId: '#splice-wallet:Splice.Wallet.TransferPreapproval:TransferPreapprovalProposal',
-        createArguments: { receiver: p.partyId, provider, expectedDso: env.net.dso },
-      },
-    },
-  ],
+  commands: [preapprovalProposal(env.net, p.partyId, provider)],
 });
 
 const intentFor = (p: SigningParty, provider = env.net.validatorParty): Intent => ({
@@ -84,15 +78,6 @@ const proposalsOf = (p: SigningParty) =>
           e.contract.signatories.includes(p.partyId),
       ),
     ).length;
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
 
 describe('the signing pipeline', () => {
   it('verifies, signs with the registered key, executes and journals each step (Ed25519 and ECDSA P-256)', async () => {
@@ -270,17 +255,7 @@ describe('the signing pipeline', () => {
   });
 
   it('an ambiguous execute (timeout after commit) is resolved from completions: one transaction, no retry', async () => {
-    const fast = new LedgerApiClient({
-      baseUrl: env.sb.urls.ledgerApi,
-      timeoutMs: 400,
-      retry: { attempts: 1 },
-    });
-    const ctx: FlowContext = { ...env.ctx, ledger: fast };
-    env.sb.ctx.faults.inject({
-      fault: { kind: 'timeoutAfterCommit', ms: 1500 },
-      operation: 'ledger-api.executeAndWait',
-      times: 1,
-    });
+    const ctx = ambiguousExecute(env);
     const before = proposalsOf(alice);
     const sign = vi.spyOn(env.signer, 'sign');
     const r = await runFlow(
@@ -395,5 +370,49 @@ describe('the signing pipeline', () => {
     const e = await refusal(runFlow(flow, env.ctx));
     expect(e.reason).toBe('submission_rejected');
     expect(e.details.code).toBe('FAILED_TO_EXECUTE_TRANSACTION');
+  });
+
+  it('a transaction prepared under another command id than the flow asked for is refused before signing', async () => {
+    const commandId = randomUUID();
+    const base = proposalFlow(alice, { commandId });
+    // A participant that swaps the command id (defeating deduplication): prepare under another one.
+    const other = proposalFlow(alice, { commandId: randomUUID() });
+    const sign = vi.spyOn(env.signer, 'sign');
+    const e = await refusal(runFlow({ ...base, prepare: (n) => other.prepare(n) }, env.ctx));
+    expect(e.reason).toBe('intent_mismatch');
+    expect(e.details.commandId).toBe(commandId);
+    expect(e.message).toMatch(/deduplicate/);
+    expect(sign).not.toHaveBeenCalled();
+  });
+
+  it('"already submitted" without a completion that proves the commit is an unknown outcome, not a rejection', async () => {
+    for (const code of ['DUPLICATE_COMMAND', 'SUBMISSION_ALREADY_IN_FLIGHT']) {
+      vi.spyOn(env.ledger, 'executeAndWait').mockRejectedValueOnce(
+        new CantonApiError({
+          status: 409,
+          service: 'ledger-api',
+          method: 'POST',
+          path: '/v2/interactive-submission/executeAndWait',
+          code,
+          retryable: false,
+          ambiguous: false,
+        }),
+      );
+      const flow = proposalFlow(alice);
+      const e = await refusal(runFlow(flow, env.ctx));
+      expect(e.reason).toBe('outcome_unknown');
+      expect(e.details.commandId).toBe(flow.commandId);
+      expect(env.journal.steps().at(-1)).toBe('ambiguous');
+    }
+  });
+
+  it('an error that is not a refusal (key backend) is journalled as failed before it propagates', async () => {
+    vi.spyOn(env.signer, 'sign').mockRejectedValueOnce(new Error('token removed'));
+    const e = await runFlow(proposalFlow(alice), env.ctx).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect((e as Error).message).toBe('token removed');
+    expect(env.journal.records.at(-1)).toMatchObject({ step: 'failed', message: 'token removed' });
   });
 });

@@ -18,11 +18,10 @@ import {
   sendViaPreapproval,
   trackSend,
 } from '../../src/flows/preapproval-send.js';
-import { Refusal } from '../../src/flows/refusal.js';
 import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
 import { balanceOf } from '../../src/sandbox/amulet.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -39,23 +38,10 @@ beforeAll(async () => {
   await acceptSetupProposal(env.ctx, bob.partyId);
 });
 afterAll(async () => env?.close());
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
+beforeEach(() => env.reset());
 
 const unlocked = (p: PartyRecord) =>
   balanceOf(env.net.store, p.partyId, env.net.latestRound().number).totalUnlocked;
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
 
 describe('sendViaPreapproval', () => {
   it('sends, tracks the command to sent and moves the amount', async () => {

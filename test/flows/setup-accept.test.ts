@@ -8,11 +8,10 @@
  * preapproval up.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Refusal } from '../../src/flows/refusal.js';
 import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -24,20 +23,7 @@ beforeAll(async () => {
   bob = await env.addParty('bob');
 });
 afterAll(async () => env?.close());
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
+beforeEach(() => env.reset());
 
 const preapprovalsOf = (p: PartyRecord) =>
   env.net.store

@@ -9,12 +9,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Refusal } from '../../src/flows/refusal.js';
 import { signAndExecute, verifyOnly } from '../../src/flows/sign-execute.js';
 import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import {
+  type FlowEnv,
+  flowEnv,
+  PREAPPROVAL_PROPOSAL_TEMPLATE,
+  preapprovalProposal,
+  refusal,
+} from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -26,13 +31,7 @@ beforeAll(async () => {
   bob = await env.addParty('bob', { scheme: 'ecdsa-p256' });
 });
 afterAll(async () => env?.close());
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
-
-const TEMPLATE = '#splice-wallet:Splice.Wallet.TransferPreapproval:TransferPreapprovalProposal';
+beforeEach(() => env.reset());
 
 /** A proposal create prepared by the participant for `p`, naming `provider`. */
 async function prepareProposal(p: PartyRecord, provider: string, commandId = randomUUID()) {
@@ -41,14 +40,7 @@ async function prepareProposal(p: PartyRecord, provider: string, commandId = ran
     commandId,
     actAs: [p.partyId],
     synchronizerId: env.net.synchronizerId,
-    commands: [
-      {
-        CreateCommand: {
-          templateId: TEMPLATE,
-          createArguments: { receiver: p.partyId, provider, expectedDso: env.net.dso },
-        },
-      },
-    ],
+    commands: [preapprovalProposal(env.net, p.partyId, provider)],
   });
   return {
     commandId,
@@ -62,15 +54,6 @@ const proposalsFor = (p: PartyRecord) =>
   env.net.store
     .activeContracts('TransferPreapprovalProposal')
     .filter((c) => str(c.argument, 'receiver') === p.partyId);
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
 
 describe('signAndExecute', () => {
   it('executes a supplied transaction whose intent matches; one signature', async () => {
@@ -101,7 +84,12 @@ describe('signAndExecute', () => {
     ],
     [
       'an exercise',
-      { kind: 'exercise', template: TEMPLATE, choice: 'Archive', contractId: `00${'ab'.repeat(32)}` },
+      {
+        kind: 'exercise',
+        template: PREAPPROVAL_PROPOSAL_TEMPLATE,
+        choice: 'Archive',
+        contractId: `00${'ab'.repeat(32)}`,
+      },
       'kind_mismatch',
     ],
     ['another provider', { kind: 'preapproval-proposal', provider: 'x' }, 'party_mismatch'],

@@ -6,9 +6,10 @@
  * This file fails (never skips) when SoftHSM2 is not installed: flowEnv throws.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { fromUnits, listHoldings, sumUnits } from '../../src/flows/holdings.js';
+import { listHoldings, sumUnits } from '../../src/flows/holdings.js';
 import { acceptOffer, listOffers } from '../../src/flows/offers.js';
 import { transfer } from '../../src/flows/transfer.js';
+import { fromUnits } from '../../src/intent/decimal.js';
 import { transferPreapprovalContract } from '../../src/sandbox/amulet.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv } from '../support/flow-env.js';

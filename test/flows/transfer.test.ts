@@ -9,17 +9,15 @@
  * signature and nothing on the ledger; ECDSA senders.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { RegistryClient } from '../../src/canton/validator/registry.js';
-import type { FlowContext } from '../../src/flows/context.js';
-import { fromUnits, listHoldings, toUnits } from '../../src/flows/holdings.js';
+import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { acceptOffer, listOffers, rejectOffer, withdrawOffer } from '../../src/flows/offers.js';
-import { Refusal } from '../../src/flows/refusal.js';
 import { transfer } from '../../src/flows/transfer.js';
+import { fromUnits } from '../../src/intent/decimal.js';
 import { verifySignature } from '../../src/keys/schemes.js';
 import { ansEntryContract, transferPreapprovalContract } from '../../src/sandbox/amulet.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv } from '../support/flow-env.js';
+import { ambiguousExecute, type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -44,11 +42,7 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.close());
 
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-  env.sb.ctx.faults.clear();
-});
+beforeEach(() => env.reset());
 
 async function totals(p: PartyRecord): Promise<{ unlocked: string; locked: string; count: number }> {
   const hs = await listHoldings(env.ctx, p.partyId);
@@ -62,15 +56,6 @@ const minus = (a: string, b: string) => fromUnits(toUnits(a) - toUnits(b));
 
 /** Updates committed under a command id (what the ledger actually holds). */
 const updatesOf = (commandId: string) => env.net.store.updates().filter((u) => u.commandId === commandId);
-
-async function refusal(p: Promise<unknown>): Promise<Refusal> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
-  return e as Refusal;
-}
 
 describe('two-step transfers (the receiver has no preapproval)', () => {
   it('offer, then the receiver accepts: amounts move exactly, the journal has each step', async () => {
@@ -253,17 +238,7 @@ describe('refusals and recoveries', () => {
   });
 
   it('an ambiguous execute (timeout after commit): committed-after-ambiguous, exactly one transaction', async () => {
-    const fast = new LedgerApiClient({
-      baseUrl: env.sb.urls.ledgerApi,
-      timeoutMs: 400,
-      retry: { attempts: 1 },
-    });
-    const ctx: FlowContext = { ...env.ctx, ledger: fast };
-    env.sb.ctx.faults.inject({
-      fault: { kind: 'timeoutAfterCommit', ms: 1500 },
-      operation: 'ledger-api.executeAndWait',
-      times: 1,
-    });
+    const ctx = ambiguousExecute(env);
     const c0 = await totals(carol);
     const sign = vi.spyOn(env.signer, 'sign');
     const r = await transfer(ctx, { from: alice.partyId, to: carol.partyId, amount: '4' });

@@ -17,8 +17,10 @@ import {
   archiveNode,
   exerciseNode,
   ID,
+  num,
   PACKAGE_NAME,
   record,
+  text,
   unit,
 } from '../../src/sandbox/prepared/common.js';
 import { tamper } from '../../src/sandbox/tamper.js';
@@ -33,17 +35,25 @@ import {
   buildTransfer,
   buildWithdraw,
   CAROL,
+  createOf,
   DSO,
   decoded,
   EXECUTE_BEFORE,
+  editNode,
   existing,
+  findNode,
   graft,
   INSTRUCTION_CID,
+  MALLORY,
+  mapValue,
+  modelOf,
   PREAPPROVAL_CID,
   realFiles,
   realVector,
   SEND_EXPIRES,
   SETUP_CID,
+  setField,
+  swapParty,
   VALIDATOR,
 } from './fixtures.js';
 
@@ -98,13 +108,22 @@ function intentForVector(tx: DecodedTransaction): Intent {
         proposalCid: root.contractId,
         validator: input(root.contractId).validator,
       };
-    case 'AllocationFactory_Allocate':
+    case 'AllocationFactory_Allocate': {
+      const { settlement, transferLeg, transferLegId } = arg.allocation;
       return {
         kind: 'allocation-allocate',
         party,
-        amount: arg.allocation.transferLeg.amount,
-        instrument: arg.allocation.transferLeg.instrumentId,
+        receiver: transferLeg.receiver,
+        amount: transferLeg.amount,
+        instrument: transferLeg.instrumentId,
+        executor: settlement.executor,
+        settlementRef: {
+          id: settlement.settlementRef.id,
+          ...(settlement.settlementRef.cid == null ? {} : { cid: settlement.settlementRef.cid }),
+        },
+        transferLegId,
       };
+    }
     case 'Allocation_Withdraw':
       return {
         kind: 'allocation-withdraw',
@@ -149,7 +168,7 @@ describe('checkIntent: the matching intent passes', () => {
   it('sandbox direct and two-step transfers, with every optional field', () => {
     expect(reasons(decoded(buildTransfer('direct')), transferIntent({ transferKind: 'direct' }))).toEqual([]);
     expect(reasons(decoded(buildTransfer('twoStep')), transferIntent({ transferKind: 'offer' }))).toEqual([]);
-    // Optional fields left out: nothing more is checked, and a memo in the transaction is fine.
+    // Optional fields left out: nothing more is checked (an empty reason is no memo).
     const bare: Intent = {
       kind: 'transfer',
       sender: ALICE,
@@ -157,7 +176,8 @@ describe('checkIntent: the matching intent passes', () => {
       amount: '7.25',
       instrument: { admin: DSO, id: 'Amulet' },
     };
-    expect(reasons(decoded(buildTransfer('direct')), bare)).toEqual([]);
+    expect(reasons(decoded(buildTransfer('direct', { reason: '' })), bare)).toEqual([]);
+    expect(reasons(decoded(buildTransfer('twoStep', { reason: '' })), bare)).toEqual([]);
   });
 
   it('equal values written differently pass: amount scale, instant offset', () => {
@@ -330,10 +350,31 @@ describe('checkIntent: each mismatch is refused with its reason', () => {
     expect(reasons(decoded(changed), TRANSFER)).toEqual(['instrument_mismatch']);
   });
 
-  it('wrong memo; no memo in the intent is fine', () => {
+  it('wrong memo; no memo in the intent refuses a non-empty reason (a party signs no text it did not ask for)', () => {
     expect(reasons(decoded(direct()), withT({ memo: 'invoice 43' }))).toEqual(['memo_mismatch']);
     const { memo: _, ...noMemo } = TRANSFER as Intent & { kind: 'transfer' };
-    expect(reasons(decoded(direct()), noMemo)).toEqual([]);
+    const r = checkIntent(decoded(direct()), noMemo);
+    expect(r.problems).toEqual([
+      {
+        reason: 'memo_mismatch',
+        message: 'the memo is "invoice 42" but the intent gives none.',
+        where: 'node 0: memo',
+      },
+    ]);
+    expect(reasons(decoded(buildTransfer('direct', { reason: '' })), noMemo)).toEqual([]);
+    // The same for an offer: its instruction carries the reason too (reported once, at the root).
+    expect(reasons(decoded(buildTransfer('twoStep')), noMemo)).toEqual(['memo_mismatch']);
+    // And for a preapproval send's description.
+    const send: Intent = {
+      kind: 'preapproval-send',
+      sender: ALICE,
+      receiver: BOB,
+      amount: '3.5',
+      nonce: 4,
+      expiresAt: isoMicros(SEND_EXPIRES),
+    };
+    expect(reasons(decoded(buildPreapprovalSend()), send)).toEqual(['memo_mismatch']);
+    expect(reasons(decoded(buildPreapprovalSend(4n, null)), send)).toEqual([]);
   });
 
   it('wrong executeBefore (one microsecond later)', () => {
@@ -419,7 +460,7 @@ describe('checkIntent: each mismatch is refused with its reason', () => {
     const accept = decoded(buildAccept());
     expect(
       reasons(accept, { kind: 'transfer-instruction-accept', party: ALICE, instructionCid: INSTRUCTION_CID }),
-    ).toEqual(['act_as_mismatch', 'party_mismatch', 'party_mismatch']);
+    ).toEqual(['act_as_mismatch', 'party_mismatch', 'party_mismatch', 'unexplained_create']);
   });
 
   it('act_as other than exactly the signing party', () => {
@@ -463,7 +504,11 @@ describe('checkIntent: each mismatch is refused with its reason', () => {
     ).toContain('kind_mismatch');
     const cosign = realVector('v2_bitgo_cosigndelegationacceptprepareresponse.json');
     const party = cosign.metadata.submitterInfo.actAs[0]!;
-    expect(reasons(cosign, { ...TRANSFER, sender: party } as Intent)).toEqual(['unrecognised_action']);
+    // Its CosigningDelegation is also nothing a transfer creates for the party.
+    expect(reasons(cosign, { ...TRANSFER, sender: party } as Intent)).toEqual([
+      'unrecognised_action',
+      'unexplained_create',
+    ]);
     // A recognised transfer cannot be signed under a generic exercise intent.
     const root = decoded(direct()).nodeById.get('0') as NodeBody & { type: 'exercise' };
     expect(
@@ -604,7 +649,7 @@ describe('checkIntent: amounts are compared as decimals', () => {
         const units = BigInt(amount.replace('.', '')) + (up ? 1n : -1n);
         const s = units.toString().padStart(11, '0');
         const other = `${s.slice(0, -10)}.${s.slice(-10)}`;
-        const rs = reasons(tx, withT({ amount: other, memo: undefined, inputs: undefined }));
+        const rs = reasons(tx, withT({ amount: other, inputs: undefined }));
         expect(rs).toEqual(['amount_mismatch']);
       }),
       { numRuns: 40 },
@@ -620,7 +665,7 @@ describe('checkIntent: amounts are compared as decimals', () => {
         const sig = f.replace(/0+$/, '');
         const frac = sig.padEnd(Math.max(sig.length, keep), '0');
         const written = `${BigInt(w)}${frac ? `.${frac}` : ''}`;
-        expect(reasons(tx, withT({ amount: written, memo: undefined, inputs: undefined }))).toEqual([]);
+        expect(reasons(tx, withT({ amount: written, inputs: undefined }))).toEqual([]);
       }),
       { numRuns: 40 },
     );
@@ -652,5 +697,338 @@ describe('instants and decimals', () => {
     expect(decimalEquals('12.5', '12.5000000001')).toBe(false);
     expect(compareDecimals('1e3', '1000')).toBeUndefined();
     expect(compareDecimals('-1.5', '1')).toBe(-1);
+  });
+});
+
+// ---- the security review's holes: each test failed before its fix -----------------------------------------
+
+const transferOf = (i: Intent) => i as Intent & { kind: 'transfer' };
+const SEND: Intent = {
+  kind: 'preapproval-send',
+  sender: ALICE,
+  receiver: BOB,
+  amount: '3.5',
+  nonce: 4,
+  expiresAt: isoMicros(SEND_EXPIRES),
+  description: 'rent',
+};
+const isExercise = (n: NodeBody): n is NodeBody & { type: 'exercise' } => n.type === 'exercise';
+/** A copy of a create under a fresh contract id, its argument (and stakeholders) changed by `f`. */
+const copyCreate = (n: NodeBody & { type: 'create' }, label: string, f: (v: Value) => Value = (v) => v) => ({
+  ...n,
+  contractId: existing(label),
+  argument: f(n.argument),
+});
+const rootExercise = (p: PreparedTransaction, f: (n: NodeBody & { type: 'exercise' }) => NodeBody) =>
+  editNode(p, p.transaction.roots[0]!, (n) => (n.type === 'exercise' ? f(n) : n));
+
+describe('hole 1: creates that are not holdings are checked', () => {
+  it('the review demo: a second lock and a second instruction to mallory under a real offer', () => {
+    const tx = realVector('v2_bitgo_trasferprepareresponse.json');
+    const intent = transferOf(intentForVector(tx));
+    const p = modelOf(tx);
+    const locked = findNode(p, createOf('LockedAmulet'));
+    const instr = findNode(p, createOf('AmuletTransferInstruction'));
+    const lock2 = graft(p, '0', copyCreate(locked.node, 'second lock'));
+    const toMallory = graft(p, '0', {
+      ...copyCreate(instr.node, 'second instruction', (v) => swapParty(v, intent.receiver, MALLORY)),
+      stakeholders: [...instr.node.stakeholders.filter((s) => s !== intent.receiver), MALLORY].sort(),
+    });
+    const both = graft(lock2, '0', toMallory.transaction.nodes.at(-1)!.node);
+    const r = checkIntent(decoded(both), intent);
+    expect(r.problems.map((x) => x.reason).sort()).toEqual(['amount_mismatch', 'unexplained_create']);
+    expect(r.problems.find((x) => x.reason === 'amount_mismatch')!.message).toBe(
+      `the offer locks 30.0000000000 of ${intent.sender}'s holdings but the intent says ${intent.amount}.`,
+    );
+    expect(r.problems.find((x) => x.reason === 'unexplained_create')!.message).toMatch(
+      /^the offer creates 2 transfer instructions \(nodes 14, \d+\); it must create exactly one\.$/,
+    );
+    expect(reasons(decoded(lock2), intent)).toEqual(['amount_mismatch']);
+    expect(reasons(decoded(toMallory), intent)).toEqual(['unexplained_create']);
+  });
+
+  it('the one instruction of an offer must be the intent transfer', () => {
+    const p = buildTransfer('twoStep');
+    const instr = findNode(p, createOf('AmuletTransferInstruction'));
+    const redirected = editNode(p, instr.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, BOB, MALLORY) } : n,
+    );
+    const r = checkIntent(decoded(redirected), TRANSFER);
+    expect(r.problems).toEqual([
+      {
+        reason: 'party_mismatch',
+        message: `the transfer instruction at node ${instr.nodeId} names ${MALLORY} as transfer.receiver but the intent says ${BOB}.`,
+        where: `node ${instr.nodeId}: transfer.receiver`,
+      },
+    ]);
+  });
+
+  it('a create of a template the action does not explain, where the party is a stakeholder', () => {
+    const command = findNode(buildPreapprovalSend(), createOf('TransferCommand')).node;
+    const r = checkIntent(decoded(graft(direct(), '0', command)), TRANSFER);
+    expect(r.problems.map((x) => x.reason)).toEqual(['unexplained_create']);
+    expect(r.problems[0]!.message).toContain(
+      'creates a splice-amulet:Splice.ExternalPartyAmuletRules:TransferCommand that',
+    );
+  });
+
+  it('a preapproval send creates exactly one TransferCommand of the intent, with its delegate', () => {
+    const p = buildPreapprovalSend();
+    const command = findNode(p, createOf('TransferCommand'));
+    const second = graft(
+      p,
+      '0',
+      copyCreate(command.node, 'second command', (v) => swapParty(v, BOB, MALLORY)),
+    );
+    expect(reasons(decoded(second), SEND)).toEqual(['unexplained_create']);
+    const more = editNode(p, command.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: setField(n.argument, 'amount', num('35')) } : n,
+    );
+    expect(reasons(decoded(more), SEND)).toEqual(['amount_mismatch']);
+    expect(reasons(decoded(p), { ...SEND, delegate: VALIDATOR } as Intent)).toEqual([]);
+    expect(reasons(decoded(p), { ...SEND, delegate: CAROL } as Intent)).toEqual(['party_mismatch']);
+  });
+
+  it('a setup acceptance creates one TransferPreapproval and one ValidatorRight for the proposal validator', () => {
+    const intent: Intent = { kind: 'setup-proposal-accept', party: ALICE, proposalCid: SETUP_CID };
+    const p = buildSetupAccept();
+    const right = findNode(p, createOf('ValidatorRight'));
+    expect(reasons(decoded(graft(p, '0', copyCreate(right.node, 'second right'))), intent)).toEqual([
+      'unexplained_create',
+    ]);
+    const other = editNode(p, right.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, VALIDATOR, MALLORY) } : n,
+    );
+    expect(reasons(decoded(other), intent)).toEqual(['party_mismatch']);
+  });
+
+  it('a direct transfer counts only holdings of the intent instrument for the receiver', () => {
+    const p = direct();
+    const credit = p.transaction.nodes.find(
+      (n) => n.node.type === 'create' && (valueToJson(n.node.argument) as J).owner === BOB,
+    )!;
+    const otherCoin = editNode(p, credit.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, DSO, CAROL) } : n,
+    );
+    expect(reasons(decoded(otherCoin), TRANSFER)).toEqual(['instrument_mismatch', 'amount_mismatch']);
+  });
+});
+
+describe('hole 2: an allocation intent pins where the value goes', () => {
+  const tx = realVector('v2_bitgo_cantonallocationallocateprepareresponse.json');
+  const intent = intentForVector(tx) as Intent & { kind: 'allocation-allocate' };
+
+  it('receiver, executor, settlement reference and leg id are required and compared', () => {
+    const { receiver: _, ...noReceiver } = intent;
+    expect(IntentSchema.safeParse(noReceiver).success).toBe(false);
+    expect(reasons(tx, { ...intent, receiver: CAROL })).toEqual(['party_mismatch']);
+    expect(reasons(tx, { ...intent, executor: CAROL })).toEqual(['party_mismatch']);
+    expect(reasons(tx, { ...intent, settlementRef: { ...intent.settlementRef, id: 'OTHER' } })).toEqual([
+      'contract_mismatch',
+    ]);
+    expect(reasons(tx, { ...intent, settlementRef: { id: intent.settlementRef.id } })).toEqual([
+      'contract_mismatch',
+    ]);
+    expect(reasons(tx, { ...intent, transferLegId: 'other-leg' })).toEqual(['contract_mismatch']);
+    expect(reasons(tx, { ...intent, amount: '6' })).toContain('amount_mismatch');
+  });
+
+  it('the allocation created must be the one requested, and lock exactly the amount', () => {
+    const p = modelOf(tx);
+    const alloc = findNode(p, createOf('DvpLegAllocation'));
+    const receiver = intent.receiver;
+    const redirected = editNode(p, alloc.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, receiver, MALLORY) } : n,
+    );
+    const r = checkIntent(decoded(redirected), intent);
+    expect(r.problems.map((x) => x.reason)).toEqual(['party_mismatch']);
+    expect(r.problems[0]!.where).toBe(`node ${alloc.nodeId}: allocation.transferLeg.receiver`);
+    expect(reasons(decoded(graft(p, '0', copyCreate(alloc.node, 'second allocation'))), intent)).toEqual([
+      'unexplained_create',
+    ]);
+  });
+
+  it('allocation withdraw / cancel intents must name the contract; holdings go back to the party only', () => {
+    expect(IntentSchema.safeParse({ kind: 'allocation-withdraw', party: ALICE }).success).toBe(false);
+    const w = realVector('v2_bitgo_cantonallocationwithdrawprepareresponse.json');
+    const wi = intentForVector(w);
+    const p = modelOf(w);
+    const back = findNode(p, createOf('Holding'));
+    const party = w.metadata.submitterInfo.actAs[0]!;
+    const stolen = editNode(p, back.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, party, MALLORY) } : n,
+    );
+    expect(reasons(decoded(stolen), wi)).toContain('unexplained_create');
+  });
+});
+
+describe('hole 3: templates are pinned by package name', () => {
+  it('a known choice on a template of another package is not recognised', () => {
+    const evil = rootExercise(direct(), (n) => ({ ...n, packageName: 'evil-amulet' }));
+    expect(reasons(decoded(evil), TRANSFER)).toContain('unrecognised_action');
+    const send = rootExercise(buildPreapprovalSend(), (n) => ({
+      ...n,
+      templateId: { ...n.templateId, entityName: 'AmuletRules', moduleName: 'Splice.AmuletRules' },
+    }));
+    expect(reasons(decoded(send), SEND)).toContain('unrecognised_action');
+  });
+
+  it('an allowed choice on a look-alike template of another package is unexplained', () => {
+    const rules = findNode(direct(), (n): n is NodeBody & { type: 'exercise' } => {
+      return isExercise(n) && n.choiceId === 'AmuletRules_Transfer';
+    });
+    const p = graft(direct(), '0', { ...rules.node, packageName: 'evil-amulet', children: [] });
+    expect(reasons(decoded(p), TRANSFER)).toEqual(['unexplained_exercise']);
+  });
+
+  it("the factory's expectedAdmin must be the instrument admin", () => {
+    const p = rootExercise(direct(), (n) => ({
+      ...n,
+      chosenValue: setField(n.chosenValue, 'expectedAdmin', { kind: 'party', value: CAROL }),
+    }));
+    const r = checkIntent(decoded(p), TRANSFER);
+    expect(r.problems).toEqual([
+      {
+        reason: 'instrument_mismatch',
+        message: `the factory is called with expectedAdmin ${CAROL} but the instrument's admin is ${DSO}.`,
+        where: 'node 0: expectedAdmin',
+      },
+    ]);
+  });
+});
+
+describe('hole 4: unreadable owners, and the instrument of inputs', () => {
+  it('a holding whose owner cannot be read is refused', () => {
+    const credit = direct().transaction.nodes.find(
+      (n) => n.node.type === 'create' && (valueToJson(n.node.argument) as J).owner === BOB,
+    )!.node as NodeBody & { type: 'create' };
+    const arg = credit.argument as Value & { kind: 'record' };
+    const ownerless = { ...arg, fields: arg.fields.filter((f) => f.label !== 'owner') };
+    const p = graft(direct(), '0', { ...credit, contractId: existing('ownerless'), argument: ownerless });
+    const r = checkIntent(decoded(p), TRANSFER);
+    expect(r.problems.map((x) => x.reason)).toEqual(['unexplained_create']);
+    expect(r.problems[0]!.message).toContain('whose owner cannot be read');
+  });
+
+  it('without declared inputs, the inputs consumed must be of the intent instrument', () => {
+    const { inputs: _, ...noInputs } = transferOf(TRANSFER);
+    const p = direct();
+    const inputContracts = p.metadata.inputContracts.map((ic) =>
+      ic.contract.contractId === existing('h0')
+        ? { ...ic, contract: { ...ic.contract, argument: swapParty(ic.contract.argument, DSO, CAROL) } }
+        : ic,
+    );
+    const other = { ...p, metadata: { ...p.metadata, inputContracts } };
+    const r = checkIntent(decoded(other), noInputs);
+    expect(r.problems).toEqual([
+      {
+        reason: 'instrument_mismatch',
+        message: `input ${existing('h0')} is a holding of Amulet (admin ${CAROL}) but the intent says Amulet (admin ${DSO}).`,
+        where: 'node 0: inputs',
+      },
+    ]);
+    expect(reasons(decoded(p), noInputs)).toEqual([]);
+  });
+});
+
+describe('hole 5: who may receive holdings, per kind', () => {
+  const unlocked = (p: PreparedTransaction) => findNode(p, createOf('Amulet')).node;
+  const toBob = (p: PreparedTransaction) =>
+    graft(
+      p,
+      '0',
+      copyCreate(unlocked(p), 'to bob', (v) => swapParty(v, ALICE, BOB)),
+    );
+
+  it('a withdraw or reject returns holdings to the sender only', () => {
+    const withdraw: Intent = {
+      kind: 'transfer-instruction-withdraw',
+      party: ALICE,
+      instructionCid: INSTRUCTION_CID,
+    };
+    const reject: Intent = {
+      kind: 'transfer-instruction-reject',
+      party: BOB,
+      instructionCid: INSTRUCTION_CID,
+    };
+    expect(reasons(decoded(toBob(buildWithdraw())), withdraw)).toEqual(['unexplained_create']);
+    expect(reasons(decoded(toBob(buildReject())), reject)).toEqual(['unexplained_create']);
+  });
+
+  it('an accept may return change to the sender only when the receiver gets the whole amount', () => {
+    const accept: Intent = {
+      kind: 'transfer-instruction-accept',
+      party: BOB,
+      instructionCid: INSTRUCTION_CID,
+    };
+    const p = buildAccept();
+    const change = graft(
+      p,
+      '5',
+      copyCreate(unlocked(p), 'change', (v) =>
+        mapValue(v, (x) => (x.kind === 'numeric' && x.value === '12.5000000000' ? num('0.5') : undefined)),
+      ),
+    );
+    expect(reasons(decoded(change), accept)).toEqual([]);
+    const credit = findNode(
+      change,
+      (n): n is NodeBody & { type: 'create' } =>
+        n.type === 'create' && (valueToJson(n.argument) as J).owner === BOB,
+    );
+    const short = editNode(change, credit.nodeId, (n) =>
+      n.type === 'create'
+        ? {
+            ...n,
+            argument: mapValue(n.argument, (x) =>
+              x.kind === 'numeric' && x.value === '12.5000000000' ? num('12') : undefined,
+            ),
+          }
+        : n,
+    );
+    const r = checkIntent(decoded(short), accept);
+    expect(r.problems.map((x) => x.reason)).toEqual(['unexplained_create']);
+    expect(r.problems[0]!.message).toContain('which is not change: the receiver is credited 12.0000000000');
+  });
+});
+
+describe('hole 6: DSO consistency, the proposal DSO, and text the intent does not state', () => {
+  it("a preapproval send's expectedDso must be the rules' DSO and the command's", () => {
+    const p = rootExercise(buildPreapprovalSend(), (n) => ({
+      ...n,
+      chosenValue: swapParty(n.chosenValue, DSO, CAROL),
+    }));
+    const r = checkIntent(decoded(p), SEND);
+    expect(r.problems.map((x) => x.reason)).toEqual(['party_mismatch', 'party_mismatch']);
+    expect(r.problems[0]!.message).toBe(
+      `the ExternalPartyAmuletRules exercised belongs to ${DSO} but the send expects the DSO ${CAROL}.`,
+    );
+  });
+
+  it("a preapproval proposal's expectedDso is compared when the intent gives it", () => {
+    const intent = { kind: 'preapproval-proposal', receiver: BOB, provider: VALIDATOR } as const;
+    expect(reasons(decoded(buildProposal()), { ...intent, expectedDso: DSO })).toEqual([]);
+    expect(reasons(decoded(buildProposal()), { ...intent, expectedDso: CAROL })).toEqual(['party_mismatch']);
+  });
+
+  it('other metadata entries on a transfer are refused unless empty', () => {
+    const extra = (value: string) =>
+      rootExercise(direct(), (n) => ({
+        ...n,
+        chosenValue: mapValue(n.chosenValue, (x) =>
+          x.kind === 'textMap' && x.entries.some((e) => e.key === REASON)
+            ? { kind: 'textMap', entries: [{ key: 'a.example/note', value: text(value) }, ...x.entries] }
+            : undefined,
+        ),
+      }));
+    const r = checkIntent(decoded(extra('pay mallory')), TRANSFER);
+    expect(r.problems).toEqual([
+      {
+        reason: 'memo_mismatch',
+        message:
+          'the transfer carries the metadata entry "a.example/note" ("pay mallory"), which the intent does not ask for.',
+        where: 'node 0: transfer.meta.values',
+      },
+    ]);
+    expect(reasons(decoded(extra('')), TRANSFER)).toEqual([]);
   });
 });

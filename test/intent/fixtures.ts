@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../../src/hashing/encode.js';
-import type { DecodedTransaction, NodeBody, PreparedTransaction } from '../../src/hashing/model.js';
+import type { DecodedTransaction, NodeBody, PreparedTransaction, Value } from '../../src/hashing/model.js';
 import type { AmuletDso } from '../../src/sandbox/prepared/amulet-inputs.js';
 import type { Envelope } from '../../src/sandbox/prepared/common.js';
 import {
@@ -216,4 +216,78 @@ export const realFiles: string[] = readdirSync(REAL_DIR)
 export function realVector(file: string): DecodedTransaction {
   const j = JSON.parse(readFileSync(join(REAL_DIR, file), 'utf8')) as { prepared_transaction_base64: string };
   return decodePreparedTransaction(j.prepared_transaction_base64);
+}
+
+// ---- editing transactions for the refusal tests -----------------------------------------------------
+
+export const MALLORY = partyOf('mallory');
+
+/** A decoded transaction as a model to edit and re-encode. */
+export const modelOf = (tx: DecodedTransaction): PreparedTransaction => ({
+  transaction: tx.transaction,
+  metadata: tx.metadata,
+});
+
+/** The first node of `p` that `match` accepts (by execution order of ids). */
+export function findNode<T extends NodeBody>(
+  p: PreparedTransaction,
+  match: (n: NodeBody) => n is T,
+): { nodeId: string; node: T } {
+  const hit = p.transaction.nodes.find((n) => match(n.node));
+  if (!hit) throw new Error('no such node');
+  return hit as { nodeId: string; node: T };
+}
+
+export const createOf =
+  (entity: string) =>
+  (n: NodeBody): n is NodeBody & { type: 'create' } =>
+    n.type === 'create' && n.templateId.entityName === entity;
+
+/** Replaces node `nodeId`'s body with `f(body)`. */
+export function editNode(
+  p: PreparedTransaction,
+  nodeId: string,
+  f: (n: NodeBody) => NodeBody,
+): PreparedTransaction {
+  const nodes = p.transaction.nodes.map((n) => (n.nodeId === nodeId ? { nodeId, node: f(n.node) } : n));
+  return { ...p, transaction: { ...p.transaction, nodes } };
+}
+
+/** `v` with every value `f` maps replaced (depth first). */
+export function mapValue(v: Value, f: (v: Value) => Value | undefined): Value {
+  const r = f(v);
+  if (r) return r;
+  switch (v.kind) {
+    case 'record':
+      return { ...v, fields: v.fields.map((x) => ({ label: x.label, value: mapValue(x.value, f) })) };
+    case 'optional':
+      return v.value === undefined ? v : { kind: 'optional', value: mapValue(v.value, f) };
+    case 'list':
+      return { kind: 'list', elements: v.elements.map((e) => mapValue(e, f)) };
+    case 'variant':
+      return { ...v, value: mapValue(v.value, f) };
+    case 'textMap':
+      return {
+        kind: 'textMap',
+        entries: v.entries.map((e) => ({ key: e.key, value: mapValue(e.value, f) })),
+      };
+    default:
+      return v;
+  }
+}
+
+/** `v` with party `from` replaced by `to` everywhere. */
+export const swapParty = (v: Value, from: string, to: string): Value =>
+  mapValue(v, (x) => (x.kind === 'party' && x.value === from ? { kind: 'party', value: to } : undefined));
+
+/** A record field set to `value` (added when missing), at the top level of `v`. */
+export function setField(v: Value, label: string, value: Value): Value {
+  if (v.kind !== 'record') return v;
+  const has = v.fields.some((f) => f.label === label);
+  return {
+    ...v,
+    fields: has
+      ? v.fields.map((f) => (f.label === label ? { label, value } : f))
+      : [...v.fields, { label, value }],
+  };
 }

@@ -5,12 +5,9 @@
  * SIGTERM. Bad options exit 2 with a message naming the option.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { BIN } from '../support/cli.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'canton-signer.js');
 const children: ChildProcess[] = [];
 
 function firstLine(child: ChildProcess): Promise<string> {

@@ -4,15 +4,19 @@
  * a SoftHSM2 token as its PKCS#11 backend; the clients; a FlowContext with an
  * in-memory party book and journal; and `addParty`, which puts a key's party
  * straight onto the sandbox ledger (hosted, with the Ledger API user's rights)
- * and into the party book — for flows other than onboarding itself.
+ * and into the party book — for flows other than onboarding itself. Also the
+ * helpers the flow tests share: `hostParty` (the same for any signer and party
+ * book), `refusal`, `ambiguousExecute` and `preapprovalProposal`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect, vi } from 'vitest';
 import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
+import { Refusal } from '../../src/flows/refusal.js';
 import { partyId as makePartyId } from '../../src/hashing/canton-hash.js';
 import type { BackendKind, KeyBackend } from '../../src/keys/backend.js';
 import { FileBackend } from '../../src/keys/file-backend.js';
@@ -21,7 +25,7 @@ import { Signer } from '../../src/keys/signer.js';
 import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { MemoryRecorder } from '../../src/store/journal.js';
-import { MemoryPartyBook, type PartyRecord } from '../../src/store/parties.js';
+import { MemoryPartyBook, type PartyBook, type PartyRecord } from '../../src/store/parties.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from './softhsm.js';
 
 export interface FlowEnv {
@@ -41,8 +45,102 @@ export interface FlowEnv {
     hint: string,
     opts?: { scheme?: KeyScheme; backend?: BackendKind; fund?: string },
   ): Promise<PartyRecord>;
+  /** Before each test: mocks restored, journal emptied, injected faults cleared. */
+  reset(): void;
   close(): Promise<void>;
 }
+
+/** A Signer over a file keystore in `dir` (cheap scrypt), with `pkcs11` as its second backend if given. */
+export function testSigner(dir: string, passphrase: string, pkcs11?: KeyBackend): Signer {
+  return new Signer({
+    file: new FileBackend({ dir, passphrase: () => passphrase, scrypt: { N: 2 ** 14, r: 8, p: 1 } }),
+    ...(pkcs11 ? { pkcs11 } : {}),
+    stateDir: dir,
+  });
+}
+
+/**
+ * A new key in `signer` and its party put straight onto the sandbox ledger
+ * (hosted, with the Ledger API user's rights), funded with `fund` if given,
+ * and into `book`.
+ */
+export async function hostParty(
+  net: SandboxNetwork,
+  signer: Signer,
+  book: PartyBook,
+  hint: string,
+  o: { label?: string; scheme?: KeyScheme; backend?: BackendKind; fund?: string } = {},
+): Promise<PartyRecord> {
+  const key = await signer.generate({
+    label: o.label ?? hint,
+    scheme: o.scheme ?? 'ed25519',
+    backend: o.backend ?? 'file',
+  });
+  const id = makePartyId(hint, key.fingerprint);
+  net.parties.set(id, {
+    partyId: id,
+    namespace: key.fingerprint,
+    keys: [{ fingerprint: key.fingerprint, scheme: key.scheme, spki: key.publicKeySpki }],
+    threshold: 1,
+    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
+    via: 'ledger-api',
+  });
+  net.users.get(LEDGER_API_USER)!.actAs.add(id);
+  if (o.fund) net.tap(id, o.fund);
+  const rec: PartyRecord = {
+    partyId: id,
+    hint,
+    keyLabel: key.label,
+    scheme: key.scheme,
+    fingerprint: key.fingerprint,
+    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
+    via: 'ledger-api',
+    participantUid: net.participantUid,
+    synchronizerId: net.synchronizerId,
+    createdAt: new Date().toISOString(),
+  };
+  await book.put(rec);
+  return rec;
+}
+
+/** The Refusal `p` rejects with; fails the test when it resolves or rejects with something else. */
+export async function refusal(p: Promise<unknown>): Promise<Refusal> {
+  const e = await p.then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  expect(e, 'expected a refusal').toBeInstanceOf(Refusal);
+  return e as Refusal;
+}
+
+/**
+ * A context whose Ledger API client gives up after 400 ms, with the sandbox's
+ * next execute committing but answering only after 1.5 s: an ambiguous execute.
+ */
+export function ambiguousExecute(env: FlowEnv): FlowContext {
+  const ledger = new LedgerApiClient({
+    baseUrl: env.sb.urls.ledgerApi,
+    timeoutMs: 400,
+    retry: { attempts: 1 },
+  });
+  env.sb.ctx.faults.inject({
+    fault: { kind: 'timeoutAfterCommit', ms: 1500 },
+    operation: 'ledger-api.executeAndWait',
+    times: 1,
+  });
+  return { ...env.ctx, ledger };
+}
+
+export const PREAPPROVAL_PROPOSAL_TEMPLATE =
+  '#splice-wallet:Splice.Wallet.TransferPreapproval:TransferPreapprovalProposal';
+
+/** The create command of a TransferPreapprovalProposal for `receiver` naming `provider`. */
+export const preapprovalProposal = (net: SandboxNetwork, receiver: string, provider: string) => ({
+  CreateCommand: {
+    templateId: PREAPPROVAL_PROPOSAL_TEMPLATE,
+    createArguments: { receiver, provider, expectedDso: net.dso },
+  },
+});
 
 export async function flowEnv(
   opts: { seed?: string; hsm?: boolean; validatorFunds?: string } = {},
@@ -57,15 +155,7 @@ export async function flowEnv(
     const { Pkcs11Backend } = await import('../../src/keys/pkcs11-backend.js');
     pkcs11 = await Pkcs11Backend.open({ module, token: token.tokenLabel, pin: token.pin });
   }
-  const signer = new Signer({
-    file: new FileBackend({
-      dir,
-      passphrase: () => 'flow-test-passphrase',
-      scrypt: { N: 2 ** 14, r: 8, p: 1 },
-    }),
-    ...(pkcs11 ? { pkcs11 } : {}),
-    stateDir: dir,
-  });
+  const signer = testSigner(dir, 'flow-test-passphrase', pkcs11);
   const sb = await startSandbox({
     seed: opts.seed ?? 'flows',
     timers: false,
@@ -99,37 +189,15 @@ export async function flowEnv(
     journal,
     ctx,
     ...(token ? { token } : {}),
-    async addParty(hint, o = {}) {
-      const key = await signer.generate({
+    addParty: (hint, o = {}) =>
+      hostParty(net, signer, parties, hint, {
+        ...o,
         label: `${hint}-${Math.random().toString(36).slice(2, 8)}`,
-        scheme: o.scheme ?? 'ed25519',
-        backend: o.backend ?? 'file',
-      });
-      const id = makePartyId(hint, key.fingerprint);
-      net.parties.set(id, {
-        partyId: id,
-        namespace: key.fingerprint,
-        keys: [{ fingerprint: key.fingerprint, scheme: key.scheme, spki: key.publicKeySpki }],
-        threshold: 1,
-        hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-        via: 'ledger-api',
-      });
-      net.users.get(LEDGER_API_USER)!.actAs.add(id);
-      if (o.fund) net.tap(id, o.fund);
-      const rec: PartyRecord = {
-        partyId: id,
-        hint,
-        keyLabel: key.label,
-        scheme: key.scheme,
-        fingerprint: key.fingerprint,
-        publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-        via: 'ledger-api',
-        participantUid: net.participantUid,
-        synchronizerId: net.synchronizerId,
-        createdAt: new Date().toISOString(),
-      };
-      await parties.put(rec);
-      return rec;
+      }),
+    reset() {
+      vi.restoreAllMocks();
+      journal.records.length = 0;
+      sb.ctx.faults.clear();
     },
     async close() {
       await sb.close();

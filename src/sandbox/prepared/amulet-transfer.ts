@@ -6,11 +6,11 @@
  * v2_bitgo_transferacceptanceprepareresponse.
  */
 import type { NodeBody, Value } from '../../hashing/model.js';
+import { fromUnits } from '../../intent/decimal.js';
 import { type AmuletDso, dsoRef, holdingRef } from './amulet-inputs.js';
 import {
   amuletType,
   archiveNode,
-  canonicalNumeric,
   createNode,
   emptyGenMap,
   exerciseNode,
@@ -21,6 +21,7 @@ import {
   metadata,
   none,
   num,
+  numericUnits,
   party,
   record,
   round,
@@ -61,18 +62,10 @@ export interface AmuletTransferSpec {
 
 /** Sum of decimal amounts with 10 decimals, exactly. */
 export function addAmounts(...xs: string[]): string {
-  const scaled = xs.map((x) => BigInt(canonicalNumeric(x).replace('.', '')));
-  return fromScaled(scaled.reduce((a, b) => a + b, 0n));
+  return fromUnits(xs.reduce((a, x) => a + numericUnits(x), 0n));
 }
 export function subAmounts(a: string, b: string): string {
-  return fromScaled(
-    BigInt(canonicalNumeric(a).replace('.', '')) - BigInt(canonicalNumeric(b).replace('.', '')),
-  );
-}
-function fromScaled(v: bigint): string {
-  const neg = v < 0n;
-  const s = (neg ? -v : v).toString().padStart(11, '0');
-  return `${neg ? '-' : ''}${s.slice(0, -10)}.${s.slice(-10)}`;
+  return fromUnits(numericUnits(a) - numericUnits(b));
 }
 
 export function transferOutput(receiver: string, amount: string, lock?: AmuletTransferSpec['lock']): Value {

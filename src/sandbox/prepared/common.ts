@@ -5,6 +5,7 @@
  * sorting, contract-id minting from node seeds, and the envelope that turns a
  * node list into a `PreparedTransaction` with its metadata.
  */
+
 import { createHash } from 'node:crypto';
 import { compareUtf8 } from '../../hashing/canonical.js';
 import type {
@@ -18,6 +19,7 @@ import type {
   PreparedTransaction,
   Value,
 } from '../../hashing/model.js';
+import { decimalUnits } from '../../intent/decimal.js';
 
 /** Daml-LF version of every node in the real vectors. */
 export const LF = '2.1';
@@ -127,6 +129,9 @@ export function canonicalNumeric(decimal: string): string {
   const [, sign, whole, frac = ''] = m;
   return `${sign}${whole}.${frac.padEnd(10, '0')}`;
 }
+
+/** A Daml Numeric 10 amount (checked as `canonicalNumeric` checks it) as units of 10⁻¹⁰. */
+export const numericUnits = (decimal: string): bigint => decimalUnits(canonicalNumeric(decimal)) as bigint;
 
 // ---- token-standard shapes --------------------------------------------------------
 

@@ -126,6 +126,60 @@ function factoryResult(output: Value, changeCid: string | undefined): Value {
   ]);
 }
 
+/**
+ * The root: TransferFactory_Transfer on ExternalPartyAmuletRules with the
+ * rules and round (and `context`) as choice context, `children` and the result.
+ */
+function factoryRoot(
+  i: TokenTransferInput,
+  o: { context?: Record<string, Value>; children: number[]; output: Value; changeCid: string | undefined },
+): NodeBody {
+  const d = i.dso;
+  return exerciseNode(dsoRef(d.dso, i.externalPartyAmuletRules, ID.externalRules), {
+    actingParties: [i.sender],
+    interfaceId: ID.transferFactory,
+    choiceId: 'TransferFactory_Transfer',
+    chosenValue: factoryArg(i, {
+      'amulet-rules': anyCid(d.amuletRules.contractId),
+      'open-round': anyCid(d.openRound.contractId),
+      ...o.context,
+    }),
+    consuming: false,
+    children: o.children,
+    exerciseResult: factoryResult(o.output, o.changeCid),
+  });
+}
+
+/** `…_Completed`: the output is the receiver's holding. */
+const completed = (outputCid: string): Value =>
+  instructionOutput('TransferInstructionResult_Completed', [['receiverHoldingCids', list([cid(outputCid)])]]);
+
+/** Node ids `from`, `from + 1`, … of the input holdings' fetches. */
+const inputIds = (i: TokenTransferInput, from: number): number[] => i.inputs.map((_, k) => from + k);
+
+/** Each input holding fetched through the Holding interface. */
+const inputFetches = (i: TokenTransferInput): NodeBody[] =>
+  i.inputs.map((h) =>
+    fetchNode(holdingRef(i.dso.dso, i.sender, h.contractId), [i.dso.dso, i.sender], HOLDING_IFACE),
+  );
+
+/** The inputs' total minus the amount (no fees in the sandbox). */
+const changeOf = (i: TokenTransferInput): string =>
+  subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+
+/** The sender's change amulet `contractId` holding `change`. */
+function senderChange(
+  i: TokenTransferInput,
+  contractId: string,
+  change: string,
+): AmuletTransferSpec['change'] {
+  const d = i.dso;
+  return {
+    contractId,
+    argument: amuletRecord(d.dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
+  };
+}
+
 function direct(i: TokenTransferInput): PreparedTransaction {
   const p = i.preapproval;
   if (!p) throw new Error('a direct transfer needs the receiver’s TransferPreapproval');
@@ -137,7 +191,7 @@ function direct(i: TokenTransferInput): PreparedTransaction {
   const outAt = transferAt + 2 + 2 * i.inputs.length;
   const outputCid = mintContractId(i.seeds(outAt));
   const changeCid = mintContractId(i.seeds(outAt + 1));
-  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const change = changeOf(i);
   const spec: AmuletTransferSpec = {
     dso: d,
     sender: i.sender,
@@ -148,10 +202,7 @@ function direct(i: TokenTransferInput): PreparedTransaction {
     actingParties: [i.sender, i.receiver, p.provider],
     at: transferAt,
     outputCid,
-    change: {
-      contractId: changeCid,
-      argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
-    },
+    change: senderChange(i, changeCid, change),
     outputArgument: amuletRecord(dso, i.receiver, i.amount, d.openRound.number, d.holdingFeeRate),
     extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
   };
@@ -193,31 +244,17 @@ function direct(i: TokenTransferInput): PreparedTransaction {
       ['meta', some(metadata(sendMeta))],
     ]),
   });
-  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
-    actingParties: [i.sender],
-    interfaceId: ID.transferFactory,
-    choiceId: 'TransferFactory_Transfer',
-    chosenValue: factoryArg(i, {
-      'amulet-rules': anyCid(d.amuletRules.contractId),
-      'open-round': anyCid(d.openRound.contractId),
-      'transfer-preapproval': anyCid(p.contractId),
-    }),
-    consuming: false,
-    children: [1, 2, ...i.inputs.map((_, k) => 3 + k), sendAt],
-    exerciseResult: factoryResult(
-      instructionOutput('TransferInstructionResult_Completed', [
-        ['receiverHoldingCids', list([cid(outputCid)])],
-      ]),
-      changeCid,
-    ),
+  const root = factoryRoot(i, {
+    context: { 'transfer-preapproval': anyCid(p.contractId) },
+    children: [1, 2, ...inputIds(i, 3), sendAt],
+    output: completed(outputCid),
+    changeCid,
   });
   const bodies: NodeBody[] = [
     root,
     fetchNode(preRef, [dso]),
     fetchNode(dsoRef(dso, d.amuletRules), [dso]),
-    ...i.inputs.map((h) =>
-      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
-    ),
+    ...inputFetches(i),
     send,
     ...amuletRulesTransferNodes(spec),
   ];
@@ -253,7 +290,7 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
   const lockedCid = mintContractId(i.seeds(outAt));
   const changeCid = mintContractId(i.seeds(outAt + 1));
   const instructionCid = mintContractId(i.seeds(instructionAt));
-  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const change = changeOf(i);
   const lock = { holders: [dso], expiresAt: i.executeBefore, context: `transfer to '${i.receiver}'` };
   const amulet = amuletRecord(dso, i.sender, i.amount, d.openRound.number, d.holdingFeeRate);
   const spec: AmuletTransferSpec = {
@@ -267,10 +304,7 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
     actingParties: [dso, i.sender],
     at: transferAt,
     outputCid: lockedCid,
-    change: {
-      contractId: changeCid,
-      argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
-    },
+    change: senderChange(i, changeCid, change),
     outputArgument: lockedAmuletRecord(amulet, lock.holders, lock.expiresAt, lock.context),
     extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
   };
@@ -317,31 +351,19 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
       ],
     ]),
   );
-  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
-    actingParties: [i.sender],
-    interfaceId: ID.transferFactory,
-    choiceId: 'TransferFactory_Transfer',
-    chosenValue: factoryArg(i, {
-      'amulet-rules': anyCid(d.amuletRules.contractId),
-      'open-round': anyCid(d.openRound.contractId),
-    }),
-    consuming: false,
-    children: [1, 2, ...i.inputs.map((_, k) => 4 + k), transferAt, instructionAt],
-    exerciseResult: factoryResult(
-      instructionOutput('TransferInstructionResult_Pending', [
-        ['transferInstructionCid', cid(instructionCid)],
-      ]),
-      changeCid,
-    ),
+  const root = factoryRoot(i, {
+    children: [1, 2, ...inputIds(i, 4), transferAt, instructionAt],
+    output: instructionOutput('TransferInstructionResult_Pending', [
+      ['transferInstructionCid', cid(instructionCid)],
+    ]),
+    changeCid,
   });
   const bodies: NodeBody[] = [
     root,
     fetchNode(rulesRef, [dso]),
     computeFees,
     fetchNode(dsoRef(dso, d.openRound, ID.openMiningRound), [dso]),
-    ...i.inputs.map((h) =>
-      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
-    ),
+    ...inputFetches(i),
     ...amuletRulesTransferNodes(spec),
     instruction,
   ];
@@ -366,7 +388,7 @@ function selfTransfer(i: TokenTransferInput): PreparedTransaction {
   const transferAt = 3 + i.inputs.length;
   const outAt = transferAt + 2 + 2 * i.inputs.length;
   const outputCid = mintContractId(i.seeds(outAt));
-  const change = subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+  const change = changeOf(i);
   const changeCid = /^0\.0+$/.test(change) ? undefined : mintContractId(i.seeds(outAt + 1));
   const spec: AmuletTransferSpec = {
     dso: d,
@@ -378,41 +400,21 @@ function selfTransfer(i: TokenTransferInput): PreparedTransaction {
     actingParties: [i.sender],
     at: transferAt,
     outputCid,
-    change:
-      changeCid === undefined
-        ? undefined
-        : {
-            contractId: changeCid,
-            argument: amuletRecord(dso, i.sender, change, d.openRound.number, d.holdingFeeRate),
-          },
+    change: changeCid === undefined ? undefined : senderChange(i, changeCid, change),
     outputArgument: amuletRecord(dso, i.sender, i.amount, d.openRound.number, d.holdingFeeRate),
     extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
   };
   const rulesRef = dsoRef(dso, d.amuletRules);
-  const root = exerciseNode(dsoRef(dso, i.externalPartyAmuletRules, ID.externalRules), {
-    actingParties: [i.sender],
-    interfaceId: ID.transferFactory,
-    choiceId: 'TransferFactory_Transfer',
-    chosenValue: factoryArg(i, {
-      'amulet-rules': anyCid(d.amuletRules.contractId),
-      'open-round': anyCid(d.openRound.contractId),
-    }),
-    consuming: false,
-    children: [1, 2, ...i.inputs.map((_, k) => 3 + k), transferAt],
-    exerciseResult: factoryResult(
-      instructionOutput('TransferInstructionResult_Completed', [
-        ['receiverHoldingCids', list([cid(outputCid)])],
-      ]),
-      changeCid,
-    ),
+  const root = factoryRoot(i, {
+    children: [1, 2, ...inputIds(i, 3), transferAt],
+    output: completed(outputCid),
+    changeCid,
   });
   const bodies: NodeBody[] = [
     root,
     fetchNode(rulesRef, [dso]),
     fetchNode(dsoRef(dso, d.openRound, ID.openMiningRound), [dso]),
-    ...i.inputs.map((h) =>
-      fetchNode(holdingRef(dso, i.sender, h.contractId), [dso, i.sender], HOLDING_IFACE),
-    ),
+    ...inputFetches(i),
     ...amuletRulesTransferNodes(spec),
   ];
   return assemble(i, bodies, [

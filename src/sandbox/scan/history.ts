@@ -6,13 +6,15 @@
  * rejected/withdrawn transfer instructions — derived from what the commit archived
  * and created, in commit order, with Scan's paging by event id.
  */
+
+import { fromUnits } from '../../intent/decimal.js';
 import { addAmounts, type HoldingView, holdingView, subAmounts } from '../amulet.js';
 import { spliceError } from '../errors.js';
 import { isoMicros } from '../ledger/clock.js';
 import type { Contract, Update } from '../ledger/store.js';
 import { path, str } from '../ledger/value-json.js';
 import type { SandboxNetwork } from '../network.js';
-import { canonicalNumeric } from '../prepared/common.js';
+import { canonicalNumeric, numericUnits } from '../prepared/common.js';
 
 /** Scan's largest page (`Limit.DefaultMaxPageSize`). */
 export const MAX_PAGE_SIZE = 1000;
@@ -276,8 +278,7 @@ function balanceChanges(archived: HoldingView[], created: HoldingView[]): Histor
 
 /** A decimal times a whole number, exactly. */
 function mulInt(decimal: string, n: bigint): string {
-  const scaled = BigInt(canonicalNumeric(decimal).replace('.', '')) * n;
-  return addAmounts(`${scaled / 10_000_000_000n}.${(scaled % 10_000_000_000n).toString().padStart(10, '0')}`);
+  return fromUnits(numericUnits(decimal) * n);
 }
 
 function optionalText(c: Contract, label: string): string | undefined {

@@ -1,0 +1,329 @@
+/**
+ * Who is calling: verifies the JWT bearer token of a request with jose
+ * (configured public keys or a JWKS URL; HS* only with an explicit shared
+ * secret, and never verified with a public key), checks issuer, audience,
+ * exp/nbf and the algorithm allow-list, and turns the claims into a
+ * `Principal` (subject, roles, parties for a withdrawer). `installAuth` hooks
+ * this and the route's role declaration (src/server/roles.ts) into fastify.
+ * Errors are `AuthError`s with a stable code; no message contains the token.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeProtectedHeader,
+  errors,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  jwtVerify,
+} from 'jose';
+import { parsePartyId } from '../hashing/canton-hash.js';
+import { type AuthConfig, isHmacAlgorithm, publicJwk, redactUrl } from './config.js';
+import { type Access, authorize, isRole, type Role } from './roles.js';
+
+export type AuthErrorCode =
+  | 'missing_token' // no Authorization header
+  | 'malformed' // not `Bearer <JWT>`, an undecodable token, or claims of the wrong shape
+  | 'bad_signature' // the signature does not verify, or no trusted key matches the token
+  | 'expired'
+  | 'not_yet_valid'
+  | 'wrong_issuer'
+  | 'wrong_audience'
+  | 'alg_not_allowed' // the token's algorithm is not on the allow-list (e.g. none, HS* without a secret)
+  | 'no_role' // a valid token without any of the service's roles
+  | 'forbidden' // a valid token whose roles or parties do not reach this route
+  | 'keys_unavailable'; // the JWKS could not be fetched: the service's problem, not the caller's
+
+const STATUS: Readonly<Record<AuthErrorCode, number>> = {
+  missing_token: 401,
+  malformed: 401,
+  bad_signature: 401,
+  expired: 401,
+  not_yet_valid: 401,
+  wrong_issuer: 401,
+  wrong_audience: 401,
+  alg_not_allowed: 401,
+  no_role: 403,
+  forbidden: 403,
+  keys_unavailable: 503,
+};
+
+export class AuthError extends Error {
+  override readonly name = 'AuthError';
+  /** The HTTP status fastify answers with. */
+  readonly statusCode: number;
+  constructor(
+    readonly code: AuthErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.statusCode = STATUS[code];
+  }
+}
+
+export interface Principal {
+  /** The token's `sub`. */
+  subject: string;
+  /** The service's roles found in the roles claim (others are ignored). */
+  roles: Role[];
+  /** For a withdrawer: the parties its token lists. Empty for every other principal. */
+  parties: string[];
+  /** The token's `jti`, when it has one. */
+  tokenId?: string;
+}
+
+export interface Verifier {
+  /** Verifies an `Authorization` header value (`Bearer <JWT>`). Rejects with `AuthError`. */
+  verify(authorization: string | undefined): Promise<Principal>;
+}
+
+export interface VerifierOptions {
+  /** The clock (default: the system's). */
+  now?: () => Date;
+}
+
+/** A claim by its exact name, else by a dotted path into nested objects (`realm_access.roles`). */
+function claim(payload: JWTPayload, name: string): unknown {
+  if (Object.hasOwn(payload, name)) return payload[name];
+  let v: unknown = payload;
+  for (const part of name.split('.')) {
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, part)) return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/** An array of strings or one space-separated string; undefined when absent. */
+function stringList(v: unknown, what: string): string[] {
+  if (v === undefined) return [];
+  if (typeof v === 'string') return v.split(/\s+/).filter((s) => s !== '');
+  if (Array.isArray(v) && v.every((s) => typeof s === 'string')) return v.filter((s) => s !== '');
+  throw new AuthError('malformed', `the ${what} claim must be a list of strings or a space-separated string`);
+}
+
+function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
+  if (typeof payload.sub !== 'string' || payload.sub === '')
+    throw new AuthError('malformed', 'the token has no subject (sub)');
+  const roles = [...new Set(stringList(claim(payload, cfg.rolesClaim), 'roles').filter(isRole))];
+  if (roles.length === 0)
+    throw new AuthError('no_role', `the token carries none of the service's roles (claim ${cfg.rolesClaim})`);
+  let parties: string[] = [];
+  if (roles.includes('withdrawer')) {
+    parties = [...new Set(stringList(claim(payload, cfg.partiesClaim), 'parties'))];
+    for (const p of parties) {
+      try {
+        parsePartyId(p);
+      } catch {
+        throw new AuthError('malformed', `the ${cfg.partiesClaim} claim holds an invalid party id`);
+      }
+    }
+  }
+  return {
+    subject: payload.sub,
+    roles,
+    parties,
+    ...(typeof payload.jti === 'string' ? { tokenId: payload.jti } : {}),
+  };
+}
+
+/** What went wrong fetching the JWKS, without anything from the token. */
+function keySourceProblem(e: unknown, timeoutMs: number): string {
+  if (e instanceof errors.JWKSTimeout) return `timed out after ${timeoutMs} ms`;
+  if (e instanceof errors.JWKSInvalid) return 'the answer is not a valid JSON Web Key Set';
+  if (e instanceof errors.JOSEError) return e.message;
+  const code = (e as { cause?: { code?: unknown } }).cause?.code;
+  return typeof code === 'string' ? `unreachable (${code})` : 'unreachable';
+}
+
+/** A jose error as an AuthError. Never carries the jose error along: it holds the claims. */
+function mapJoseError(e: unknown): AuthError {
+  if (e instanceof AuthError) return e;
+  if (e instanceof errors.JWTExpired) return new AuthError('expired', 'the token has expired');
+  if (e instanceof errors.JWTClaimValidationFailed) {
+    switch (e.claim) {
+      case 'nbf':
+        return new AuthError('not_yet_valid', 'the token is not valid yet (nbf)');
+      case 'iss':
+        return new AuthError('wrong_issuer', 'the token was not issued by a trusted issuer');
+      case 'aud':
+        return new AuthError('wrong_audience', 'the token is not meant for this service (aud)');
+      default:
+        return new AuthError(
+          'malformed',
+          `the token's ${e.claim} claim is ${e.reason === 'missing' ? 'missing' : 'invalid'}`,
+        );
+    }
+  }
+  if (e instanceof errors.JOSEAlgNotAllowed)
+    return new AuthError('alg_not_allowed', "the token's algorithm is not allowed");
+  if (e instanceof errors.JWSSignatureVerificationFailed)
+    return new AuthError('bad_signature', "the token's signature does not verify");
+  if (e instanceof errors.JWKSNoMatchingKey)
+    return new AuthError('bad_signature', 'no trusted key matches the token');
+  if (e instanceof errors.JOSEError) return new AuthError('malformed', 'the token is not a well-formed JWT');
+  return new AuthError('bad_signature', 'the token could not be verified');
+}
+
+export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Verifier {
+  const allowed = new Set<string>(cfg.algorithms);
+  const hmacAlgs = cfg.algorithms.filter(isHmacAlgorithm);
+  const asymmetricAlgs = cfg.algorithms.filter((a) => !isHmacAlgorithm(a));
+  const secret = cfg.sharedSecret !== undefined ? new TextEncoder().encode(cfg.sharedSecret) : undefined;
+
+  let keySet: JWTVerifyGetKey | undefined;
+  let keySetName = 'the configured public keys';
+  if (cfg.jwksUrl !== undefined) {
+    keySet = createRemoteJWKSet(new URL(cfg.jwksUrl), {
+      timeoutDuration: cfg.jwksTimeoutMs,
+      cacheMaxAge: cfg.jwksCacheSeconds * 1000,
+      cooldownDuration: Math.min(30_000, cfg.jwksCacheSeconds * 1000),
+    });
+    keySetName = `the JWKS at ${redactUrl(cfg.jwksUrl)}`;
+  } else if (cfg.publicKeys.length > 0) {
+    keySet = createLocalJWKSet({ keys: cfg.publicKeys.map((k) => publicJwk(k)) });
+  }
+
+  /** The public-key lookup, with lookup failures turned into AuthErrors (the multiple-match case passes). */
+  const publicKey: JWTVerifyGetKey = async (header, token) => {
+    try {
+      return await keySet!(header, token);
+    } catch (e) {
+      if (e instanceof errors.JWKSMultipleMatchingKeys) throw e;
+      if (e instanceof errors.JWKSNoMatchingKey)
+        throw new AuthError('bad_signature', `no key of ${keySetName} matches the token`);
+      if (e instanceof errors.JOSENotSupported)
+        throw new AuthError('alg_not_allowed', "the token's algorithm is not allowed");
+      throw new AuthError(
+        'keys_unavailable',
+        `${keySetName} could not be used: ${keySourceProblem(e, cfg.jwksTimeoutMs)}`,
+      );
+    }
+  };
+
+  const baseOptions = (algorithms: string[]): JWTVerifyOptions => ({
+    issuer: cfg.issuer,
+    audience: cfg.audience,
+    algorithms,
+    clockTolerance: cfg.clockToleranceSeconds,
+    requiredClaims: ['exp', 'sub'],
+    ...(opts.now ? { currentDate: opts.now() } : {}),
+  });
+
+  async function verifyToken(token: string): Promise<JWTPayload> {
+    let alg: unknown;
+    try {
+      alg = decodeProtectedHeader(token).alg;
+    } catch {
+      throw new AuthError('malformed', 'the token is not a well-formed JWT');
+    }
+    if (typeof alg !== 'string' || !allowed.has(alg))
+      throw new AuthError(
+        'alg_not_allowed',
+        `the token's algorithm is not allowed (allowed: ${cfg.algorithms.join(', ')})`,
+      );
+    if (isHmacAlgorithm(alg)) {
+      // A shared secret, and only for HS*: a public key is never an HMAC key.
+      if (!secret) throw new AuthError('alg_not_allowed', "the token's algorithm is not allowed");
+      return (await jwtVerify(token, secret, baseOptions(hmacAlgs))).payload;
+    }
+    if (!keySet) throw new AuthError('alg_not_allowed', "the token's algorithm is not allowed");
+    const options = baseOptions(asymmetricAlgs);
+    try {
+      return (await jwtVerify(token, publicKey, options)).payload;
+    } catch (e) {
+      if (!(e instanceof errors.JWKSMultipleMatchingKeys)) throw e;
+      // Several keys fit (no kid): the first whose signature verifies decides.
+      let last: unknown = new AuthError('bad_signature', "the token's signature does not verify");
+      for await (const key of e) {
+        try {
+          return (await jwtVerify(token, key, options)).payload;
+        } catch (err) {
+          last = err;
+          if (!(err instanceof errors.JWSSignatureVerificationFailed)) break;
+        }
+      }
+      throw last;
+    }
+  }
+
+  return {
+    async verify(authorization) {
+      if (authorization === undefined || authorization.trim() === '')
+        throw new AuthError('missing_token', 'a bearer token is required (Authorization: Bearer <token>)');
+      const m = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i.exec(authorization);
+      if (!m) throw new AuthError('malformed', "the Authorization header must be 'Bearer <token>'");
+      let payload: JWTPayload;
+      try {
+        payload = await verifyToken(m[1]!);
+      } catch (e) {
+        throw mapJoseError(e);
+      }
+      return principalOf(payload, cfg);
+    },
+  };
+}
+
+// ---------------------------------------------------------------- fastify
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller, once authenticated; null on public routes. */
+    principal: Principal | null;
+    /** The role decision for this request (which roles granted it, the parties it is limited to). */
+    access: Access | null;
+  }
+}
+
+function challenge(reply: FastifyReply, e: AuthError): void {
+  if (e.statusCode === 401)
+    reply.header(
+      'www-authenticate',
+      e.code === 'missing_token'
+        ? 'Bearer realm="canton-signer"'
+        : 'Bearer realm="canton-signer", error="invalid_token"',
+    );
+  else if (e.statusCode === 403)
+    reply.header('www-authenticate', 'Bearer realm="canton-signer", error="insufficient_scope"');
+}
+
+/**
+ * An `onRequest` hook: public routes pass; every other route needs a valid
+ * token whose roles reach it (decided by `authorize`). Runs before the body
+ * is read. Unknown URLs pass on to the 404 handler.
+ */
+export function authHook(verifier: Verifier) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (request.is404) return;
+    const roles = request.routeOptions.config.roles;
+    try {
+      if (roles === 'public') {
+        request.access = { allowed: true, public: true };
+        return;
+      }
+      if (roles === undefined) throw new AuthError('forbidden', 'the route declares no roles');
+      const principal = await verifier.verify(request.headers.authorization);
+      request.principal = principal;
+      const access = authorize(principal, { method: request.method, roles });
+      if (!access.allowed) throw new AuthError('forbidden', access.reason);
+      request.access = access;
+    } catch (e) {
+      if (e instanceof AuthError) challenge(reply, e);
+      throw e;
+    }
+  };
+}
+
+/** Installs authentication on `app` (every route, including those of plugins registered later). */
+export function installAuth(app: FastifyInstance, verifier: Verifier): void {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('access', null);
+  app.addHook('onRequest', authHook(verifier));
+}
+
+/** For a handler acting on one party: throws `forbidden` unless the caller's grant reaches it. */
+export function requirePartyAccess(request: FastifyRequest, party: string): void {
+  const roles = request.routeOptions.config.roles;
+  const access = authorize(request.principal, { method: request.method, roles }, { party });
+  if (!access.allowed) throw new AuthError('forbidden', access.reason);
+}

@@ -1,0 +1,612 @@
+/**
+ * The service's configuration: one zod schema, filled from defaults, then a
+ * JSON or YAML file, then `CANTON_SIGNER_*` environment variables (which win).
+ * A bad configuration is a `ConfigError` that lists every bad setting by its
+ * path and the environment variable that sets it, never with a secret value.
+ * `redactConfig` is the only form in which a configuration may be printed.
+ * Also owns the checks on the JWT verification keys (public keys only, types
+ * that fit the allowed algorithms), shared with src/server/auth.ts.
+ */
+import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, extname, isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+
+// ---------------------------------------------------------------- algorithms
+
+export const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+export const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
+export const ALGORITHMS = [...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS] as const;
+export type JwsAlgorithm = (typeof ALGORITHMS)[number];
+export type HmacAlgorithm = (typeof HMAC_ALGORITHMS)[number];
+export const DEFAULT_ALGORITHMS: readonly JwsAlgorithm[] = ['RS256', 'ES256', 'EdDSA'];
+
+/** RFC 7518 §3.2: an HMAC key at least as long as the hash. */
+export const HMAC_MIN_BYTES: Readonly<Record<HmacAlgorithm, number>> = { HS256: 32, HS384: 48, HS512: 64 };
+
+export function isHmacAlgorithm(alg: string): alg is HmacAlgorithm {
+  return (HMAC_ALGORITHMS as readonly string[]).includes(alg);
+}
+
+/** The key type (and curve) an asymmetric algorithm needs. */
+function keyTypeFor(alg: string): { kty: string; crv?: string } | undefined {
+  if (/^(RS|PS)\d+$/.test(alg)) return { kty: 'RSA' };
+  if (alg === 'ES256') return { kty: 'EC', crv: 'P-256' };
+  if (alg === 'ES384') return { kty: 'EC', crv: 'P-384' };
+  if (alg === 'ES512') return { kty: 'EC', crv: 'P-521' };
+  if (alg === 'EdDSA' || alg === 'Ed25519') return { kty: 'OKP', crv: 'Ed25519' };
+  return undefined;
+}
+
+export function keyFitsAlgorithm(key: { kty: string; crv?: string }, alg: string): boolean {
+  const need = keyTypeFor(alg);
+  return need !== undefined && need.kty === key.kty && (need.crv === undefined || need.crv === key.crv);
+}
+
+// ---------------------------------------------------------------- public keys
+
+export interface PublicKeyEntry {
+  kid?: string;
+  alg?: (typeof ASYMMETRIC_ALGORITHMS)[number];
+  pem?: string;
+  pemFile?: string;
+  jwk?: Record<string, unknown>;
+}
+
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+/**
+ * The public JWK of a configured key (PEM or JWK), with its kid and alg, or
+ * an Error whose message says what is wrong (never quoting the key).
+ */
+export function publicJwk(entry: PublicKeyEntry): JsonWebKey & { kty: string; crv?: string } {
+  let key: KeyObject;
+  if (entry.pem !== undefined) {
+    if (/PRIVATE KEY/.test(entry.pem)) throw new Error('is a private key; configure only the public key');
+    if (!/-----BEGIN (RSA )?PUBLIC KEY-----/.test(entry.pem))
+      throw new Error('is not a PEM public key (-----BEGIN PUBLIC KEY-----)');
+    try {
+      key = createPublicKey(entry.pem);
+    } catch {
+      throw new Error('is not a readable PEM public key');
+    }
+  } else if (entry.jwk !== undefined) {
+    const jwk = entry.jwk;
+    if (jwk.kty === 'oct')
+      throw new Error('is a symmetric key; a shared secret belongs in auth.sharedSecret');
+    if (PRIVATE_JWK_MEMBERS.some((m) => m in jwk))
+      throw new Error('contains private key material; configure only the public key');
+    if (jwk.use !== undefined && jwk.use !== 'sig') throw new Error('has "use" other than "sig"');
+    try {
+      key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+    } catch {
+      throw new Error('is not a valid public JWK');
+    }
+  } else {
+    throw new Error('needs pem, pemFile or jwk');
+  }
+  if (key.type !== 'public') throw new Error('is not a public key');
+  const exported = key.export({ format: 'jwk' }) as JsonWebKey & { kty: string; crv?: string };
+  if (exported.kty === 'RSA') {
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (bits < 2048) throw new Error(`is an RSA key of ${bits} bits; at least 2048 are required`);
+  } else if (exported.kty === 'EC') {
+    if (!['P-256', 'P-384', 'P-521'].includes(exported.crv ?? ''))
+      throw new Error(`is on curve ${exported.crv}; JWT verification supports P-256, P-384 and P-521`);
+  } else if (!(exported.kty === 'OKP' && exported.crv === 'Ed25519')) {
+    throw new Error('is neither RSA, EC nor Ed25519');
+  }
+  const kid = entry.kid ?? (typeof entry.jwk?.kid === 'string' ? entry.jwk.kid : undefined);
+  const alg = entry.alg ?? (typeof entry.jwk?.alg === 'string' ? entry.jwk.alg : undefined);
+  return { ...exported, use: 'sig', ...(kid ? { kid } : {}), ...(alg ? { alg } : {}) };
+}
+
+// ---------------------------------------------------------------- schema
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function httpUrl(opts: { httpsUnlessLoopback?: boolean } = {}) {
+  return z.string().superRefine((s, ctx) => {
+    let u: URL;
+    try {
+      u = new URL(s);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'not a URL' });
+      return;
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL' });
+    else if (opts.httpsUnlessLoopback && u.protocol === 'http:' && !LOOPBACK.has(u.hostname))
+      ctx.addIssue({ code: 'custom', message: 'must be https (plain http only for localhost)' });
+  });
+}
+
+const postgresUrl = z.string().superRefine((s, ctx) => {
+  let ok = false;
+  try {
+    const u = new URL(s);
+    ok = (u.protocol === 'postgres:' || u.protocol === 'postgresql:') && u.hostname !== '';
+  } catch {}
+  // Never echo the value: it may hold a password.
+  if (!ok)
+    ctx.addIssue({ code: 'custom', message: 'must be a postgres:// or postgresql:// URL with a host' });
+});
+
+const nonEmpty = z.string().min(1, 'must not be empty');
+const oneOrMany = z.union([nonEmpty, z.array(nonEmpty).min(1, 'must not be empty')], {
+  error: (iss) => (iss.input === undefined ? 'required' : 'must be a string or a list of strings'),
+});
+
+const algorithm = z.enum(ALGORITHMS, {
+  error: () => `not an allowed algorithm ('none' never is); one of ${ALGORITHMS.join(', ')}`,
+});
+
+const publicKeySchema = z
+  .strictObject({
+    kid: nonEmpty.optional(),
+    alg: z
+      .enum(ASYMMETRIC_ALGORITHMS, { error: () => `must be one of ${ASYMMETRIC_ALGORITHMS.join(', ')}` })
+      .optional(),
+    pem: z.string().optional(),
+    pemFile: nonEmpty.optional(),
+    jwk: z.record(z.string(), z.unknown()).optional(),
+  })
+  .transform((e, ctx) => {
+    const given = [e.pem, e.pemFile, e.jwk].filter((x) => x !== undefined).length;
+    if (given !== 1) {
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of pem, pemFile or jwk' });
+      return e;
+    }
+    const out: PublicKeyEntry = { ...e };
+    if (e.pemFile !== undefined) {
+      try {
+        out.pem = readFileSync(e.pemFile, 'utf8');
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['pemFile'], message: 'cannot be read' });
+        return out;
+      }
+    }
+    try {
+      publicJwk(out);
+    } catch (err) {
+      const field = e.jwk !== undefined ? 'jwk' : e.pemFile !== undefined ? 'pemFile' : 'pem';
+      ctx.addIssue({ code: 'custom', path: [field], message: (err as Error).message });
+    }
+    return out;
+  });
+
+export const DEFAULT_ROLES_CLAIM = 'canton_signer_roles';
+export const DEFAULT_PARTIES_CLAIM = 'canton_signer_parties';
+
+export const authSchema = z
+  .strictObject({
+    issuer: oneOrMany,
+    audience: oneOrMany,
+    jwksUrl: httpUrl({ httpsUnlessLoopback: true }).optional(),
+    publicKeys: z.array(publicKeySchema).default([]),
+    sharedSecret: z.string().optional(),
+    algorithms: z
+      .array(algorithm)
+      .min(1, 'must not be empty')
+      .default([...DEFAULT_ALGORITHMS]),
+    rolesClaim: nonEmpty.default(DEFAULT_ROLES_CLAIM),
+    partiesClaim: nonEmpty.default(DEFAULT_PARTIES_CLAIM),
+    clockToleranceSeconds: z.number().min(0).max(300, 'at most 300').default(30),
+    jwksCacheSeconds: z.number().min(0).default(600),
+    jwksTimeoutMs: z.number().int().min(1).max(60_000).default(5000),
+  })
+  // Missing fields are then reported one by one (auth.issuer, auth.audience), not as "auth: required".
+  .prefault({} as { issuer: string; audience: string });
+
+export type AuthConfig = z.output<typeof authSchema>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const configSchema = z
+  .strictObject({
+    listen: z
+      .strictObject({
+        host: nonEmpty.default('127.0.0.1'),
+        port: z.number().int('must be an integer').min(0).max(65535).default(8080),
+      })
+      .prefault({}),
+    database: z
+      .strictObject({
+        url: postgresUrl.optional(),
+        dataDir: nonEmpty.default('./data'),
+      })
+      .prefault({}),
+    keystore: z.strictObject({ dir: nonEmpty.default('./keystore') }).prefault({}),
+    network: z
+      .strictObject({
+        sandbox: z.boolean().default(false),
+        ledgerApiUrl: httpUrl().optional(),
+        validatorUrl: httpUrl().optional(),
+        scanUrl: httpUrl().optional(),
+        ledgerApiUser: nonEmpty.optional(),
+      })
+      .prefault({}),
+    auth: authSchema,
+    pipeline: z
+      .strictObject({
+        requireScheme: z.enum(['v2', 'v3']).optional(),
+        minWindowSeconds: z.number().min(0).default(0),
+      })
+      .prefault({}),
+    log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
+  })
+  .check(z.superRefine(crossChecks, { when: () => true }));
+
+export type ServiceConfig = z.output<typeof configSchema>;
+
+type Ctx = z.RefinementCtx<unknown>;
+
+function obj(v: unknown): Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** Rules between settings. Runs even when single settings are bad, so it reads defensively. */
+function crossChecks(value: unknown, ctx: Ctx): void {
+  const issue = (path: (string | number)[], message: string) =>
+    ctx.addIssue({ code: 'custom', path, message });
+  const root = obj(value);
+
+  const net = obj(root.network);
+  const urls = ['ledgerApiUrl', 'validatorUrl', 'scanUrl'].filter((k) => net[k] !== undefined);
+  if (net.sandbox === true) {
+    if (urls.length > 0)
+      issue(['network', 'sandbox'], `cannot be combined with ${urls.map((u) => `network.${u}`).join(', ')}`);
+  } else if (net.sandbox === undefined || net.sandbox === false) {
+    for (const k of ['ledgerApiUrl', 'validatorUrl', 'ledgerApiUser'])
+      if (net[k] === undefined) issue(['network', k], 'required unless network.sandbox is true');
+  }
+
+  const auth = obj(root.auth);
+  const algs = (Array.isArray(auth.algorithms) ? auth.algorithms : DEFAULT_ALGORITHMS).filter(
+    (a): a is JwsAlgorithm => typeof a === 'string' && (ALGORITHMS as readonly string[]).includes(a),
+  );
+  // With no valid algorithm, the checks below would only echo that problem.
+  if (algs.length === 0) return;
+  const hmac = algs.filter(isHmacAlgorithm);
+  const asymmetric = algs.filter((a) => !isHmacAlgorithm(a));
+  const secret = auth.sharedSecret;
+  if (typeof secret === 'string') {
+    if (hmac.length === 0)
+      issue(['auth', 'algorithms'], 'auth.sharedSecret is set but no HS256/HS384/HS512 algorithm is allowed');
+    const need = Math.max(32, ...hmac.map((a) => HMAC_MIN_BYTES[a]));
+    if (Buffer.byteLength(secret, 'utf8') < need)
+      issue(['auth', 'sharedSecret'], `must be at least ${need} bytes`);
+  } else if (hmac.length > 0) {
+    issue(['auth', 'sharedSecret'], `required when auth.algorithms includes ${hmac.join(', ')}`);
+  }
+  const keys = Array.isArray(auth.publicKeys) ? auth.publicKeys : [];
+  if (auth.jwksUrl !== undefined && keys.length > 0)
+    issue(['auth', 'publicKeys'], 'set auth.jwksUrl or auth.publicKeys, not both');
+  if (asymmetric.length > 0 && auth.jwksUrl === undefined && keys.length === 0)
+    issue(
+      ['auth', 'jwksUrl'],
+      `no key to verify ${asymmetric.join('/')} tokens: set auth.jwksUrl or auth.publicKeys` +
+        ' (or allow only HS* algorithms with auth.sharedSecret)',
+    );
+  keys.forEach((k, i) => {
+    let jwk: { kty: string; crv?: string };
+    try {
+      jwk = publicJwk(obj(k) as PublicKeyEntry);
+    } catch {
+      return; // reported by the entry itself
+    }
+    const alg = obj(k).alg;
+    if (typeof alg === 'string') {
+      if (!algs.includes(alg as JwsAlgorithm))
+        issue(['auth', 'publicKeys', i, 'alg'], `${alg} is not in auth.algorithms`);
+      else if (!keyFitsAlgorithm(jwk, alg))
+        issue(['auth', 'publicKeys', i, 'alg'], `does not fit the key's type`);
+    } else if (!asymmetric.some((a) => keyFitsAlgorithm(jwk, a))) {
+      issue(
+        ['auth', 'publicKeys', i],
+        `the key (${jwk.kty}${jwk.crv ? ` ${jwk.crv}` : ''}) fits none of auth.algorithms (${algs.join(', ')})`,
+      );
+    }
+  });
+}
+
+// ---------------------------------------------------------------- environment
+
+type EnvKind = 'string' | 'number' | 'boolean' | 'list' | 'oneOrList' | 'pemFiles';
+
+export interface EnvSetting {
+  path: string;
+  env: readonly string[];
+  kind: EnvKind;
+}
+
+/** Every environment variable the configuration reads, in order of precedence within a setting. */
+export const ENV_SETTINGS: readonly EnvSetting[] = [
+  { path: 'listen.host', env: ['CANTON_SIGNER_HOST'], kind: 'string' },
+  { path: 'listen.port', env: ['CANTON_SIGNER_PORT'], kind: 'number' },
+  { path: 'database.url', env: ['CANTON_SIGNER_DATABASE_URL', 'DATABASE_URL'], kind: 'string' },
+  { path: 'database.dataDir', env: ['CANTON_SIGNER_DATA_DIR'], kind: 'string' },
+  { path: 'keystore.dir', env: ['CANTON_SIGNER_KEYSTORE'], kind: 'string' },
+  { path: 'network.sandbox', env: ['CANTON_SIGNER_SANDBOX'], kind: 'boolean' },
+  { path: 'network.ledgerApiUrl', env: ['CANTON_SIGNER_LEDGER_API_URL'], kind: 'string' },
+  { path: 'network.validatorUrl', env: ['CANTON_SIGNER_VALIDATOR_URL'], kind: 'string' },
+  { path: 'network.scanUrl', env: ['CANTON_SIGNER_SCAN_URL'], kind: 'string' },
+  { path: 'network.ledgerApiUser', env: ['CANTON_SIGNER_LEDGER_API_USER'], kind: 'string' },
+  { path: 'auth.issuer', env: ['CANTON_SIGNER_AUTH_ISSUER'], kind: 'oneOrList' },
+  { path: 'auth.audience', env: ['CANTON_SIGNER_AUTH_AUDIENCE'], kind: 'oneOrList' },
+  { path: 'auth.jwksUrl', env: ['CANTON_SIGNER_AUTH_JWKS_URL'], kind: 'string' },
+  { path: 'auth.publicKeys', env: ['CANTON_SIGNER_AUTH_PUBLIC_KEY_FILES'], kind: 'pemFiles' },
+  { path: 'auth.sharedSecret', env: ['CANTON_SIGNER_AUTH_SHARED_SECRET'], kind: 'string' },
+  { path: 'auth.algorithms', env: ['CANTON_SIGNER_AUTH_ALGORITHMS'], kind: 'list' },
+  { path: 'auth.rolesClaim', env: ['CANTON_SIGNER_AUTH_ROLES_CLAIM'], kind: 'string' },
+  { path: 'auth.partiesClaim', env: ['CANTON_SIGNER_AUTH_PARTIES_CLAIM'], kind: 'string' },
+  { path: 'auth.clockToleranceSeconds', env: ['CANTON_SIGNER_AUTH_CLOCK_TOLERANCE_SECONDS'], kind: 'number' },
+  { path: 'auth.jwksCacheSeconds', env: ['CANTON_SIGNER_AUTH_JWKS_CACHE_SECONDS'], kind: 'number' },
+  { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
+  { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },
+  { path: 'pipeline.minWindowSeconds', env: ['CANTON_SIGNER_MIN_WINDOW_SECONDS'], kind: 'number' },
+  { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
+];
+
+/** The file the configuration is read from when `loadConfig` is given none. */
+export const CONFIG_FILE_ENV = 'CANTON_SIGNER_CONFIG';
+
+function list(s: string): string[] {
+  return s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+}
+
+/** An environment string as the setting's type; left as a string when it does not parse (zod reports it). */
+function fromEnv(kind: EnvKind, raw: string, cwd: string): unknown {
+  switch (kind) {
+    case 'string':
+      return raw;
+    case 'number':
+      return /^\s*-?\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : raw;
+    case 'boolean': {
+      const s = raw.trim().toLowerCase();
+      if (['true', '1', 'yes'].includes(s)) return true;
+      if (['false', '0', 'no'].includes(s)) return false;
+      return raw;
+    }
+    case 'list':
+      return list(raw);
+    case 'oneOrList': {
+      const l = list(raw);
+      return l.length === 1 ? l[0] : l;
+    }
+    case 'pemFiles':
+      return list(raw).map((f) => ({ pemFile: resolve(cwd, f) }));
+  }
+}
+
+// ---------------------------------------------------------------- loading
+
+export interface ConfigProblem {
+  /** Dotted path of the setting, e.g. `auth.audience` or `auth.publicKeys[0].pem`. */
+  path: string;
+  /** The environment variable(s) that set it, e.g. `CANTON_SIGNER_AUTH_AUDIENCE`. */
+  env?: string;
+  message: string;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(
+      `invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n  ${problems
+        .map(formatProblem)
+        .join('\n  ')}`,
+    );
+  }
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  return `${p.path}${p.env ? ` (${p.env})` : ''}: ${p.message}`;
+}
+
+export interface LoadConfigOptions {
+  /** JSON (`.json`) or YAML (`.yaml`, `.yml`) file; default `$CANTON_SIGNER_CONFIG`, else none. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Lowest-precedence values (e.g. what `npm start` sets up for the sandbox). */
+  defaults?: Record<string, unknown>;
+  /** Base of relative paths from the environment and defaults (default `process.cwd()`). */
+  cwd?: string;
+}
+
+function pathString(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' ? `[${p}]` : `${s ? '.' : ''}${String(p)}`;
+  return s;
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let o = target;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof o[p] !== 'object' || o[p] === null || Array.isArray(o[p])) o[p] = {};
+    o = o[p] as Record<string, unknown>;
+  }
+  o[parts.at(-1)!] = value;
+}
+
+function merge(base: unknown, over: unknown): unknown {
+  if (over === undefined) return base;
+  const b = obj(base);
+  if (over === null || typeof over !== 'object' || Array.isArray(over) || base !== b) return over;
+  const out: Record<string, unknown> = { ...b };
+  for (const [k, v] of Object.entries(over)) out[k] = merge(b[k], v);
+  return out;
+}
+
+/** Relative paths in a file are relative to the file's folder. */
+function resolveFilePaths(layer: Record<string, unknown>, dir: string): void {
+  const abs = (v: unknown) => (typeof v === 'string' && v !== '' && !isAbsolute(v) ? resolve(dir, v) : v);
+  const database = obj(layer.database);
+  if ('dataDir' in database) database.dataDir = abs(database.dataDir);
+  const keystore = obj(layer.keystore);
+  if ('dir' in keystore) keystore.dir = abs(keystore.dir);
+  const keys = obj(layer.auth).publicKeys;
+  if (Array.isArray(keys))
+    for (const k of keys) {
+      const e = obj(k);
+      if ('pemFile' in e) e.pemFile = abs(e.pemFile);
+    }
+}
+
+async function readConfigFile(file: string): Promise<Record<string, unknown>> {
+  const fail = (message: string) => new ConfigError([{ path: '(file)', env: CONFIG_FILE_ENV, message }]);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw fail(`cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const ext = extname(file).toLowerCase();
+  let data: unknown;
+  if (ext === '.yaml' || ext === '.yml') {
+    let yaml: typeof import('yaml');
+    try {
+      yaml = await import('yaml');
+    } catch {
+      throw fail('reading YAML needs the "yaml" package; install it or use a JSON file');
+    }
+    try {
+      data = yaml.parse(text);
+    } catch (err) {
+      // The parser's message quotes the file; report only where.
+      const pos = (err as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+      throw fail(`${file} is not valid YAML${pos ? ` (line ${pos.line}, column ${pos.col})` : ''}`);
+    }
+  } else if (ext === '.json') {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      // V8's message quotes the text around the error, which may be a secret.
+      throw fail(`${file} is not valid JSON`);
+    }
+  } else {
+    throw fail(`${file}: unknown configuration format (use .json, .yaml or .yml)`);
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data))
+    throw fail(`${file} must hold an object of settings`);
+  return data as Record<string, unknown>;
+}
+
+/** The environment variable named for a problem: the one that supplied the value, else all that could. */
+function envFor(path: readonly PropertyKey[], used: Map<string, string>): string | undefined {
+  const dotted = path.filter((p) => typeof p === 'string').join('.');
+  let best: EnvSetting | undefined;
+  for (const s of ENV_SETTINGS)
+    if ((dotted === s.path || dotted.startsWith(`${s.path}.`)) && (!best || s.path.length > best.path.length))
+      best = s;
+  if (!best) return undefined;
+  return used.get(best.path) ?? best.env.join(' or ');
+}
+
+function problemsOf(error: z.ZodError, used: Map<string, string>): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  for (const iss of error.issues) {
+    if (iss.code === 'unrecognized_keys') {
+      for (const k of iss.keys) out.push({ path: pathString([...iss.path, k]), message: 'unknown setting' });
+      continue;
+    }
+    const missing = iss.code === 'invalid_type' && iss.input === undefined;
+    const env = envFor(iss.path, used);
+    out.push({
+      path: pathString(iss.path) || '(root)',
+      ...(env ? { env } : {}),
+      message: missing ? 'required' : iss.message,
+    });
+  }
+  return out;
+}
+
+/**
+ * Defaults, then the file, then the environment; validated as a whole.
+ * Throws `ConfigError` listing every bad setting.
+ */
+export async function loadConfig(opts: LoadConfigOptions = {}): Promise<ServiceConfig> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const file = opts.file ?? (env[CONFIG_FILE_ENV] || undefined);
+  let layered: unknown = opts.defaults ?? {};
+  if (file !== undefined) {
+    const path = resolve(cwd, file);
+    const data = await readConfigFile(path);
+    resolveFilePaths(data, dirname(path));
+    layered = merge(layered, data);
+  }
+  const fromEnvironment: Record<string, unknown> = {};
+  const used = new Map<string, string>();
+  for (const s of ENV_SETTINGS) {
+    const name = s.env.find((n) => env[n] !== undefined && env[n] !== '');
+    if (name === undefined) continue;
+    used.set(s.path, name);
+    setPath(fromEnvironment, s.path, fromEnv(s.kind, env[name]!, cwd));
+  }
+  layered = merge(layered, fromEnvironment);
+  const parsed = z.safeParse(configSchema, layered, { reportInput: true });
+  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error, used));
+  const cfg = parsed.data;
+  cfg.database.dataDir = resolve(cwd, cfg.database.dataDir);
+  cfg.keystore.dir = resolve(cwd, cfg.keystore.dir);
+  return cfg;
+}
+
+// ---------------------------------------------------------------- redaction
+
+export const REDACTED = '[redacted]';
+const SECRET_KEY = /secret|password|passphrase|token|pin$|credential/i;
+const SECRET_QUERY = /pass|secret|token|key|credential/i;
+
+/** A URL with its password and secret-looking query parameters replaced. Non-URLs unchanged. */
+export function redactUrl(s: string): string {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return s;
+  }
+  if (!u.host) return s;
+  let changed = false;
+  if (u.password) {
+    u.password = 'REDACTED';
+    changed = true;
+  }
+  for (const k of [...u.searchParams.keys()])
+    if (SECRET_QUERY.test(k)) {
+      u.searchParams.set(k, 'REDACTED');
+      changed = true;
+    }
+  return changed ? u.toString() : s;
+}
+
+function redactValue(key: string, v: unknown): unknown {
+  if (typeof v === 'string') return SECRET_KEY.test(key) ? REDACTED : redactUrl(v);
+  if (Array.isArray(v)) return v.map((x) => redactValue(key, x));
+  if (v !== null && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactValue(k, x)]));
+  return v;
+}
+
+/** A copy safe to print or log: secrets (shared secret, passwords in URLs, …) replaced. */
+export function redactConfig<T>(cfg: T): T {
+  return redactValue('', cfg) as T;
+}
