@@ -10,6 +10,7 @@ import { isCantonApiError, oneLine } from '../canton/errors.js';
 import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
+import { registerAudit } from './audit.js';
 import { registerFlows } from './flows.js';
 import { registerHash } from './hash.js';
 import { UsageError } from './input.js';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerSandbox(program);
   registerFlows(program);
   registerTransfer(program);
+  registerAudit(program);
   const override = (c: Command): void => {
     c.exitOverride();
     for (const sub of c.commands) override(sub);

@@ -1,0 +1,45 @@
+/**
+ * Canonical JSON for the store: what request hashes (idempotency) and audit
+ * hashes are computed over. Object keys sorted by UTF-16 code units, no
+ * whitespace, primitives as JSON.stringify writes them (for the values the
+ * store uses, strings, booleans, null and finite numbers, this is RFC 8785
+ * JCS). `undefined` members are dropped; anything JSON cannot represent
+ * (bigint, functions, symbols, non-finite numbers) is refused.
+ */
+import { createHash } from 'node:crypto';
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+export function canonicalJson(value: unknown): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON: ${value} is not a JSON number`);
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value))
+        return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+      const obj = value as Record<string, unknown>;
+      if (typeof (obj as { toJSON?: unknown }).toJSON === 'function')
+        return canonicalJson((obj as { toJSON: () => unknown }).toJSON());
+      const keys = Object.keys(obj)
+        .filter((k) => obj[k] !== undefined)
+        .sort();
+      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+    }
+    default:
+      throw new TypeError(`canonical JSON: a ${typeof value} is not a JSON value`);
+  }
+}
+
+/** The value as the store keeps it: canonical, and without U+0000 (PostgreSQL text refuses it; → U+FFFD). */
+export function storable(value: unknown): Json {
+  return JSON.parse(canonicalJson(value).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1\\ufffd')) as Json;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}

@@ -1,0 +1,64 @@
+/**
+ * Typed errors of the store, each with a stable `code` the API maps to a
+ * status: `idempotency_conflict` (409), `invalid_state` (409), `not_found`
+ * (404), `bad_request` (400, names the field), `schema` (the database schema
+ * does not match this build: refuse to start).
+ */
+export type StoreErrorCode =
+  | 'idempotency_conflict'
+  | 'invalid_state'
+  | 'not_found'
+  | 'bad_request'
+  | 'schema';
+
+export class StoreError extends Error {
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'StoreError';
+  }
+}
+
+/** The same idempotency key was used before, by the same caller, with a different request body. */
+export class IdempotencyConflictError extends StoreError {
+  constructor(
+    readonly idempotencyKey: string,
+    readonly existingId: string,
+  ) {
+    super(
+      'idempotency_conflict',
+      `idempotency key ${JSON.stringify(idempotencyKey)} was already used with a different request (withdrawal ${existingId})`,
+      'Idempotency-Key',
+    );
+    this.name = 'IdempotencyConflictError';
+  }
+}
+
+/** A state change the withdrawal's current state does not allow. */
+export class WithdrawalStateError extends StoreError {
+  constructor(
+    readonly withdrawalId: string,
+    readonly current: string,
+    readonly attempted: string,
+  ) {
+    super('invalid_state', `withdrawal ${withdrawalId} is ${current}: cannot move it to ${attempted}`);
+    this.name = 'WithdrawalStateError';
+  }
+}
+
+export class NotFoundError extends StoreError {
+  constructor(what: string) {
+    super('not_found', `${what} not found`);
+    this.name = 'NotFoundError';
+  }
+}
+
+export class BadRequestError extends StoreError {
+  constructor(field: string, message: string) {
+    super('bad_request', `${field}: ${message}`, field);
+    this.name = 'BadRequestError';
+  }
+}

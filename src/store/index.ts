@@ -1,0 +1,51 @@
+/**
+ * The service's persistence (issue 6 §4): open the database (PGlite or
+ * PostgreSQL), migrate it, and the repositories over it. `openStore` is the
+ * one call a service needs.
+ */
+import { type Db, type OpenDatabaseOptions, openDatabase } from './db.js';
+import { ArtifactRepo } from './repos/artifacts.js';
+import { KeyRepo } from './repos/keys.js';
+import { DbPartyBook } from './repos/parties.js';
+import { DbRecorder } from './repos/recorder.js';
+import { WithdrawalRepo } from './repos/withdrawals.js';
+
+export * from './audit.js';
+export * from './canonical.js';
+export * from './db.js';
+export * from './errors.js';
+export * from './migrations.js';
+export * from './repos/artifacts.js';
+export * from './repos/keys.js';
+export * from './repos/parties.js';
+export * from './repos/recorder.js';
+export * from './repos/withdrawals.js';
+
+export interface Store {
+  db: Db;
+  withdrawals: WithdrawalRepo;
+  keys: KeyRepo;
+  parties: DbPartyBook;
+  artifacts: ArtifactRepo;
+  recorder: DbRecorder;
+  close(): Promise<void>;
+}
+
+/** Opens (and migrates) the database and builds the repositories; `actor` is the default audit actor. */
+export async function openStore(opts: OpenDatabaseOptions & { actor?: string } = {}): Promise<Store> {
+  const db = await openDatabase(opts);
+  return storeOn(db, opts.actor);
+}
+
+/** The repositories over an open, migrated database. */
+export function storeOn(db: Db, actor = 'system'): Store {
+  return {
+    db,
+    withdrawals: new WithdrawalRepo(db, { actor }),
+    keys: new KeyRepo(db, { actor }),
+    parties: new DbPartyBook(db, { actor }),
+    artifacts: new ArtifactRepo(db),
+    recorder: new DbRecorder(db, { actor }),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,263 @@
+/**
+ * The database schema, as numbered migrations, and the runner that applies
+ * them. Migrations are append-only: a released migration is never edited
+ * (its checksum is recorded in `schema_migrations` and checked at every
+ * start); a change is a new migration. The runner applies every pending
+ * migration, in order, in ONE transaction, after taking a transaction-scoped
+ * advisory lock, so that several instances starting at once against one
+ * PostgreSQL apply each migration exactly once (PGlite supports the same
+ * lock; it has a single session anyway). A database migrated by a newer
+ * build (an unknown version) is refused rather than used.
+ *
+ * Tables (migration 1):
+ * - keys: key METADATA only (label, backend, scheme, fingerprint, public key
+ *   SPKI base64, created_at, disabled). No column may ever hold private key
+ *   material, passphrases or PINs; a test asserts the column list.
+ * - parties: the PartyRecord fields (see parties.ts).
+ * - withdrawals: one row per accepted withdrawal request; the state machine
+ *   is documented in repos/withdrawals.ts and enforced twice, by the
+ *   repository and by the trigger `withdrawals_guard` (which also refuses
+ *   changes to the request columns).
+ * - prepared_transactions, signatures, submissions: the evidence of each
+ *   attempt (hash and bytes prepared, signature made, submission outcome).
+ * - audit_log + audit_head: the hash chain (see audit.ts); audit_log is
+ *   append-only (UPDATE, DELETE and TRUNCATE raise).
+ */
+import { createHash } from 'node:crypto';
+import type { Db } from './db.js';
+import { StoreError } from './errors.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  /** One statement per entry (the extended protocol both drivers use takes one statement at a time). */
+  statements: readonly string[];
+}
+
+const SCHEMES = `('ed25519', 'ecdsa-p256', 'ecdsa-secp256k1', 'ecdsa-p384')`;
+const HEX64 = `'^[0-9a-f]{64}$'`;
+
+const M001: Migration = {
+  version: 1,
+  name: 'initial schema',
+  statements: [
+    `CREATE TABLE keys (
+      label           text PRIMARY KEY CHECK (label ~ '^[A-Za-z0-9._-]{1,200}$'),
+      backend         text NOT NULL CHECK (backend IN ('file', 'pkcs11')),
+      scheme          text NOT NULL CHECK (scheme IN ${SCHEMES}),
+      fingerprint     text NOT NULL CHECK (fingerprint ~ '^[0-9a-f]{68}$'),
+      public_key_spki text NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      disabled        boolean NOT NULL DEFAULT false,
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX keys_fingerprint ON keys (fingerprint)`,
+    `CREATE TABLE parties (
+      party_id        text PRIMARY KEY,
+      hint            text NOT NULL,
+      key_label       text NOT NULL,
+      scheme          text NOT NULL CHECK (scheme IN ${SCHEMES}),
+      fingerprint     text NOT NULL,
+      public_key_spki text NOT NULL,
+      via             text NOT NULL CHECK (via IN ('validator', 'ledger-api')),
+      participant_uid text,
+      synchronizer_id text,
+      ans_name        text,
+      created_at      timestamptz(3) NOT NULL
+    )`,
+    `CREATE INDEX parties_key_label ON parties (key_label)`,
+    `CREATE TABLE withdrawals (
+      id              uuid PRIMARY KEY,
+      caller          text NOT NULL,
+      idempotency_key text NOT NULL CHECK (length(idempotency_key) BETWEEN 1 AND 255),
+      request_hash    text NOT NULL CHECK (request_hash ~ ${HEX64}),
+      party           text NOT NULL,
+      receiver        text NOT NULL,
+      amount          numeric(38, 10) NOT NULL CHECK (amount > 0),
+      instrument_admin text,
+      instrument_id   text,
+      memo            text,
+      options         jsonb NOT NULL DEFAULT '{}',
+      state           text NOT NULL DEFAULT 'received' CHECK (state IN
+                        ('received', 'prepared', 'signed', 'submitted',
+                         'committed', 'rejected', 'failed', 'cancelled', 'expired')),
+      command_id      text NOT NULL UNIQUE,
+      attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+      last_error      text,
+      update_id       text,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now(),
+      UNIQUE (caller, idempotency_key),
+      CHECK ((instrument_admin IS NULL) = (instrument_id IS NULL))
+    )`,
+    `CREATE INDEX withdrawals_page ON withdrawals (created_at, id)`,
+    `CREATE INDEX withdrawals_party_page ON withdrawals (party, created_at, id)`,
+    `CREATE INDEX withdrawals_unfinished ON withdrawals (created_at, id)
+      WHERE state IN ('received', 'prepared', 'signed', 'submitted')`,
+    `CREATE FUNCTION withdrawals_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.id IS DISTINCT FROM OLD.id OR NEW.caller IS DISTINCT FROM OLD.caller
+         OR NEW.idempotency_key IS DISTINCT FROM OLD.idempotency_key
+         OR NEW.request_hash IS DISTINCT FROM OLD.request_hash
+         OR NEW.party IS DISTINCT FROM OLD.party OR NEW.receiver IS DISTINCT FROM OLD.receiver
+         OR NEW.amount IS DISTINCT FROM OLD.amount
+         OR NEW.instrument_admin IS DISTINCT FROM OLD.instrument_admin
+         OR NEW.instrument_id IS DISTINCT FROM OLD.instrument_id
+         OR NEW.memo IS DISTINCT FROM OLD.memo OR NEW.options IS DISTINCT FROM OLD.options
+         OR NEW.command_id IS DISTINCT FROM OLD.command_id
+         OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'withdrawal %: the request columns are immutable', OLD.id
+          USING ERRCODE = 'check_violation';
+      END IF;
+      IF NEW.state IS DISTINCT FROM OLD.state THEN
+        IF NOT (
+             (OLD.state = 'received'  AND NEW.state IN ('prepared', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'prepared'  AND NEW.state IN ('prepared', 'signed', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'signed'    AND NEW.state IN ('submitted', 'prepared', 'failed', 'expired'))
+          OR (OLD.state = 'submitted' AND NEW.state IN ('submitted', 'committed', 'rejected', 'expired', 'prepared'))
+        ) THEN
+          RAISE EXCEPTION 'withdrawal %: % -> % is not an allowed transition', OLD.id, OLD.state, NEW.state
+            USING ERRCODE = 'check_violation';
+        END IF;
+      END IF;
+      RETURN NEW;
+    END $$`,
+    `CREATE TRIGGER withdrawals_guard BEFORE UPDATE ON withdrawals
+      FOR EACH ROW EXECUTE FUNCTION withdrawals_guard()`,
+    `CREATE TABLE prepared_transactions (
+      id              uuid PRIMARY KEY,
+      withdrawal_id   uuid REFERENCES withdrawals (id),
+      request_id      text,
+      attempt         integer NOT NULL DEFAULT 0,
+      hash            text NOT NULL CHECK (hash ~ ${HEX64}),
+      hashing_scheme  text NOT NULL CHECK (hashing_scheme ~ '^v[0-9]+$'),
+      bytes           text NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      CHECK (withdrawal_id IS NOT NULL OR request_id IS NOT NULL)
+    )`,
+    `CREATE INDEX prepared_by_withdrawal ON prepared_transactions (withdrawal_id, created_at)`,
+    `CREATE INDEX prepared_by_request ON prepared_transactions (request_id)`,
+    `CREATE TABLE signatures (
+      id              uuid PRIMARY KEY,
+      prepared_id     uuid REFERENCES prepared_transactions (id),
+      withdrawal_id   uuid REFERENCES withdrawals (id),
+      hash            text NOT NULL CHECK (hash ~ '^([0-9a-f]{2})+$'),
+      signed_by       text NOT NULL,
+      key_label       text NOT NULL,
+      scheme          text NOT NULL CHECK (scheme IN ${SCHEMES}),
+      signature_format text NOT NULL,
+      signature       text NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX signatures_hash ON signatures (hash)`,
+    `CREATE INDEX signatures_by_withdrawal ON signatures (withdrawal_id)`,
+    `CREATE TABLE submissions (
+      submission_id   text PRIMARY KEY,
+      command_id      text NOT NULL,
+      withdrawal_id   uuid REFERENCES withdrawals (id),
+      prepared_id     uuid REFERENCES prepared_transactions (id),
+      outcome         text NOT NULL DEFAULT 'pending' CHECK (outcome IN
+                        ('pending', 'committed', 'rejected', 'ambiguous', 'expired')),
+      ledger_end_before bigint,
+      completion_offset bigint,
+      update_id       text,
+      reason          text,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX submissions_by_command ON submissions (command_id, created_at)`,
+    `CREATE TABLE audit_log (
+      seq             bigint PRIMARY KEY CHECK (seq > 0),
+      at              timestamptz(3) NOT NULL,
+      actor           text NOT NULL,
+      action          text NOT NULL,
+      subject         text,
+      details         jsonb NOT NULL,
+      prev_hash       text NOT NULL CHECK (prev_hash ~ ${HEX64}),
+      hash            text NOT NULL CHECK (hash ~ ${HEX64})
+    )`,
+    `CREATE INDEX audit_log_subject ON audit_log (subject, seq)`,
+    `CREATE TABLE audit_head (
+      id              boolean PRIMARY KEY DEFAULT true CHECK (id),
+      seq             bigint NOT NULL,
+      hash            text NOT NULL CHECK (hash ~ ${HEX64})
+    )`,
+    `INSERT INTO audit_head (id, seq, hash) VALUES (true, 0, '${'0'.repeat(64)}')`,
+    `CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION 'audit_log is append-only (% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
+    END $$`,
+    `CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
+      FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`,
+    `CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+      FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only()`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001];
+
+/** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
+const LOCK_KEY = '27992661640701810';
+
+export function migrationChecksum(m: Migration): string {
+  return createHash('sha256').update(m.statements.join('\n;\n'), 'utf8').digest('hex');
+}
+
+export interface MigrateResult {
+  /** Versions applied by this call (empty when the schema was current). */
+  applied: number[];
+  /** Schema version after the call. */
+  version: number;
+}
+
+/** Applies the pending migrations (all of them in one transaction, under the advisory lock). */
+export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrateResult> {
+  return db.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version    integer PRIMARY KEY,
+      name       text NOT NULL,
+      checksum   text NOT NULL,
+      applied_at timestamptz(3) NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await tx.query<{ version: number; checksum: string }>(
+      'SELECT version, checksum FROM schema_migrations ORDER BY version',
+    );
+    const known = new Map(migrations.map((m) => [m.version, m]));
+    const latest = migrations.reduce((n, m) => Math.max(n, m.version), 0);
+    for (const r of rows) {
+      const m = known.get(r.version);
+      if (!m)
+        throw new StoreError(
+          'schema',
+          `the database has schema version ${r.version}, newer than this canton-signer knows (${latest}); upgrade canton-signer`,
+        );
+      if (migrationChecksum(m) !== r.checksum)
+        throw new StoreError(
+          'schema',
+          `migration ${r.version} (${m.name}) applied to this database differs from this build's (checksum mismatch)`,
+        );
+    }
+    const done = new Set(rows.map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (done.has(m.version)) continue;
+      for (const sql of m.statements) await tx.query(sql);
+      await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+        m.version,
+        m.name,
+        migrationChecksum(m),
+      ]);
+      applied.push(m.version);
+    }
+    return { applied, version: latest };
+  });
+}
+
+/** The schema version recorded in the database (0 when never migrated). */
+export async function schemaVersion(db: Db): Promise<number> {
+  const t = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+  if (!t.rows[0]?.t) return 0;
+  const r = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations');
+  return r.rows[0]?.v ?? 0;
+}

@@ -1,0 +1,185 @@
+/**
+ * The evidence of each withdrawal / sign-request attempt: the prepared
+ * transaction (hash and bytes), the signature made over it, and each
+ * submission with its outcome and ledger offsets. Inserts only (a
+ * submission's outcome is the one thing updated). Not audited here: the
+ * pipeline's recorder (DbRecorder) audits every signature and refusal, and
+ * withdrawal transitions audit themselves. Every method takes an optional
+ * transaction handle, to be written together with a withdrawal transition
+ * (`WithdrawalRepo.transition(…, { also })`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { KeyScheme } from '../../keys/schemes.js';
+import type { Db, Queryable } from '../db.js';
+import { NotFoundError } from '../errors.js';
+
+export interface PreparedRecord {
+  id: string;
+  withdrawalId?: string;
+  requestId?: string;
+  attempt: number;
+  /** Hex of the transaction hash. */
+  hash: string;
+  hashingScheme: string;
+  /** The PreparedTransaction protobuf, base64. */
+  bytes: string;
+  createdAt: string;
+}
+
+export interface SignatureRecord {
+  id: string;
+  preparedId?: string;
+  withdrawalId?: string;
+  /** Hex of what was signed. */
+  hash: string;
+  signedBy: string;
+  keyLabel: string;
+  scheme: KeyScheme;
+  signatureFormat: string;
+  /** base64 */
+  signature: string;
+  createdAt: string;
+}
+
+export type SubmissionOutcome = 'pending' | 'committed' | 'rejected' | 'ambiguous' | 'expired';
+
+export interface SubmissionRecord {
+  submissionId: string;
+  commandId: string;
+  withdrawalId?: string;
+  preparedId?: string;
+  outcome: SubmissionOutcome;
+  /** Ledger end read before submitting: where to start looking for the completion. */
+  ledgerEndBefore?: number;
+  completionOffset?: number;
+  updateId?: string;
+  reason?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
+function defined<T extends object>(o: Nullable<T>): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null)) as T;
+}
+
+const PREPARED = `id, withdrawal_id AS "withdrawalId", request_id AS "requestId", attempt, hash,
+  hashing_scheme AS "hashingScheme", bytes, created_at AS "createdAt"`;
+const SIGNATURE = `id, prepared_id AS "preparedId", withdrawal_id AS "withdrawalId", hash, signed_by AS "signedBy",
+  key_label AS "keyLabel", scheme, signature_format AS "signatureFormat", signature, created_at AS "createdAt"`;
+const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", withdrawal_id AS "withdrawalId",
+  prepared_id AS "preparedId", outcome, ledger_end_before AS "ledgerEndBefore",
+  completion_offset AS "completionOffset", update_id AS "updateId", reason,
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export class ArtifactRepo {
+  constructor(private readonly db: Db) {}
+
+  async recordPrepared(
+    p: Omit<PreparedRecord, 'id' | 'createdAt' | 'attempt'> & { attempt?: number },
+    q: Queryable = this.db,
+  ): Promise<PreparedRecord> {
+    const r = await q.query<Nullable<PreparedRecord>>(
+      `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${PREPARED}`,
+      [
+        randomUUID(),
+        p.withdrawalId ?? null,
+        p.requestId ?? null,
+        p.attempt ?? 0,
+        p.hash,
+        p.hashingScheme,
+        p.bytes,
+      ],
+    );
+    return defined(r.rows[0]!);
+  }
+
+  /** The prepared transactions of a withdrawal, oldest first. */
+  async preparedFor(withdrawalId: string, q: Queryable = this.db): Promise<PreparedRecord[]> {
+    const r = await q.query<Nullable<PreparedRecord>>(
+      `SELECT ${PREPARED} FROM prepared_transactions WHERE withdrawal_id = $1 ORDER BY created_at, attempt, id`,
+      [withdrawalId],
+    );
+    return r.rows.map(defined);
+  }
+
+  async recordSignature(
+    s: Omit<SignatureRecord, 'id' | 'createdAt'>,
+    q: Queryable = this.db,
+  ): Promise<SignatureRecord> {
+    const r = await q.query<Nullable<SignatureRecord>>(
+      `INSERT INTO signatures (id, prepared_id, withdrawal_id, hash, signed_by, key_label, scheme,
+         signature_format, signature)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SIGNATURE}`,
+      [
+        randomUUID(),
+        s.preparedId ?? null,
+        s.withdrawalId ?? null,
+        s.hash,
+        s.signedBy,
+        s.keyLabel,
+        s.scheme,
+        s.signatureFormat,
+        s.signature,
+      ],
+    );
+    return defined(r.rows[0]!);
+  }
+
+  async signaturesFor(withdrawalId: string, q: Queryable = this.db): Promise<SignatureRecord[]> {
+    const r = await q.query<Nullable<SignatureRecord>>(
+      `SELECT ${SIGNATURE} FROM signatures WHERE withdrawal_id = $1 ORDER BY created_at, id`,
+      [withdrawalId],
+    );
+    return r.rows.map(defined);
+  }
+
+  async recordSubmission(
+    s: Omit<SubmissionRecord, 'createdAt' | 'updatedAt' | 'outcome'> & { outcome?: SubmissionOutcome },
+    q: Queryable = this.db,
+  ): Promise<SubmissionRecord> {
+    const r = await q.query<Nullable<SubmissionRecord>>(
+      `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
+         ledger_end_before, completion_offset, update_id, reason)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SUBMISSION}`,
+      [
+        s.submissionId,
+        s.commandId,
+        s.withdrawalId ?? null,
+        s.preparedId ?? null,
+        s.outcome ?? 'pending',
+        s.ledgerEndBefore ?? null,
+        s.completionOffset ?? null,
+        s.updateId ?? null,
+        s.reason ?? null,
+      ],
+    );
+    return defined(r.rows[0]!);
+  }
+
+  async setSubmissionOutcome(
+    submissionId: string,
+    o: { outcome: SubmissionOutcome; completionOffset?: number; updateId?: string; reason?: string },
+    q: Queryable = this.db,
+  ): Promise<SubmissionRecord> {
+    const r = await q.query<Nullable<SubmissionRecord>>(
+      `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
+         update_id = COALESCE($4, update_id), reason = COALESCE($5, reason), updated_at = now()
+       WHERE submission_id = $1 RETURNING ${SUBMISSION}`,
+      [submissionId, o.outcome, o.completionOffset ?? null, o.updateId ?? null, o.reason ?? null],
+    );
+    if (!r.rows[0]) throw new NotFoundError(`submission ${submissionId}`);
+    return defined(r.rows[0]);
+  }
+
+  /** Submissions under one command id, oldest first. */
+  async submissionsFor(commandId: string, q: Queryable = this.db): Promise<SubmissionRecord[]> {
+    const r = await q.query<Nullable<SubmissionRecord>>(
+      `SELECT ${SUBMISSION} FROM submissions WHERE command_id = $1 ORDER BY created_at, submission_id`,
+      [commandId],
+    );
+    return r.rows.map(defined);
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * DbRecorder: the FlowRecorder interface (src/store/journal.ts) on the
+ * database. Journal records are not kept in a table of their own: each one
+ * is an audit log entry (action `flow.<step>`, e.g. `flow.signed`,
+ * `flow.refused`), so every signature and every refusal the pipeline makes
+ * is in the hash chain, with the hash signed, the key fingerprint, the
+ * intent and the reason. Subject: the one given to the recorder (a worker
+ * passes `withdrawal:<id>`), else `command:<commandId>`, else `party:<id>`.
+ */
+import { appendAudit, listAudit } from '../audit.js';
+import type { Db } from '../db.js';
+import type { FlowRecorder, JournalRecord } from '../journal.js';
+
+export class DbRecorder implements FlowRecorder {
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { actor?: string; subject?: string } = {},
+  ) {}
+
+  /** The same recorder for another actor / subject (e.g. one per request). */
+  with(opts: { actor?: string; subject?: string }): DbRecorder {
+    return new DbRecorder(this.db, { ...this.opts, ...opts });
+  }
+
+  subjectOf(r: Omit<JournalRecord, 'at'>): string {
+    return this.opts.subject ?? (r.commandId ? `command:${r.commandId}` : `party:${r.partyId}`);
+  }
+
+  async record(r: Omit<JournalRecord, 'at'>): Promise<void> {
+    await appendAudit(this.db, {
+      actor: this.opts.actor ?? 'system',
+      action: `flow.${r.step}`,
+      subject: this.subjectOf(r),
+      details: { ...r },
+    });
+  }
+
+  /** The journal records of one subject, in order (from the audit log). */
+  async records(subject: string): Promise<JournalRecord[]> {
+    const out: JournalRecord[] = [];
+    let after = 0;
+    for (;;) {
+      const rows = await listAudit(this.db, { subject, afterSeq: after, limit: 1000 });
+      for (const row of rows)
+        if (row.action.startsWith('flow.'))
+          out.push({ at: row.at, ...(row.details as object) } as JournalRecord);
+      const last = rows.at(-1);
+      if (!last || rows.length < 1000) return out;
+      after = last.seq;
+    }
+  }
+}

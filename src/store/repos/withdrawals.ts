@@ -1,0 +1,488 @@
+/**
+ * Withdrawals: recorded before any side effect, idempotent per (caller,
+ * Idempotency-Key), moved through a state machine with atomic guarded
+ * updates, each change audited in the same transaction.
+ *
+ * States and allowed transitions (also enforced by the `withdrawals_guard`
+ * trigger, so a bug elsewhere cannot skip a step):
+ *
+ *   received  → prepared | rejected | failed | cancelled | expired
+ *   prepared  → prepared (re-prepared, e.g. after the window passed)
+ *             | signed | rejected | failed | cancelled | expired
+ *   signed    → submitted | prepared (re-prepare: nothing was submitted)
+ *             | failed | expired
+ *   submitted → submitted (resubmitted after an ambiguous outcome)
+ *             | committed | rejected | expired
+ *             | prepared (the earlier submission definitely did not commit)
+ *   committed, rejected, failed, cancelled, expired: terminal.
+ *
+ * Meaning: `received` nothing done yet; `prepared` a prepared transaction is
+ * recorded; `signed` a signature is recorded and NOTHING was sent (a worker
+ * moves to `submitted` BEFORE it calls execute, write-ahead); `submitted` it
+ * may be on the ledger: resume looks the command id up on the ledger before
+ * acting again. `rejected` = refused by the pipeline or rejected by the
+ * ledger; `failed` = gave up (no commit possible); `expired` = its deadline
+ * passed uncommitted; `cancelled` = by the caller, only before `signed`.
+ *
+ * The command id is derived from the withdrawal id (`cs-wd-<uuid>`), so a
+ * resumed withdrawal submits under the same id and the ledger deduplicates.
+ */
+import { randomUUID } from 'node:crypto';
+import { appendAudit } from '../audit.js';
+import { canonicalJson, type Json, sha256Hex, storable } from '../canonical.js';
+import type { Db, Queryable } from '../db.js';
+import { BadRequestError, IdempotencyConflictError, NotFoundError, WithdrawalStateError } from '../errors.js';
+
+export const WITHDRAWAL_STATES = [
+  'received',
+  'prepared',
+  'signed',
+  'submitted',
+  'committed',
+  'rejected',
+  'failed',
+  'cancelled',
+  'expired',
+] as const;
+export type WithdrawalState = (typeof WITHDRAWAL_STATES)[number];
+
+export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly WithdrawalState[]>> = {
+  received: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
+  prepared: ['prepared', 'signed', 'rejected', 'failed', 'cancelled', 'expired'],
+  signed: ['submitted', 'prepared', 'failed', 'expired'],
+  submitted: ['submitted', 'committed', 'rejected', 'expired', 'prepared'],
+  committed: [],
+  rejected: [],
+  failed: [],
+  cancelled: [],
+  expired: [],
+};
+
+export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted'];
+const CANCELLABLE: WithdrawalState[] = ['received', 'prepared'];
+
+export function canTransition(from: WithdrawalState, to: WithdrawalState): boolean {
+  return WITHDRAWAL_EDGES[from].includes(to);
+}
+
+/** The ledger command id of a withdrawal. */
+export function withdrawalCommandId(id: string): string {
+  return `cs-wd-${id}`;
+}
+
+export interface WithdrawalBody {
+  /** The sending party (one of ours). */
+  party: string;
+  /** Receiving party id (or ANS name, as the caller wrote it). */
+  receiver: string;
+  /** Positive decimal, at most 10 decimals. */
+  amount: string;
+  instrument?: { admin: string; id: string };
+  memo?: string;
+  /** Further request fields that are part of the request (and of the idempotency comparison). */
+  options?: Record<string, string | number | boolean>;
+}
+
+export interface Withdrawal extends WithdrawalBody {
+  id: string;
+  caller: string;
+  idempotencyKey: string;
+  /** SHA-256 hex of the canonical normalised body. */
+  requestHash: string;
+  options: Record<string, string | number | boolean>;
+  state: WithdrawalState;
+  commandId: string;
+  attempts: number;
+  lastError?: string;
+  updateId?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Row {
+  id: string;
+  caller: string;
+  idempotency_key: string;
+  request_hash: string;
+  party: string;
+  receiver: string;
+  amount: string;
+  instrument_admin: string | null;
+  instrument_id: string | null;
+  memo: string | null;
+  options: Record<string, string | number | boolean>;
+  state: WithdrawalState;
+  command_id: string;
+  attempts: number;
+  last_error: string | null;
+  update_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Canonical decimal: no leading zeros, no trailing fractional zeros ("010.50" → "10.5"). */
+export function canonicalDecimal(text: string, field = 'amount'): string {
+  const m = /^([0-9]{1,28})(?:\.([0-9]{1,10}))?$/.exec(text);
+  if (!m)
+    throw new BadRequestError(field, `must be a positive decimal with at most 28 digits and 10 decimals`);
+  const int = m[1]!.replace(/^0+(?=\d)/, '');
+  const frac = (m[2] ?? '').replace(/0+$/, '');
+  const out = frac ? `${int}.${frac}` : int;
+  if (/^0(\.0*)?$/.test(out)) throw new BadRequestError(field, 'must be positive');
+  return out;
+}
+
+function text(v: unknown, field: string, max: number, min = 1): string {
+  if (typeof v !== 'string' || v.length < min || v.length > max)
+    throw new BadRequestError(field, `must be a string of ${min}..${max} characters`);
+  if (v.includes('\u0000')) throw new BadRequestError(field, 'must not contain NUL');
+  return v;
+}
+
+/** The body as it is stored and compared: validated, amount canonical, absent fields dropped. */
+export function normaliseWithdrawalBody(body: WithdrawalBody): WithdrawalBody {
+  const out: WithdrawalBody = {
+    party: text(body.party, 'party', 255),
+    receiver: text(body.receiver, 'receiver', 255),
+    amount: canonicalDecimal(typeof body.amount === 'string' ? body.amount : String(body.amount)),
+  };
+  if (body.instrument !== undefined)
+    out.instrument = {
+      admin: text(body.instrument?.admin, 'instrument.admin', 255),
+      id: text(body.instrument?.id, 'instrument.id', 255),
+    };
+  if (body.memo !== undefined) out.memo = text(body.memo, 'memo', 4096, 0);
+  if (body.options !== undefined && Object.keys(body.options).length > 0) {
+    for (const [k, v] of Object.entries(body.options))
+      if (!['string', 'number', 'boolean'].includes(typeof v))
+        throw new BadRequestError(`options.${k}`, 'must be a string, number or boolean');
+    out.options = storable(body.options) as Record<string, string | number | boolean>;
+  }
+  return out;
+}
+
+export function withdrawalRequestHash(normalised: WithdrawalBody): string {
+  return sha256Hex(`canton-signer/withdrawal@1\n${canonicalJson(normalised)}`);
+}
+
+function fromRow(r: Row): Withdrawal {
+  const w: Withdrawal = {
+    id: r.id,
+    caller: r.caller,
+    idempotencyKey: r.idempotency_key,
+    requestHash: r.request_hash,
+    party: r.party,
+    receiver: r.receiver,
+    amount: canonicalDecimal(r.amount),
+    options: r.options ?? {},
+    state: r.state,
+    commandId: r.command_id,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+  if (r.instrument_admin !== null && r.instrument_id !== null)
+    w.instrument = { admin: r.instrument_admin, id: r.instrument_id };
+  if (r.memo !== null) w.memo = r.memo;
+  if (r.last_error !== null) w.lastError = r.last_error;
+  if (r.update_id !== null) w.updateId = r.update_id;
+  return w;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface TransitionPatch {
+  /** Set (string) or clear (null) the last error. */
+  lastError?: string | null;
+  updateId?: string;
+  /** attempts + 1 (a new prepare or submission attempt). */
+  incrementAttempts?: boolean;
+}
+
+export interface TransitionOptions {
+  actor?: string;
+  /** Extra facts for the audit entry (hash, reason, …). */
+  details?: Record<string, unknown>;
+  /** Runs in the same transaction after the update (e.g. record the prepared transaction). */
+  also?: (tx: Queryable, w: Withdrawal) => Promise<void>;
+}
+
+export interface ListOptions {
+  party?: string | string[];
+  state?: WithdrawalState | WithdrawalState[];
+  caller?: string;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string;
+  limit?: number;
+  /** Newest first (default) or oldest first. */
+  order?: 'desc' | 'asc';
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Absent on the last page. */
+  nextCursor?: string;
+}
+
+function encodeCursor(r: Withdrawal): string {
+  return Buffer.from(JSON.stringify([r.createdAt, r.id]), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): [string, string] {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(v) &&
+      v.length === 2 &&
+      typeof v[0] === 'string' &&
+      !Number.isNaN(Date.parse(v[0])) &&
+      typeof v[1] === 'string' &&
+      UUID.test(v[1])
+    )
+      return [v[0], v[1]];
+  } catch {
+    // fall through
+  }
+  throw new BadRequestError('cursor', 'is not a cursor this service issued');
+}
+
+export class WithdrawalRepo {
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { actor?: string } = {},
+  ) {}
+
+  private actor(a?: string): string {
+    return a ?? this.opts.actor ?? 'system';
+  }
+
+  /**
+   * Records a withdrawal request. Same caller + key + normalised body again:
+   * the existing row, `created: false`. Same caller + key, other body:
+   * IdempotencyConflictError. Safe under concurrent calls (unique constraint).
+   */
+  async create(req: {
+    idempotencyKey: string;
+    caller: string;
+    body: WithdrawalBody;
+    actor?: string;
+  }): Promise<{ withdrawal: Withdrawal; created: boolean }> {
+    const key = text(req.idempotencyKey, 'Idempotency-Key', 255);
+    const caller = text(req.caller, 'caller', 255);
+    const body = normaliseWithdrawalBody(req.body);
+    const requestHash = withdrawalRequestHash(body);
+    const id = randomUUID();
+    return this.db.transaction(async (tx) => {
+      const ins = await tx.query<Row>(
+        `INSERT INTO withdrawals (id, caller, idempotency_key, request_hash, party, receiver, amount,
+           instrument_admin, instrument_id, memo, options, command_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         ON CONFLICT (caller, idempotency_key) DO NOTHING
+         RETURNING *`,
+        [
+          id,
+          caller,
+          key,
+          requestHash,
+          body.party,
+          body.receiver,
+          body.amount,
+          body.instrument?.admin ?? null,
+          body.instrument?.id ?? null,
+          body.memo ?? null,
+          JSON.stringify(body.options ?? {}),
+          withdrawalCommandId(id),
+        ],
+      );
+      const created = ins.rows[0];
+      if (created) {
+        const w = fromRow(created);
+        await appendAudit(tx, {
+          actor: this.actor(req.actor ?? caller),
+          action: 'withdrawal.create',
+          subject: `withdrawal:${w.id}`,
+          details: { caller, idempotencyKey: key, requestHash, commandId: w.commandId, ...body },
+        });
+        return { withdrawal: w, created: true };
+      }
+      const existing = (
+        await tx.query<Row>('SELECT * FROM withdrawals WHERE caller = $1 AND idempotency_key = $2', [
+          caller,
+          key,
+        ])
+      ).rows[0];
+      if (!existing) throw new Error('withdrawal insert conflicted but no row holds the key');
+      if (existing.request_hash !== requestHash) throw new IdempotencyConflictError(key, existing.id);
+      return { withdrawal: fromRow(existing), created: false };
+    });
+  }
+
+  async get(id: string, q: Queryable = this.db): Promise<Withdrawal | undefined> {
+    if (!UUID.test(id)) return undefined;
+    const r = await q.query<Row>('SELECT * FROM withdrawals WHERE id = $1', [id]);
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  async getByKey(caller: string, idempotencyKey: string): Promise<Withdrawal | undefined> {
+    const r = await this.db.query<Row>(
+      'SELECT * FROM withdrawals WHERE caller = $1 AND idempotency_key = $2',
+      [caller, idempotencyKey],
+    );
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  /**
+   * Moves the withdrawal from one of `from` to `to`, atomically (row lock,
+   * then `UPDATE … WHERE state = ANY(from)`), and audits it. Throws
+   * WithdrawalStateError when the current state is not in `from`, and
+   * refuses (before touching the database) an edge the state machine lacks.
+   */
+  async transition(
+    id: string,
+    from: readonly WithdrawalState[],
+    to: WithdrawalState,
+    patch: TransitionPatch = {},
+    opts: TransitionOptions = {},
+  ): Promise<Withdrawal> {
+    if (!WITHDRAWAL_STATES.includes(to)) throw new BadRequestError('state', `unknown state ${String(to)}`);
+    if (from.length === 0) throw new BadRequestError('from', 'needs at least one state');
+    for (const f of from)
+      if (!WITHDRAWAL_STATES.includes(f) || !canTransition(f, to)) throw new WithdrawalStateError(id, f, to);
+    if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
+    return this.db.transaction(async (tx) => {
+      const cur = (
+        await tx.query<{ state: WithdrawalState }>('SELECT state FROM withdrawals WHERE id = $1 FOR UPDATE', [
+          id,
+        ])
+      ).rows[0];
+      if (!cur) throw new NotFoundError(`withdrawal ${id}`);
+      const upd = await tx.query<Row>(
+        `UPDATE withdrawals SET state = $3, updated_at = now(),
+           attempts = attempts + $4,
+           last_error = CASE WHEN $5 THEN $6 ELSE last_error END,
+           update_id = COALESCE($7, update_id)
+         WHERE id = $1 AND state = ANY($2::text[])
+         RETURNING *`,
+        [
+          id,
+          [...from],
+          to,
+          patch.incrementAttempts ? 1 : 0,
+          patch.lastError !== undefined,
+          patch.lastError ?? null,
+          patch.updateId ?? null,
+        ],
+      );
+      const row = upd.rows[0];
+      if (!row) throw new WithdrawalStateError(id, cur.state, to);
+      const w = fromRow(row);
+      if (opts.also) await opts.also(tx, w);
+      await appendAudit(tx, {
+        actor: this.actor(opts.actor),
+        action: `withdrawal.${to}`,
+        subject: `withdrawal:${id}`,
+        details: {
+          from: cur.state,
+          to,
+          attempts: w.attempts,
+          ...(patch.lastError !== undefined ? { lastError: patch.lastError } : {}),
+          ...(patch.updateId !== undefined ? { updateId: patch.updateId } : {}),
+          ...((opts.details ?? {}) as Record<string, Json>),
+        },
+      });
+      return w;
+    });
+  }
+
+  /**
+   * Cancels a withdrawal that is not yet signed. Already cancelled: returns
+   * it unchanged (`changed: false`). Signed or later: WithdrawalStateError.
+   */
+  async cancel(
+    id: string,
+    opts: { actor?: string; reason?: string } = {},
+  ): Promise<{ withdrawal: Withdrawal; changed: boolean }> {
+    const w = await this.get(id);
+    if (!w) throw new NotFoundError(`withdrawal ${id}`);
+    if (w.state === 'cancelled') return { withdrawal: w, changed: false };
+    try {
+      const done = await this.transition(
+        id,
+        CANCELLABLE,
+        'cancelled',
+        {},
+        {
+          actor: opts.actor,
+          details: opts.reason !== undefined ? { reason: opts.reason } : {},
+        },
+      );
+      return { withdrawal: done, changed: true };
+    } catch (e) {
+      if (e instanceof WithdrawalStateError && e.current === 'cancelled') {
+        const again = await this.get(id);
+        if (again) return { withdrawal: again, changed: false };
+      }
+      throw e;
+    }
+  }
+
+  /** A page of withdrawals, newest first by default; pass `nextCursor` back for the next page. */
+  async list(opts: ListOptions = {}): Promise<Page<Withdrawal>> {
+    const limit = opts.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new BadRequestError('limit', 'must be an integer from 1 to 500');
+    const desc = (opts.order ?? 'desc') === 'desc';
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: (p: string) => string, v: unknown) => {
+      params.push(v);
+      where.push(sql(`$${params.length}`));
+    };
+    if (opts.party !== undefined)
+      add((p) => `party = ANY(${p}::text[])`, Array.isArray(opts.party) ? opts.party : [opts.party]);
+    if (opts.state !== undefined) {
+      const states = Array.isArray(opts.state) ? opts.state : [opts.state];
+      for (const s of states)
+        if (!WITHDRAWAL_STATES.includes(s)) throw new BadRequestError('state', `unknown state ${String(s)}`);
+      add((p) => `state = ANY(${p}::text[])`, states);
+    }
+    if (opts.caller !== undefined) add((p) => `caller = ${p}`, opts.caller);
+    if (opts.cursor !== undefined) {
+      const [at, id] = decodeCursor(opts.cursor);
+      params.push(at, id);
+      const a = `$${params.length - 1}`;
+      const b = `$${params.length}`;
+      where.push(`(created_at, id) ${desc ? '<' : '>'} (${a}::timestamptz, ${b}::uuid)`);
+    }
+    params.push(limit + 1);
+    const dir = desc ? 'DESC' : 'ASC';
+    const r = await this.db.query<Row>(
+      `SELECT * FROM withdrawals ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY created_at ${dir}, id ${dir} LIMIT $${params.length}`,
+      params,
+    );
+    const items = r.rows.slice(0, limit).map(fromRow);
+    const last = items.at(-1);
+    return r.rows.length > limit && last ? { items, nextCursor: encodeCursor(last) } : { items };
+  }
+
+  /** Withdrawals not in a terminal state, oldest first: what a restarted worker resumes. */
+  async unfinished(limit = 1000): Promise<Withdrawal[]> {
+    const r = await this.db.query<Row>(
+      `SELECT * FROM withdrawals WHERE state IN ('received', 'prepared', 'signed', 'submitted')
+        ORDER BY created_at, id LIMIT $1`,
+      [limit],
+    );
+    return r.rows.map(fromRow);
+  }
+
+  /** Count per state (metrics: pending withdrawals). */
+  async countByState(): Promise<Record<WithdrawalState, number>> {
+    const r = await this.db.query<{ state: WithdrawalState; n: number }>(
+      'SELECT state, count(*)::int8 AS n FROM withdrawals GROUP BY state',
+    );
+    const out = Object.fromEntries(WITHDRAWAL_STATES.map((s) => [s, 0])) as Record<WithdrawalState, number>;
+    for (const row of r.rows) out[row.state] = row.n;
+    return out;
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Schema and migrations on both drivers: migrating is idempotent and safe
+ * when several instances start at once (PostgreSQL), a tampered or newer
+ * schema is refused, no table can hold private key material, and
+ * openDatabase picks the driver (DATABASE_URL → PostgreSQL, else PGlite
+ * under dataDir, persisted across reopen).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { appendAudit, verifyAudit } from '../../src/store/audit.js';
+import { type Db, openDatabase, openPglite, parseTimestamptz } from '../../src/store/db.js';
+import { StoreError } from '../../src/store/errors.js';
+import { MIGRATIONS, type Migration, migrate, schemaVersion } from '../../src/store/migrations.js';
+import { createPostgresDatabase, pgliteTemplateBlob, storeDrivers } from '../support/pg.js';
+
+const drivers = await storeDrivers();
+const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
+
+const TABLES = [
+  'audit_head',
+  'audit_log',
+  'keys',
+  'parties',
+  'prepared_transactions',
+  'schema_migrations',
+  'signatures',
+  'submissions',
+  'withdrawals',
+];
+
+async function columns(db: Db): Promise<{ table_name: string; column_name: string }[]> {
+  return (
+    await db.query<{ table_name: string; column_name: string }>(
+      `SELECT table_name, column_name FROM information_schema.columns
+        WHERE table_schema = 'public' ORDER BY table_name, ordinal_position`,
+    )
+  ).rows;
+}
+
+describe.each(drivers)('schema on $name', (driver) => {
+  afterAll(async () => {
+    await driver.cleanup();
+  });
+
+  it('migrates an empty database once; migrating again changes nothing', async () => {
+    const db = await driver.fresh({ migrate: false });
+    expect(await schemaVersion(db)).toBe(0);
+    expect(await migrate(db)).toEqual({ applied: MIGRATIONS.map((m) => m.version), version: LATEST });
+    expect(await schemaVersion(db)).toBe(LATEST);
+    const before = await columns(db);
+    await appendAudit(db, { actor: 't', action: 'kept' });
+    expect(await migrate(db)).toEqual({ applied: [], version: LATEST });
+    expect(await migrate(db)).toEqual({ applied: [], version: LATEST });
+    expect(await columns(db)).toEqual(before);
+    expect((await verifyAudit(db)).ok).toBe(true);
+    const recorded = await db.query<{ version: number; name: string }>(
+      'SELECT version, name FROM schema_migrations',
+    );
+    expect(recorded.rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    const tables = await db.query<{ t: string }>(
+      `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+    );
+    expect(tables.rows.map((r) => r.t)).toEqual(TABLES);
+  });
+
+  it('no column can hold private key material, secrets or credentials', async () => {
+    const db = await driver.fresh();
+    const cols = await columns(db);
+    const bad = cols.filter((c) =>
+      /priv|secret|seed|passphrase|password|\bpin\b|_pin|pkcs8|mnemonic|token|wrapped|encrypted|kek|dek/i.test(
+        c.column_name,
+      ),
+    );
+    expect(bad).toEqual([]);
+    expect(cols.filter((c) => c.table_name === 'keys').map((c) => c.column_name)).toEqual([
+      'label',
+      'backend',
+      'scheme',
+      'fingerprint',
+      'public_key_spki',
+      'created_at',
+      'disabled',
+      'updated_at',
+    ]);
+  });
+
+  it('refuses a database whose applied migration differs from this build, or is newer', async () => {
+    const db = await driver.fresh();
+    const edited: Migration[] = MIGRATIONS.map((m) =>
+      m.version === 1 ? { ...m, statements: [...m.statements, 'SELECT 1'] } : m,
+    );
+    await expect(migrate(db, edited)).rejects.toThrow(/checksum mismatch/);
+    await db.query(`INSERT INTO schema_migrations (version, name, checksum) VALUES (999, 'future', 'x')`);
+    const e = await migrate(db).catch((x) => x);
+    expect(e).toBeInstanceOf(StoreError);
+    expect((e as StoreError).code).toBe('schema');
+    expect((e as Error).message).toMatch(/schema version 999, newer/);
+  });
+
+  it('a failing migration leaves nothing behind (one transaction)', async () => {
+    const db = await driver.fresh({ migrate: false });
+    const broken: Migration[] = [
+      ...MIGRATIONS,
+      {
+        version: LATEST + 1,
+        name: 'broken',
+        statements: ['CREATE TABLE half_done (x int)', 'SELECT nonsense('],
+      },
+    ];
+    await expect(migrate(db, broken)).rejects.toThrow();
+    expect(await schemaVersion(db)).toBe(0);
+    const t = await db.query<{ t: string | null }>(`SELECT to_regclass('withdrawals')::text AS t`);
+    expect(t.rows[0]!.t).toBeNull();
+  });
+
+  it('timestamps come back as ISO-8601 UTC strings with milliseconds, numbers as numbers', async () => {
+    const db = await driver.fresh();
+    const r = await db.query<{ t: string; n: number; d: string }>(
+      `SELECT '2024-02-29 23:59:59.5+05:30'::timestamptz(3) AS t, 9007199254740991::int8 AS n, 1.5::numeric(38,10) AS d`,
+    );
+    expect(r.rows[0]).toEqual({ t: '2024-02-29T18:29:59.500Z', n: 9007199254740991, d: '1.5000000000' });
+    await expect(db.query('SELECT 9007199254740993::int8 AS n')).rejects.toThrow(/2\^53/);
+  });
+});
+
+describe('timestamptz parsing', () => {
+  it('handles every offset form PostgreSQL prints', () => {
+    expect(parseTimestamptz('2024-01-01 00:00:00+00')).toBe('2024-01-01T00:00:00.000Z');
+    expect(parseTimestamptz('2024-01-01 00:00:00.123456+00')).toBe('2024-01-01T00:00:00.123Z');
+    expect(parseTimestamptz('2024-01-01 05:30:00.1+05:30')).toBe('2024-01-01T00:00:00.100Z');
+    expect(parseTimestamptz('2023-12-31 20:00:00-04')).toBe('2024-01-01T00:00:00.000Z');
+    expect(parseTimestamptz('1900-01-01 00:00:00+00:09:21')).toBe('1899-12-31T23:50:39.000Z');
+    expect(() => parseTimestamptz('infinity')).toThrow(/unexpected timestamptz/);
+  });
+});
+
+describe.runIf(drivers.some((d) => d.name === 'postgres'))('several instances on one PostgreSQL', () => {
+  it('starting at once: every instance migrates successfully, each migration applied once', async () => {
+    const t = await createPostgresDatabase();
+    try {
+      const handles = await Promise.all(Array.from({ length: 5 }, () => t.open({ migrate: false })));
+      const results = await Promise.all(handles.map((h) => migrate(h)));
+      expect(results.filter((r) => r.applied.length > 0)).toHaveLength(1);
+      for (const r of results) expect(r.version).toBe(LATEST);
+      const rows = await handles[0]!.query('SELECT version FROM schema_migrations');
+      expect(rows.rows).toHaveLength(MIGRATIONS.length);
+      // and through openDatabase, as `serve` does
+      const more = await Promise.all([openDatabase({ url: t.url }), openDatabase({ url: t.url })]);
+      for (const m of more) {
+        expect(m.kind).toBe('postgres');
+        expect(await schemaVersion(m)).toBe(LATEST);
+        await m.close();
+      }
+    } finally {
+      await t.drop();
+    }
+  });
+});
+
+describe('openDatabase', () => {
+  it('uses PGlite under dataDir when no URL is set, and the data persists across reopen', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cs-open-'));
+    const saved = process.env.DATABASE_URL;
+    delete process.env.DATABASE_URL;
+    try {
+      const data = join(dir, 'data');
+      // seed the folder from the template (skips a slow initdb), then open it the way the service does
+      const seed = await openPglite(data, { loadDataDir: await pgliteTemplateBlob() });
+      await seed.close();
+      let db = await openDatabase({ dataDir: data });
+      expect(db.kind).toBe('pglite');
+      expect(db.location).toBe(data);
+      await appendAudit(db, { actor: 't', action: 'persisted' });
+      await db.close();
+      db = await openDatabase({ dataDir: data });
+      expect(await schemaVersion(db)).toBe(LATEST);
+      const v = await verifyAudit(db);
+      expect(v).toMatchObject({ ok: true, rows: 1 });
+      await db.close();
+    } finally {
+      if (saved !== undefined) process.env.DATABASE_URL = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(drivers.some((d) => d.name === 'postgres'))('uses DATABASE_URL when set', async () => {
+    const t = await createPostgresDatabase();
+    const saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = t.url;
+    try {
+      const db = await openDatabase({ dataDir: '/nonexistent/never-created' });
+      expect(db.kind).toBe('postgres');
+      expect(await schemaVersion(db)).toBe(LATEST);
+      await db.close();
+    } finally {
+      if (saved === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = saved;
+      await t.drop();
+    }
+  });
+
+  it('names the server, never the password, when PostgreSQL is unreachable', async () => {
+    const e = await openDatabase({ url: 'postgresql://u:s3cret-pw@127.0.0.1:1/x' }).catch((x) => x);
+    expect((e as Error).message).toMatch(
+      /cannot connect to PostgreSQL at postgresql:\/\/u:\*\*\*@127\.0\.0\.1:1\/x/,
+    );
+    expect((e as Error).message).not.toContain('s3cret-pw');
+  });
+});

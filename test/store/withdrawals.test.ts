@@ -1,0 +1,474 @@
+/**
+ * WithdrawalRepo on both drivers: idempotency (same key + body → same row,
+ * other body → conflict, 20 concurrent creates → one row), the state
+ * machine (only allowed edges, atomic guarded updates, the database trigger
+ * agrees), cancel rules, resume list, and cursor pagination without gaps or
+ * overlaps.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listAudit, verifyAudit } from '../../src/store/audit.js';
+import type { Db } from '../../src/store/db.js';
+import {
+  BadRequestError,
+  IdempotencyConflictError,
+  NotFoundError,
+  type StoreError,
+  WithdrawalStateError,
+} from '../../src/store/errors.js';
+import {
+  canTransition,
+  WITHDRAWAL_STATES,
+  type WithdrawalBody,
+  WithdrawalRepo,
+  type WithdrawalState,
+  withdrawalCommandId,
+} from '../../src/store/repos/withdrawals.js';
+import { storeDrivers } from '../support/pg.js';
+
+const drivers = await storeDrivers();
+
+const body = (over: Partial<WithdrawalBody> = {}): WithdrawalBody => ({
+  party: 'alice::1220aa',
+  receiver: 'bob::1220bb',
+  amount: '10.5',
+  instrument: { admin: 'dso::1220cc', id: 'Amulet' },
+  memo: 'payout 42',
+  ...over,
+});
+
+let n = 0;
+const key = () => `key-${Date.now()}-${n++}`;
+
+describe.each(drivers)('withdrawals on $name', (driver) => {
+  let db: Db;
+  let repo: WithdrawalRepo;
+
+  beforeAll(async () => {
+    db = await driver.fresh();
+    repo = new WithdrawalRepo(db, { actor: 'test' });
+  });
+  afterAll(async () => {
+    await driver.cleanup();
+  });
+
+  /** A withdrawal moved along `path` from received. */
+  async function at(state: WithdrawalState, caller = 'bot-1') {
+    const { withdrawal } = await repo.create({ idempotencyKey: key(), caller, body: body() });
+    const path: Record<WithdrawalState, WithdrawalState[]> = {
+      received: [],
+      prepared: ['prepared'],
+      signed: ['prepared', 'signed'],
+      submitted: ['prepared', 'signed', 'submitted'],
+      committed: ['prepared', 'signed', 'submitted', 'committed'],
+      rejected: ['rejected'],
+      failed: ['failed'],
+      cancelled: ['cancelled'],
+      expired: ['expired'],
+    };
+    let cur: WithdrawalState = 'received';
+    for (const s of path[state]) {
+      await repo.transition(withdrawal.id, [cur], s);
+      cur = s;
+    }
+    return withdrawal.id;
+  }
+
+  describe('idempotent create', () => {
+    it('records a new withdrawal in state received, with a derived command id', async () => {
+      const k = key();
+      const r = await repo.create({ idempotencyKey: k, caller: 'bot-1', body: body() });
+      expect(r.created).toBe(true);
+      const w = r.withdrawal;
+      expect(w.state).toBe('received');
+      expect(w.id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(w.commandId).toBe(withdrawalCommandId(w.id));
+      expect(w.commandId).toContain(w.id);
+      expect(w).toMatchObject({ ...body(), caller: 'bot-1', idempotencyKey: k, attempts: 0 });
+      expect(w.requestHash).toMatch(/^[0-9a-f]{64}$/);
+      expect(Date.parse(w.createdAt)).toBeGreaterThan(Date.now() - 600_000);
+      expect(await repo.get(w.id)).toEqual(w);
+      expect(await repo.getByKey('bot-1', k)).toEqual(w);
+    });
+
+    it('same key and same (normalised) body returns the existing row, created:false', async () => {
+      const k = key();
+      const first = await repo.create({
+        idempotencyKey: k,
+        caller: 'bot-1',
+        body: body({ amount: '10.50' }),
+      });
+      const again = await repo.create({
+        idempotencyKey: k,
+        caller: 'bot-1',
+        // same request written differently: leading / trailing zeros, key order
+        body: {
+          memo: 'payout 42',
+          instrument: { id: 'Amulet', admin: 'dso::1220cc' },
+          amount: '010.5000',
+          party: 'alice::1220aa',
+          receiver: 'bob::1220bb',
+        },
+      });
+      expect(again.created).toBe(false);
+      expect(again.withdrawal).toEqual(first.withdrawal);
+      expect(first.withdrawal.amount).toBe('10.5');
+    });
+
+    it('same key with a different body is a typed conflict naming the existing withdrawal', async () => {
+      const k = key();
+      const first = await repo.create({ idempotencyKey: k, caller: 'bot-1', body: body() });
+      for (const other of [
+        body({ amount: '10.6' }),
+        body({ receiver: 'carol::1220dd' }),
+        body({ memo: 'payout 43' }),
+        body({ memo: undefined }),
+        body({ instrument: undefined }),
+        body({ options: { executeBefore: '2030-01-01T00:00:00Z' } }),
+      ]) {
+        const e = await repo.create({ idempotencyKey: k, caller: 'bot-1', body: other }).catch((x) => x);
+        expect(e).toBeInstanceOf(IdempotencyConflictError);
+        expect((e as IdempotencyConflictError).code).toBe('idempotency_conflict');
+        expect((e as IdempotencyConflictError).existingId).toBe(first.withdrawal.id);
+      }
+      const rows = await db.query('SELECT id FROM withdrawals WHERE idempotency_key = $1', [k]);
+      expect(rows.rows).toHaveLength(1);
+    });
+
+    it('keys are per caller: another caller with the same key gets its own withdrawal', async () => {
+      const k = key();
+      const a = await repo.create({ idempotencyKey: k, caller: 'bot-1', body: body() });
+      const b = await repo.create({ idempotencyKey: k, caller: 'bot-2', body: body({ amount: '99' }) });
+      expect(b.created).toBe(true);
+      expect(b.withdrawal.id).not.toBe(a.withdrawal.id);
+      expect(b.withdrawal.commandId).not.toBe(a.withdrawal.commandId);
+    });
+
+    it('20 concurrent creates with one key make exactly one row; all see the same withdrawal', async () => {
+      const k = key();
+      const handles = driver.another ? [db, await driver.another()] : [db];
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          new WithdrawalRepo(handles[i % handles.length]!).create({
+            idempotencyKey: k,
+            caller: 'bot-c',
+            body: body(),
+          }),
+        ),
+      );
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.withdrawal.id)).size).toBe(1);
+      const rows = await db.query('SELECT id FROM withdrawals WHERE caller = $1 AND idempotency_key = $2', [
+        'bot-c',
+        k,
+      ]);
+      expect(rows.rows).toHaveLength(1);
+      const audited = await listAudit(db, { subject: `withdrawal:${results[0]!.withdrawal.id}` });
+      expect(audited.map((a) => a.action)).toEqual(['withdrawal.create']);
+    });
+
+    it('20 concurrent creates with one key and different bodies: one row, 19 conflicts', async () => {
+      const k = key();
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) =>
+          repo.create({ idempotencyKey: k, caller: 'bot-d', body: body({ amount: String(i + 1) }) }),
+        ),
+      );
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(rejected).toHaveLength(19);
+      for (const r of rejected) expect(r.reason).toBeInstanceOf(IdempotencyConflictError);
+    });
+
+    it('refuses malformed requests with the offending field', async () => {
+      const cases: [Partial<WithdrawalBody>, string][] = [
+        [{ amount: '0' }, 'amount'],
+        [{ amount: '0.0000' }, 'amount'],
+        [{ amount: '-1' }, 'amount'],
+        [{ amount: '1.12345678901' }, 'amount'],
+        [{ amount: '1e3' }, 'amount'],
+        [{ amount: '12345678901234567890123456789' }, 'amount'],
+        [{ party: '' }, 'party'],
+        [{ receiver: 'x'.repeat(256) }, 'receiver'],
+        [{ memo: 'a\u0000b' }, 'memo'],
+        [{ instrument: { admin: '', id: 'Amulet' } }, 'instrument.admin'],
+      ];
+      for (const [over, field] of cases) {
+        const e = await repo
+          .create({ idempotencyKey: key(), caller: 'bot-1', body: body(over) })
+          .catch((x) => x);
+        expect(e, JSON.stringify(over)).toBeInstanceOf(BadRequestError);
+        expect((e as BadRequestError).field).toBe(field);
+      }
+      const e = await repo.create({ idempotencyKey: '', caller: 'bot-1', body: body() }).catch((x) => x);
+      expect((e as StoreError).field).toBe('Idempotency-Key');
+    });
+  });
+
+  describe('state machine', () => {
+    it('moves along allowed edges, with patch and audit', async () => {
+      const id = await at('received');
+      let w = await repo.transition(id, ['received'], 'prepared', { incrementAttempts: true });
+      expect(w).toMatchObject({ state: 'prepared', attempts: 1 });
+      w = await repo.transition(id, ['prepared'], 'prepared', {
+        incrementAttempts: true,
+        lastError: 'window passed',
+      });
+      expect(w).toMatchObject({ state: 'prepared', attempts: 2, lastError: 'window passed' });
+      w = await repo.transition(
+        id,
+        ['prepared'],
+        'signed',
+        { lastError: null },
+        { details: { hash: 'ab'.repeat(32) } },
+      );
+      expect(w.state).toBe('signed');
+      expect(w.lastError).toBeUndefined();
+      w = await repo.transition(id, ['signed'], 'submitted');
+      w = await repo.transition(id, ['submitted'], 'committed', { updateId: 'upd-1' });
+      expect(w).toMatchObject({ state: 'committed', updateId: 'upd-1', attempts: 2 });
+      expect(Date.parse(w.updatedAt)).toBeGreaterThanOrEqual(Date.parse(w.createdAt));
+      const trail = await listAudit(db, { subject: `withdrawal:${id}` });
+      expect(trail.map((a) => a.action)).toEqual([
+        'withdrawal.create',
+        'withdrawal.prepared',
+        'withdrawal.prepared',
+        'withdrawal.signed',
+        'withdrawal.submitted',
+        'withdrawal.committed',
+      ]);
+      expect(trail[3]!.details).toMatchObject({ from: 'prepared', to: 'signed', hash: 'ab'.repeat(32) });
+      expect(trail[5]!.details).toMatchObject({ from: 'submitted', to: 'committed', updateId: 'upd-1' });
+    });
+
+    it('refuses edges the state machine lacks, before touching the database', async () => {
+      const id = await at('received');
+      for (const [from, to] of [
+        ['received', 'signed'],
+        ['received', 'submitted'],
+        ['received', 'committed'],
+        ['signed', 'cancelled'],
+        ['submitted', 'cancelled'],
+        ['committed', 'prepared'],
+        ['cancelled', 'prepared'],
+        ['received', 'received'],
+      ] as [WithdrawalState, WithdrawalState][]) {
+        const e = await repo.transition(id, [from], to).catch((x) => x);
+        expect(e, `${from} -> ${to}`).toBeInstanceOf(WithdrawalStateError);
+      }
+      expect((await repo.get(id))!.state).toBe('received');
+    });
+
+    it('refuses a move whose `from` does not hold (current state named), and leaves the row alone', async () => {
+      const id = await at('signed');
+      const e = await repo.transition(id, ['received', 'prepared'], 'cancelled').catch((x) => x);
+      expect(e).toBeInstanceOf(WithdrawalStateError);
+      expect((e as WithdrawalStateError).current).toBe('signed');
+      expect((e as WithdrawalStateError).code).toBe('invalid_state');
+      const w = (await repo.get(id))!;
+      expect(w.state).toBe('signed');
+      const trail = await listAudit(db, { subject: `withdrawal:${id}` });
+      expect(trail.map((a) => a.action)).not.toContain('withdrawal.cancelled');
+    });
+
+    it('unknown ids are not found', async () => {
+      await expect(
+        repo.transition('00000000-0000-4000-8000-000000000000', ['received'], 'prepared'),
+      ).rejects.toBeInstanceOf(NotFoundError);
+      await expect(repo.transition('nope', ['received'], 'prepared')).rejects.toBeInstanceOf(NotFoundError);
+      expect(await repo.get('nope')).toBeUndefined();
+    });
+
+    it('concurrent transitions from the same state: exactly one wins', async () => {
+      const id = await at('prepared');
+      const handles = driver.another ? [db, await driver.another()] : [db];
+      const results = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, i) =>
+          new WithdrawalRepo(handles[i % handles.length]!).transition(
+            id,
+            ['prepared'],
+            i % 2 ? 'signed' : 'cancelled',
+          ),
+        ),
+      );
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      for (const r of results)
+        if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(WithdrawalStateError);
+    });
+
+    it('a callback in the same transaction rolls the move back when it fails', async () => {
+      const id = await at('received');
+      await expect(
+        repo.transition(
+          id,
+          ['received'],
+          'prepared',
+          {},
+          {
+            also: async () => {
+              throw new Error('boom');
+            },
+          },
+        ),
+      ).rejects.toThrow('boom');
+      expect((await repo.get(id))!.state).toBe('received');
+    });
+
+    it('the database trigger enforces the same edges and keeps the request immutable', async () => {
+      const id = await at('received');
+      for (const from of WITHDRAWAL_STATES) {
+        for (const to of WITHDRAWAL_STATES) {
+          if (from === to) continue;
+          // put the row in `from` behind the trigger's back, then try the edge directly in SQL
+          await db.transaction(async (tx) => {
+            await tx.query(`SET LOCAL session_replication_role = replica`);
+            await tx.query('UPDATE withdrawals SET state = $2 WHERE id = $1', [id, from]);
+          });
+          const ok = await db
+            .query('UPDATE withdrawals SET state = $2 WHERE id = $1', [id, to])
+            .then(() => true)
+            .catch(() => false);
+          expect(ok, `${from} -> ${to}`).toBe(canTransition(from, to));
+        }
+      }
+      for (const [col, v] of [
+        ['amount', '11'],
+        ['receiver', 'mallory::1220ee'],
+        ['request_hash', 'f'.repeat(64)],
+        ['command_id', 'other'],
+        ['idempotency_key', 'other'],
+      ]) {
+        await expect(
+          db.query(`UPDATE withdrawals SET ${col} = $2 WHERE id = $1`, [id, v]),
+          col,
+        ).rejects.toThrow(/immutable/);
+      }
+    });
+  });
+
+  describe('cancel', () => {
+    it('cancels while received or prepared; cancelling again is a no-op', async () => {
+      for (const s of ['received', 'prepared'] as const) {
+        const id = await at(s);
+        const r = await repo.cancel(id, { actor: 'bot-1', reason: 'user asked' });
+        expect(r).toMatchObject({ changed: true, withdrawal: { state: 'cancelled' } });
+        const again = await repo.cancel(id);
+        expect(again).toMatchObject({ changed: false, withdrawal: { state: 'cancelled' } });
+        const trail = await listAudit(db, { subject: `withdrawal:${id}` });
+        const c = trail.filter((a) => a.action === 'withdrawal.cancelled');
+        expect(c).toHaveLength(1);
+        expect(c[0]).toMatchObject({ actor: 'bot-1', details: { from: s, reason: 'user asked' } });
+      }
+    });
+
+    it('refuses once signed or later, or finished otherwise', async () => {
+      for (const s of ['signed', 'submitted', 'committed', 'rejected', 'failed', 'expired'] as const) {
+        const id = await at(s);
+        const e = await repo.cancel(id).catch((x) => x);
+        expect(e, s).toBeInstanceOf(WithdrawalStateError);
+        expect((e as WithdrawalStateError).current).toBe(s);
+        expect((await repo.get(id))!.state).toBe(s);
+      }
+      await expect(repo.cancel('00000000-0000-4000-8000-000000000001')).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
+  describe('resume and listing', () => {
+    it('unfinished() lists exactly the non-terminal withdrawals, oldest first', async () => {
+      const fresh = await driver.fresh();
+      const r = new WithdrawalRepo(fresh);
+      const ids: Record<string, string> = {};
+      for (const s of WITHDRAWAL_STATES) {
+        const { withdrawal } = await r.create({ idempotencyKey: `k-${s}`, caller: 'bot', body: body() });
+        ids[s] = withdrawal.id;
+        const path: Partial<Record<WithdrawalState, WithdrawalState[]>> = {
+          prepared: ['prepared'],
+          signed: ['prepared', 'signed'],
+          submitted: ['prepared', 'signed', 'submitted'],
+          committed: ['prepared', 'signed', 'submitted', 'committed'],
+          rejected: ['rejected'],
+          failed: ['failed'],
+          cancelled: ['cancelled'],
+          expired: ['expired'],
+        };
+        let cur: WithdrawalState = 'received';
+        for (const next of path[s] ?? []) {
+          await r.transition(withdrawal.id, [cur], next);
+          cur = next;
+        }
+      }
+      const un = await r.unfinished();
+      expect(un.map((w) => w.state)).toEqual(['received', 'prepared', 'signed', 'submitted']);
+      expect(un.map((w) => w.id)).toEqual([ids.received, ids.prepared, ids.signed, ids.submitted]);
+      const counts = await r.countByState();
+      for (const s of WITHDRAWAL_STATES) expect(counts[s]).toBe(1);
+      expect((await verifyAudit(fresh)).ok).toBe(true);
+    });
+
+    it('cursor pagination visits every row exactly once, in order, both directions, with filters', async () => {
+      const party = `pager-${Date.now()}::1220ff`;
+      const created: string[] = [];
+      // some rows share a created_at (same millisecond): the id breaks the tie
+      for (let i = 0; i < 57; i++) {
+        const { withdrawal } = await repo.create({
+          idempotencyKey: key(),
+          caller: 'pager',
+          body: body({ party }),
+        });
+        created.push(withdrawal.id);
+      }
+      // force ties: 20 rows with one created_at (behind the immutability trigger's back)
+      await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL session_replication_role = replica`);
+        await tx.query(
+          `UPDATE withdrawals SET created_at = '2030-01-01T00:00:00.000Z' WHERE id = ANY($1::uuid[])`,
+          [created.slice(10, 30)],
+        );
+      });
+      const all = (await repo.list({ party, limit: 500, order: 'asc' })).items;
+      expect(all).toHaveLength(57);
+      expect(new Set(all.map((w) => w.id))).toEqual(new Set(created));
+      for (let i = 1; i < all.length; i++) {
+        const a = all[i - 1]!;
+        const b = all[i]!;
+        expect(a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id)).toBe(true);
+      }
+      for (const order of ['asc', 'desc'] as const) {
+        for (const limit of [1, 7, 10, 56, 57, 58]) {
+          const seen: string[] = [];
+          let cursor: string | undefined;
+          let pages = 0;
+          do {
+            const page = await repo.list({ party, limit, order, ...(cursor ? { cursor } : {}) });
+            expect(page.items.length).toBeLessThanOrEqual(limit);
+            seen.push(...page.items.map((w) => w.id));
+            cursor = page.nextCursor;
+            pages++;
+          } while (cursor);
+          const expected = all.map((w) => w.id);
+          expect(seen, `${order} ${limit}`).toEqual(order === 'asc' ? expected : [...expected].reverse());
+          expect(pages).toBe(Math.max(1, Math.ceil(57 / limit)));
+        }
+      }
+      // filters
+      await repo.transition(created[3]!, ['received'], 'prepared');
+      await repo.transition(created[9]!, ['received'], 'cancelled');
+      const prepared = await repo.list({ party, state: 'prepared' });
+      expect(prepared.items.map((w) => w.id)).toEqual([created[3]]);
+      const some = await repo.list({ party, state: ['prepared', 'cancelled'], order: 'asc' });
+      expect(some.items.map((w) => w.id).sort()).toEqual([created[3], created[9]].sort());
+      expect((await repo.list({ party: [party, 'nobody'], limit: 500 })).items).toHaveLength(57);
+      expect((await repo.list({ party, caller: 'someone-else' })).items).toHaveLength(0);
+    });
+
+    it('refuses a forged cursor and a bad limit', async () => {
+      await expect(repo.list({ cursor: 'garbage' })).rejects.toBeInstanceOf(BadRequestError);
+      const forged = Buffer.from(JSON.stringify(['x', 'y'])).toString('base64url');
+      await expect(repo.list({ cursor: forged })).rejects.toMatchObject({ field: 'cursor' });
+      await expect(repo.list({ limit: 0 })).rejects.toMatchObject({ field: 'limit' });
+      await expect(repo.list({ limit: 501 })).rejects.toMatchObject({ field: 'limit' });
+      await expect(repo.list({ state: 'bogus' as WithdrawalState })).rejects.toMatchObject({
+        field: 'state',
+      });
+    });
+  });
+});

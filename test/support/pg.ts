@@ -1,0 +1,165 @@
+/**
+ * Databases for the store tests: PGlite in memory (always), and a throw-away
+ * PostgreSQL database per test file on the server at
+ * postgresql://postgres@127.0.0.1:5432 (override with TEST_PG_ADMIN_URL):
+ * `CREATE DATABASE cs_test_<random>`, dropped by `drop()`.
+ *
+ * Policy (as for SoftHSM): PostgreSQL unreachable in CI (CI set) fails the
+ * suite; locally the PostgreSQL half is skipped with a loud warning.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { type Db, dumpPglite, openPglite, openPostgres } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrations.js';
+
+export const PG_ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+async function reachable(): Promise<string | undefined> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+/**
+ * true when PostgreSQL can be used. Unreachable: throws in CI; locally warns
+ * and returns false (use with describe.each over the available drivers).
+ */
+export async function requirePostgres(): Promise<boolean> {
+  const problem = await reachable();
+  if (!problem) return true;
+  if (process.env.CI)
+    throw new Error(`PostgreSQL is required in CI for the store tests (${PG_ADMIN_URL}): ${problem}`);
+  console.warn(
+    `\n*** POSTGRESQL STORE TESTS SKIPPED: ${PG_ADMIN_URL} unreachable (${problem}).\n` +
+      '*** Run PostgreSQL on 127.0.0.1:5432 with trust auth for user postgres to run them.\n',
+  );
+  return false;
+}
+
+export interface TestDatabase {
+  /** URL of the throw-away database. */
+  url: string;
+  /** Opens a new handle (pool) on it; closed by drop(). */
+  open(opts?: { migrate?: boolean }): Promise<Db>;
+  drop(): Promise<void>;
+}
+
+/** A fresh database `cs_test_<random>` on the test server. */
+export async function createPostgresDatabase(): Promise<TestDatabase> {
+  const name = `cs_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(PG_ADMIN_URL);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  const handles: Db[] = [];
+  return {
+    url,
+    open: async (opts = {}) => {
+      const db = await openPostgres(url, { max: 8 });
+      handles.push(db);
+      if (opts.migrate !== false) await migrate(db);
+      return db;
+    },
+    drop: async () => {
+      for (const h of handles) await h.close().catch(() => {});
+      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await a.connect();
+      try {
+        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await a.end();
+      }
+    },
+  };
+}
+
+/** One driver under test: `fresh()` gives a new, empty, migrated database handle. */
+export interface Driver {
+  name: 'pglite' | 'postgres';
+  fresh(opts?: { migrate?: boolean }): Promise<Db>;
+  /** A second handle on the database `fresh()` last returned (PostgreSQL only). */
+  another?(): Promise<Db>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * An empty PGlite cluster as a tarball. initdb takes 5-15 s in PGlite, so the
+ * first test file to need one makes it and leaves it in the temp dir for the
+ * others (keyed by the PGlite version); loading it takes about a second.
+ */
+export async function pgliteTemplateBlob(): Promise<Blob> {
+  const pkg = JSON.parse(
+    readFileSync(new URL('../../node_modules/@electric-sql/pglite/package.json', import.meta.url), 'utf8'),
+  ) as { version: string };
+  const tag = createHash('sha256').update(`pglite ${pkg.version} utc`).digest('hex').slice(0, 16);
+  const path = join(tmpdir(), `canton-signer-pglite-template-${tag}.tar.gz`);
+  if (!existsSync(path)) {
+    const db = await openPglite('memory');
+    const blob = await dumpPglite(db);
+    await db.close();
+    const tmp = `${path}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(tmp, Buffer.from(await blob.arrayBuffer()));
+    renameSync(tmp, path);
+  }
+  return new Blob([readFileSync(path)]);
+}
+
+export function pgliteDriver(): Driver {
+  const open: Db[] = [];
+  return {
+    name: 'pglite',
+    fresh: async (opts = {}) => {
+      const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+      open.push(db);
+      if (opts.migrate !== false) await migrate(db);
+      return db;
+    },
+    cleanup: async () => {
+      for (const d of open) await d.close().catch(() => {});
+    },
+  };
+}
+
+export function postgresDriver(): Driver {
+  const dbs: TestDatabase[] = [];
+  return {
+    name: 'postgres',
+    fresh: async (opts = {}) => {
+      const t = await createPostgresDatabase();
+      dbs.push(t);
+      return t.open(opts);
+    },
+    another: async () => {
+      const t = dbs.at(-1);
+      if (!t) throw new Error('another() before fresh()');
+      return t.open({ migrate: false });
+    },
+    cleanup: async () => {
+      for (const t of dbs) await t.drop().catch((e) => console.warn(`dropping ${t.url}: ${e}`));
+    },
+  };
+}
+
+/**
+ * The drivers to run a suite on: PGlite always, PostgreSQL when reachable
+ * (required in CI). Call at the top of a test file (top-level await).
+ */
+export async function storeDrivers(): Promise<Driver[]> {
+  return (await requirePostgres()) ? [pgliteDriver(), postgresDriver()] : [pgliteDriver()];
+}
