@@ -220,3 +220,24 @@ function jwtLifetimeMs(token: string, now: number): number {
   }
   return DEFAULT_LIFETIME_MS;
 }
+
+/** Credentials from the environment: `CANTON_SIGNER_<SERVICE>_TOKEN`, else OAuth2 `CANTON_SIGNER_OAUTH_*`. */
+export function authFromEnv(
+  service: 'LEDGER_API' | 'VALIDATOR' | 'SCAN',
+  env: NodeJS.ProcessEnv,
+): AuthProvider | undefined {
+  const token = env[`CANTON_SIGNER_${service}_TOKEN`];
+  if (token) return staticBearer(token);
+  const tokenUrl = env.CANTON_SIGNER_OAUTH_TOKEN_URL;
+  const clientId = env.CANTON_SIGNER_OAUTH_CLIENT_ID;
+  const clientSecret = env.CANTON_SIGNER_OAUTH_CLIENT_SECRET;
+  if (tokenUrl && clientId && clientSecret)
+    return oauth2ClientCredentials({
+      tokenUrl,
+      clientId,
+      clientSecret,
+      ...(env.CANTON_SIGNER_OAUTH_AUDIENCE ? { audience: env.CANTON_SIGNER_OAUTH_AUDIENCE } : {}),
+      ...(env.CANTON_SIGNER_OAUTH_SCOPE ? { scope: env.CANTON_SIGNER_OAUTH_SCOPE } : {}),
+    });
+  return undefined;
+}

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
-import { type AuthProvider, oauth2ClientCredentials, staticBearer } from '../canton/auth.js';
+import { type AuthProvider, authFromEnv } from '../canton/auth.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
@@ -73,27 +73,6 @@ function url(s: string | undefined, what: string): string | undefined {
   } catch {
     throw new UsageError(`${what}: not an http(s) URL: ${s}`);
   }
-}
-
-/** Credentials from the environment: `CANTON_SIGNER_<SERVICE>_TOKEN`, else OAuth2 `CANTON_SIGNER_OAUTH_*`. */
-export function authFromEnv(
-  service: 'LEDGER_API' | 'VALIDATOR' | 'SCAN',
-  env: NodeJS.ProcessEnv,
-): AuthProvider | undefined {
-  const token = env[`CANTON_SIGNER_${service}_TOKEN`];
-  if (token) return staticBearer(token);
-  const tokenUrl = env.CANTON_SIGNER_OAUTH_TOKEN_URL;
-  const clientId = env.CANTON_SIGNER_OAUTH_CLIENT_ID;
-  const clientSecret = env.CANTON_SIGNER_OAUTH_CLIENT_SECRET;
-  if (tokenUrl && clientId && clientSecret)
-    return oauth2ClientCredentials({
-      tokenUrl,
-      clientId,
-      clientSecret,
-      ...(env.CANTON_SIGNER_OAUTH_AUDIENCE ? { audience: env.CANTON_SIGNER_OAUTH_AUDIENCE } : {}),
-      ...(env.CANTON_SIGNER_OAUTH_SCOPE ? { scope: env.CANTON_SIGNER_OAUTH_SCOPE } : {}),
-    });
-  return undefined;
 }
 
 export interface Connected {

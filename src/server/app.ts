@@ -1,0 +1,122 @@
+/**
+ * The service's HTTP application: one fastify instance on which, in this
+ * order, every route must declare its roles (roles.ts), request parts are
+ * validated by zod (schema.ts), callers are authenticated (auth.ts), errors
+ * take one JSON shape (errors.ts), requests are counted (metrics.ts) and the
+ * OpenAPI document is generated from the route schemas (@fastify/swagger,
+ * served at `/docs` as JSON). The routes themselves live in routes/, one
+ * plugin per resource, all under `/v1` except health, metrics and docs.
+ */
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { installAuth, type Verifier } from './auth.js';
+import type { ServiceDeps } from './deps.js';
+import { installErrorHandling } from './errors.js';
+import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
+import { auditRoutes } from './routes/audit.js';
+import { healthRoutes } from './routes/health.js';
+import { keysRoutes } from './routes/keys.js';
+import { offersRoutes } from './routes/offers.js';
+import { partiesRoutes } from './routes/parties.js';
+import { signRoutes } from './routes/sign.js';
+import { withdrawalsRoutes } from './routes/withdrawals.js';
+import { installZod } from './schema.js';
+
+export interface AppOptions {
+  verifier: Verifier;
+  /** A pino logger (the service's, redacting); default: no logging. */
+  logger?: FastifyBaseLogger;
+  /** Largest request body in bytes (default 4 MiB: prepared transactions can be large). */
+  bodyLimit?: number;
+}
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  /** Every route with its declared roles, filled as routes register (complete after `ready()`). */
+  routes: DeclaredRoute[];
+}
+
+/** Headers and fields no log line may carry. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'authorization',
+  'passphrase',
+  'pin',
+  'token',
+  'privateKey',
+  '*.passphrase',
+  '*.pin',
+  '*.token',
+  '*.privateKey',
+];
+
+export const API_VERSION = '1';
+
+export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
+  const app = Fastify({
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+    bodyLimit: opts.bodyLimit ?? 4 * 1024 * 1024,
+    // Request ids in logs and in the X-Request-Id answer header; a caller's own id is kept when sane.
+    requestIdHeader: 'x-request-id',
+    genReqId: () => crypto.randomUUID(),
+    ajv: { customOptions: { coerceTypes: false } },
+  });
+  const routes = enforceRoleDeclarations(app);
+  installZod(app);
+  installAuth(app, opts.verifier);
+  installErrorHandling(app);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    reply.header('cache-control', 'no-store');
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    deps.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    deps.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'canton-signer',
+        version: API_VERSION,
+        description:
+          'Custody and signing service for Canton Network external parties. Every signature is made after the ' +
+          "prepared transaction was decoded, re-hashed and checked against the caller's intent.",
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.register(
+    async (v1) => {
+      await keysRoutes(v1, deps);
+      await partiesRoutes(v1, deps);
+      await withdrawalsRoutes(v1, deps);
+      await offersRoutes(v1, deps);
+      await signRoutes(v1, deps);
+      await auditRoutes(v1, deps);
+    },
+    { prefix: '/v1' },
+  );
+
+  app.register(async (root) => {
+    await healthRoutes(root, deps);
+    root.get('/metrics', { config: { roles: 'public' }, schema: { hide: true } }, async (_req, reply) =>
+      reply.type(deps.metrics.contentType).send(await deps.metrics.text()),
+    );
+    root.get('/docs', { config: { roles: 'public' }, schema: { hide: true } }, async () => app.swagger());
+    root.get('/docs/openapi.json', { config: { roles: 'public' }, schema: { hide: true } }, async () =>
+      app.swagger(),
+    );
+  });
+
+  return { app, routes };
+}

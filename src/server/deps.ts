@@ -1,0 +1,24 @@
+/**
+ * What the service's routes and its withdrawal worker are given: the
+ * configuration, the store, the flow context (clients, signer, policy,
+ * recorder and party book on the store), the metrics and the worker. One
+ * object, built once by service.ts; routes never open anything themselves.
+ */
+import type { FlowContext } from '../flows/context.js';
+import type { WithdrawalWorker } from '../flows/withdrawal.js';
+import type { Signer } from '../keys/signer.js';
+import type { Store } from '../store/index.js';
+import type { ServiceConfig } from './config.js';
+import type { ServiceMetrics } from './metrics.js';
+
+export interface ServiceDeps {
+  config: ServiceConfig;
+  store: Store;
+  /** Parties and recorder are the store's (DbPartyBook, DbRecorder). */
+  flows: FlowContext;
+  signer: Signer;
+  metrics: ServiceMetrics;
+  worker: WithdrawalWorker;
+  /** True once the store, the keys and the network answered; readiness reports it. */
+  ready(): Promise<{ ok: boolean; checks: Record<string, { ok: boolean; message?: string }> }>;
+}

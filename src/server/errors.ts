@@ -1,0 +1,130 @@
+/**
+ * The service's error body, `{ code, message, field?, ... }`, and the one
+ * error handler that maps every error the service can meet to it: request
+ * validation (400 with the offending field), authentication (401/403, from
+ * auth.ts), the store (404/409/400), the pipeline's refusals (422, or 400 for
+ * a bad request; `reason` and each problem kept), the key backends, the
+ * Canton services behind us (502, their code kept), fastify's own (body too
+ * large, wrong media type) and anything else (500 with no detail: a message
+ * from an unexpected error could carry what must not leave the process).
+ * Codes are stable; messages are for people.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isCantonApiError } from '../canton/errors.js';
+import { Refusal } from '../flows/refusal.js';
+import { KeyError } from '../keys/backend.js';
+import { StoreError } from '../store/errors.js';
+import { AuthError } from './auth.js';
+import { RequestValidationError } from './schema.js';
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+  field?: string;
+  [extra: string]: unknown;
+}
+
+/** An error a handler throws on purpose: status, stable code, message, offending field. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+const STORE_STATUS: Record<StoreError['code'], number> = {
+  idempotency_conflict: 409,
+  invalid_state: 409,
+  not_found: 404,
+  bad_request: 400,
+  schema: 500,
+};
+
+const REFUSAL_STATUS: Partial<Record<Refusal['reason'], number>> = {
+  bad_request: 400,
+  outcome_unknown: 502,
+};
+
+const KEY_STATUS: Partial<Record<KeyError['code'], number>> = {
+  key_not_found: 404,
+  key_exists: 409,
+  invalid_label: 400,
+  unsupported_scheme: 400,
+  invalid_key_material: 400,
+  key_disabled: 409,
+  backend_unavailable: 400,
+};
+
+/** Maps an error to its status and body. Exposed for tests and for the engine's stored errors. */
+export function errorBody(err: unknown): { status: number; body: ErrorBody } {
+  if (err instanceof ApiError)
+    return {
+      status: err.statusCode,
+      body: {
+        code: err.code,
+        message: err.message,
+        ...(err.field ? { field: err.field } : {}),
+        ...err.extra,
+      },
+    };
+  if (err instanceof RequestValidationError)
+    return { status: 400, body: { code: 'invalid_request', message: err.message, field: err.field } };
+  if (err instanceof AuthError)
+    return { status: err.statusCode, body: { code: err.code, message: err.message } };
+  if (err instanceof StoreError)
+    return {
+      status: STORE_STATUS[err.code],
+      body: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) },
+    };
+  if (err instanceof Refusal) {
+    const r = err.toJSON();
+    return {
+      status: REFUSAL_STATUS[err.reason] ?? 422,
+      body: {
+        code: err.reason === 'bad_request' ? 'bad_request' : 'refused',
+        reason: r.reason,
+        message: r.message,
+        problems: r.problems,
+        details: r.details,
+      },
+    };
+  }
+  if (err instanceof KeyError)
+    return { status: KEY_STATUS[err.code] ?? 500, body: { code: err.code, message: err.message } };
+  if (isCantonApiError(err))
+    return {
+      status: 502,
+      body: {
+        code: 'upstream_error',
+        message: `the Canton service answered ${err.status}: ${err.message}`,
+        upstreamCode: err.code,
+      },
+    };
+  const fe = err as Partial<FastifyError>;
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
+    return {
+      status: fe.statusCode,
+      body: { code: 'invalid_request', message: fe.message ?? 'invalid request' },
+    };
+  return { status: 500, body: { code: 'internal', message: 'internal error (see the service log)' } };
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    const { status, body } = errorBody(err);
+    if (status >= 500) req.log.error({ err }, 'request failed');
+    else req.log.info({ code: body.code, field: body.field }, 'request refused');
+    return reply.status(status).send(body);
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply
+      .status(404)
+      .send({ code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}` }),
+  );
+}

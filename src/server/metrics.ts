@@ -1,0 +1,77 @@
+/**
+ * The service's Prometheus metrics (prom-client), in one registry per
+ * service instance so that tests and several apps in one process do not
+ * share counters. Names are prefixed `canton_signer_`. What is counted:
+ * HTTP requests by method, route pattern and status, with their latency;
+ * signatures by backend and scheme; refusals by reason; flow latencies by
+ * flow and outcome; key backend (HSM) errors by code; withdrawals by state
+ * (read from the store when scraped). Labels never carry ids, parties or
+ * anything unbounded.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'canton_signer_http_requests_total',
+    help: 'HTTP requests by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'canton_signer_http_request_duration_seconds',
+    help: 'HTTP request latency by method and route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly signatures = new Counter({
+    name: 'canton_signer_signatures_total',
+    help: 'Signatures produced, by key backend and scheme',
+    labelNames: ['backend', 'scheme'] as const,
+    registers: [this.registry],
+  });
+  readonly refusals = new Counter({
+    name: 'canton_signer_refusals_total',
+    help: 'Refusals of the signing pipeline, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly flowDuration = new Histogram({
+    name: 'canton_signer_flow_duration_seconds',
+    help: 'Latency of flows (prepare to definite outcome), by flow and outcome',
+    labelNames: ['flow', 'outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly keyErrors = new Counter({
+    name: 'canton_signer_key_backend_errors_total',
+    help: 'Errors of the key backends (HSM and file keystore), by backend and error code',
+    labelNames: ['backend', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly withdrawals: Gauge<'state'>;
+
+  constructor(opts: { withdrawalsByState?: () => Promise<Record<string, number>>; defaults?: boolean } = {}) {
+    const source = opts.withdrawalsByState;
+    this.withdrawals = new Gauge({
+      name: 'canton_signer_withdrawals',
+      help: 'Withdrawals by state (received, prepared, signed and submitted are pending)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!source) return;
+        for (const [state, n] of Object.entries(await source())) this.set({ state }, n);
+      },
+    });
+    if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'canton_signer_' });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,7 @@
+/**
+ * /v1/offers routes. (Being written: see issue 6.)
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ServiceDeps } from '../deps.js';
+
+export async function offersRoutes(_app: FastifyInstance, _deps: ServiceDeps): Promise<void> {}

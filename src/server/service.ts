@@ -1,0 +1,228 @@
+/**
+ * The service assembled: configuration → store (PGlite or PostgreSQL,
+ * migrated) → signer (file keystore, PKCS#11 when configured) → Canton
+ * clients (the configured URLs, or a built-in sandbox network when
+ * `network.sandbox` is true) → flow context whose party book and recorder are
+ * the store's → metrics → withdrawal worker → HTTP app. `close()` stops in
+ * order: no new requests, in-flight requests finished (fastify's close), the
+ * worker's steps in progress finished, then the clients, keys and database.
+ * Tests inject any of the pieces.
+ */
+import pino from 'pino';
+import { authFromEnv } from '../canton/auth.js';
+import { LedgerApiClient } from '../canton/ledger-api/client.js';
+import { ScanClient } from '../canton/scan/client.js';
+import { ValidatorClient } from '../canton/validator/client.js';
+import type { FlowContext } from '../flows/context.js';
+import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
+import { KeyError } from '../keys/backend.js';
+import { openSigner } from '../keys/config.js';
+import type { Signer } from '../keys/signer.js';
+import { LEDGER_API_USER } from '../sandbox/network.js';
+import { type RunningSandbox, startSandbox } from '../sandbox/server.js';
+import { openStore, type Store } from '../store/index.js';
+import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
+import { createVerifier, type Verifier } from './auth.js';
+import type { ServiceConfig } from './config.js';
+import type { ServiceDeps } from './deps.js';
+import { ServiceMetrics } from './metrics.js';
+
+export interface CantonClients {
+  ledger: LedgerApiClient;
+  validator?: ValidatorClient;
+  scan?: ScanClient;
+  /** The Ledger API user that prepares and executes. */
+  userId: string;
+}
+
+export interface ServiceOptions {
+  config: ServiceConfig;
+  env?: NodeJS.ProcessEnv;
+  store?: Store;
+  signer?: Signer;
+  clients?: CantonClients;
+  verifier?: Verifier;
+  /** pino logger for the app and the worker; default: JSON to stdout at config.log.level, redacted. */
+  logger?: pino.Logger;
+  /** Start the withdrawal worker (default true). */
+  worker?: boolean;
+  /** Worker tuning (tests make it fast). */
+  workerOptions?: { pollMs?: number; concurrency?: number };
+  /** Extra pipeline rules on top of the configuration's (tests pass a clock). */
+  flowOverrides?: Partial<FlowContext>;
+}
+
+export interface Service extends BuiltApp {
+  deps: ServiceDeps;
+  /** The built-in sandbox when `network.sandbox` is true. */
+  sandbox?: RunningSandbox;
+  /** Listens on config.listen (or the given port); returns the base URL. */
+  listen(opts?: { port?: number; host?: string }): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function serviceLogger(config: ServiceConfig): pino.Logger {
+  return pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+}
+
+async function connectClients(
+  config: ServiceConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<{
+  clients: CantonClients;
+  sandbox?: RunningSandbox;
+}> {
+  if (config.network.sandbox) {
+    const sandbox = await startSandbox({});
+    return {
+      sandbox,
+      clients: {
+        ledger: new LedgerApiClient({ baseUrl: sandbox.urls.ledgerApi }),
+        validator: new ValidatorClient({ baseUrl: sandbox.urls.validator }),
+        scan: new ScanClient({ baseUrl: sandbox.urls.scan }),
+        userId: LEDGER_API_USER,
+      },
+    };
+  }
+  const n = config.network;
+  const opt = <T>(v: T | undefined) => (v === undefined ? {} : { auth: v });
+  return {
+    clients: {
+      ledger: new LedgerApiClient({ baseUrl: n.ledgerApiUrl!, ...opt(authFromEnv('LEDGER_API', env)) }),
+      ...(n.validatorUrl
+        ? {
+            validator: new ValidatorClient({
+              baseUrl: n.validatorUrl,
+              ...opt(authFromEnv('VALIDATOR', env)),
+            }),
+          }
+        : {}),
+      ...(n.scanUrl
+        ? { scan: new ScanClient({ baseUrl: n.scanUrl, ...opt(authFromEnv('SCAN', env)) }) }
+        : {}),
+      userId: n.ledgerApiUser!,
+    },
+  };
+}
+
+/** Counts signatures by backend and scheme, and key backend errors by code, around `signer.sign`. */
+function instrumentSigner(signer: Signer, metrics: ServiceMetrics): void {
+  const sign = signer.sign.bind(signer);
+  signer.sign = async (label, message) => {
+    try {
+      const out = await sign(label, message);
+      metrics.signatures.inc({ backend: out.key.backend, scheme: out.key.scheme });
+      return out;
+    } catch (e) {
+      if (e instanceof KeyError) metrics.keyErrors.inc({ backend: 'any', code: e.code });
+      throw e;
+    }
+  };
+}
+
+export async function createService(opts: ServiceOptions): Promise<Service> {
+  const { config } = opts;
+  const env = opts.env ?? process.env;
+  const log = opts.logger ?? serviceLogger(config);
+  const opened: (() => Promise<void>)[] = [];
+  const closeOpened = async () => {
+    for (const c of opened.reverse()) await c().catch(() => {});
+  };
+  try {
+    const store =
+      opts.store ??
+      (await openStore({
+        ...(config.database.url ? { url: config.database.url } : { dataDir: config.database.dataDir }),
+        actor: 'service',
+      }));
+    if (!opts.store) opened.push(() => store.close());
+    const signer =
+      opts.signer ?? (await openSigner({ keystore: config.keystore.dir, interactive: false, env }));
+    if (!opts.signer) opened.push(() => signer.close());
+    let sandbox: RunningSandbox | undefined;
+    let clients = opts.clients;
+    if (!clients) {
+      const c = await connectClients(config, env);
+      clients = c.clients;
+      sandbox = c.sandbox;
+      if (sandbox) opened.push(() => sandbox!.close());
+    }
+    const metrics = new ServiceMetrics({ withdrawalsByState: () => store.withdrawals.countByState() });
+    instrumentSigner(signer, metrics);
+    const recorder = store.recorder;
+    const flows: FlowContext = {
+      signer,
+      ledger: clients.ledger,
+      userId: clients.userId,
+      ...(clients.validator ? { validator: clients.validator } : {}),
+      ...(clients.scan ? { scan: clients.scan } : {}),
+      parties: store.parties,
+      recorder: {
+        async record(r) {
+          if (r.step === 'refused' && r.reason) metrics.refusals.inc({ reason: r.reason });
+          await recorder.record(r);
+        },
+      },
+      ...(config.pipeline.requireScheme ? { requireScheme: config.pipeline.requireScheme } : {}),
+      minWindowMs: config.pipeline.minWindowSeconds * 1000,
+      ...opts.flowOverrides,
+    };
+    const worker: WithdrawalWorker =
+      opts.worker === false
+        ? { kick() {}, async start() {}, async stop() {} }
+        : createWithdrawalWorker({
+            ctx: flows,
+            store,
+            observe: (flow, outcome, seconds) => metrics.flowDuration.observe({ flow, outcome }, seconds),
+            ...opts.workerOptions,
+          });
+    const deps: ServiceDeps = {
+      config,
+      store,
+      flows,
+      signer,
+      metrics,
+      worker,
+      async ready() {
+        const checks: Record<string, { ok: boolean; message?: string }> = {};
+        const probe = async (name: string, f: () => Promise<unknown>) => {
+          try {
+            await f();
+            checks[name] = { ok: true };
+          } catch (e) {
+            checks[name] = { ok: false, message: e instanceof Error ? e.message : String(e) };
+          }
+        };
+        await Promise.all([
+          probe('database', () => store.db.query('SELECT 1')),
+          probe('keys', () => signer.list()),
+          probe('ledgerApi', () => flows.ledger.ledgerEnd()),
+        ]);
+        return { ok: Object.values(checks).every((c) => c.ok), checks };
+      },
+    };
+    const verifier = opts.verifier ?? createVerifier(config.auth);
+    const built = buildApp(deps, { verifier, logger: log });
+    await built.app.ready();
+    if (opts.worker !== false) await worker.start();
+    let closed = false;
+    return {
+      ...built,
+      deps,
+      ...(sandbox ? { sandbox } : {}),
+      async listen(l = {}) {
+        return built.app.listen({ port: l.port ?? config.listen.port, host: l.host ?? config.listen.host });
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        await built.app.close();
+        await worker.stop();
+        await closeOpened();
+      },
+    };
+  } catch (e) {
+    await closeOpened();
+    throw e;
+  }
+}
