@@ -7,7 +7,8 @@
  *   against the party's registered key → submit → definite outcome → record.
  *
  * `verifyPrepared` is the pure part (no key is touched); `signVerified` adds
- * the policy, the signature and its verification; `runFlow` drives a whole
+ * the policy, the signature and its verification (`verifyAndSign`: both,
+ * journalled, once); `runFlow` drives a whole
  * flow with re-preparation under the same command id when a transaction goes
  * stale and with the truth looked up after an ambiguous submission, never a
  * blind retry. A refusal is a `Refusal`; no signature exists after one.
@@ -286,16 +287,61 @@ function errorSummary(e: unknown): { code: string; message: string } {
   return { code: 'ERROR', message: e instanceof Error ? e.message : String(e) };
 }
 
+/** Journals one step of a flow: the flow's name, party, intent and command id plus the step's facts. */
+export type StepRecorder = (step: JournalStep, extra?: Record<string, unknown>) => Promise<void>;
+
+export function stepRecorder(
+  recorder: FlowRecorder | undefined,
+  base: { flow: string; partyId: string; intent: Intent; commandId?: string },
+): StepRecorder {
+  return async (step, extra = {}) => {
+    await recorder?.record({ ...base, step, ...extra });
+  };
+}
+
+/**
+ * Steps 2–8 once, journalled: verify, policy, sign, check the signature. A
+ * refusal is journalled as `refused` (another error as `failed`) and thrown;
+ * a signature is journalled as `signed`. `runFlow` and one-shot signing
+ * (src/flows/sign-execute.ts `signOnly`) both sign through this.
+ */
+export async function verifyAndSign(
+  flow: string,
+  input: PreparedInput,
+  party: SigningParty,
+  intent: Intent,
+  opts: PipelineOptions & { commandId?: string },
+  rec: StepRecorder,
+  extra: Record<string, unknown> = {},
+): Promise<SignedTransaction> {
+  let signed: SignedTransaction;
+  try {
+    signed = await signVerified(verifyPrepared(flow, input, party, intent, opts), opts);
+  } catch (e) {
+    if (e instanceof Refusal)
+      await rec('refused', {
+        ...extra,
+        reason: e.reason,
+        message: e.message,
+        ...(e.details.hash ? { hash: e.details.hash } : {}),
+      });
+    else {
+      const { code, message } = errorSummary(e);
+      await rec('failed', { ...extra, reason: code, message });
+    }
+    throw e;
+  }
+  await rec('signed', { ...extra, hash: bytesToHex(signed.hash), signedBy: signed.signature.signedBy });
+  return signed;
+}
+
 export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<FlowResult<T>> {
-  const rec = async (step: JournalStep, extra: Record<string, unknown> = {}) =>
-    opts.recorder?.record({
-      flow: flow.name,
-      step,
-      partyId: flow.party.partyId,
-      intent: flow.intent,
-      ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
-      ...extra,
-    });
+  const rec = stepRecorder(opts.recorder, {
+    flow: flow.name,
+    partyId: flow.party.partyId,
+    intent: flow.intent,
+    ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
+  });
   const max = flow.maxAttempts ?? 3;
   let lastStale: unknown;
   for (let attempt = 1; attempt <= max; attempt++) {
@@ -303,32 +349,24 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
     const input = await flow.prepare(attempt);
     let signed: SignedTransaction;
     try {
-      const v = verifyPrepared(flow.name, input, flow.party, flow.intent, {
-        ...opts,
-        ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
-      });
-      signed = await signVerified(v, opts);
+      signed = await verifyAndSign(
+        flow.name,
+        input,
+        flow.party,
+        flow.intent,
+        { ...opts, ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}) },
+        rec,
+        { attempt },
+      );
     } catch (e) {
-      if (e instanceof Refusal) {
-        await rec('refused', {
-          attempt,
-          reason: e.reason,
-          message: e.message,
-          ...(e.details.hash ? { hash: e.details.hash } : {}),
-        });
-        // A fresh preparation whose window already closed is stale data from the participant: try once more.
-        if (e.reason === 'window_closed' && attempt < max) {
-          lastStale = e;
-          continue;
-        }
-      } else {
-        const { code, message } = errorSummary(e);
-        await rec('failed', { attempt, reason: code, message });
+      // A fresh preparation whose window already closed is stale data from the participant: try once more.
+      if (e instanceof Refusal && e.reason === 'window_closed' && attempt < max) {
+        lastStale = e;
+        continue;
       }
       throw e;
     }
     const hash = bytesToHex(signed.hash);
-    await rec('signed', { attempt, hash, signedBy: signed.signature.signedBy });
     const done = async (result: T, outcome: FlowResult<T>['outcome']): Promise<FlowResult<T>> => {
       await rec('committed', { attempt, hash, ...(flow.facts ? { facts: flow.facts(result) } : {}) });
       return {

@@ -5,15 +5,24 @@
  * Ledger API executes it. It cannot be prepared again here (one attempt); an
  * ambiguous execute is resolved from the completion stream by the command id
  * the transaction's own metadata carries. `verifyOnly` runs the checks and
- * signs nothing.
+ * signs nothing; `signOnly` verifies and signs (journalled) without executing.
  */
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { base64ToBytes } from '../hashing/input.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import { type Intent, IntentSchema, type RecognisedAction } from '../intent/model.js';
+import type { CantonSignature } from '../keys/signer.js';
 import { type FlowContext, partyOf } from './context.js';
 import { executeSigned, type LedgerOutcome, lookupCompletion } from './ledger.js';
-import { type Flow, type FlowResult, type PreparedInput, runFlow, verifyPrepared } from './pipeline.js';
+import {
+  type Flow,
+  type FlowResult,
+  type PreparedInput,
+  runFlow,
+  stepRecorder,
+  verifyAndSign,
+  verifyPrepared,
+} from './pipeline.js';
 import { Refusal } from './refusal.js';
 import { describeWindow } from './window.js';
 
@@ -91,6 +100,38 @@ export async function verifyOnly(ctx: FlowContext, req: SignExecuteRequest): Pro
     intent,
     actions: v.actions,
     window: describeWindow(v.window),
+  };
+}
+
+export interface SignReport extends VerifyReport {
+  /** Canton's Signature message (Ledger API JSON form). */
+  signature: CantonSignature;
+  /** The signature bytes in hex (the validator's endpoints take this). */
+  signatureHex: string;
+}
+
+/** Verify, policy, sign and check the signature, journalled as flow `sign`; nothing is executed. */
+export async function signOnly(ctx: FlowContext, req: SignExecuteRequest): Promise<SignReport> {
+  const { intent, party, input } = await setUp(ctx, req);
+  const inTx = req.commandId === undefined ? undefined : metadataCommandId(req.preparedTransaction);
+  if (inTx !== undefined) checkCommandId(req, inTx);
+  const rec = stepRecorder(ctx.recorder, {
+    flow: 'sign',
+    partyId: party.partyId,
+    intent,
+    ...(req.commandId !== undefined ? { commandId: req.commandId } : {}),
+  });
+  const s = await verifyAndSign('sign', input, party, intent, ctx, rec);
+  return {
+    partyId: party.partyId,
+    hash: Buffer.from(s.hash).toString('hex'),
+    scheme: s.scheme,
+    commandId: s.tx.metadata.submitterInfo.commandId,
+    intent,
+    actions: s.actions,
+    window: describeWindow(s.window),
+    signature: s.signature,
+    signatureHex: s.signatureHex,
   };
 }
 

@@ -1,9 +1,24 @@
 /**
- * Withdrawals carried to a definite outcome. (Being written: see issue 6 §5.)
+ * The withdrawal worker: carries accepted withdrawals to a definite outcome
+ * (one run of one withdrawal is withdrawal-run.ts). It takes work from kicks
+ * and from polling the store for unfinished withdrawals, claims each one with
+ * a lease in the database before touching it (several service instances may
+ * share one PostgreSQL: two never carry one withdrawal at once; a lease held
+ * by a crashed instance expires), renews the lease while working, runs at
+ * most `concurrency` withdrawals at once and one at a time per sending party
+ * (they would spend the same holdings), and retries errors before submission
+ * with backoff up to a limit, then `failed`. On start it resumes every
+ * unfinished withdrawal from its recorded state. `stop()` takes no new work
+ * and waits for the runs in progress.
  */
-
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Store } from '../store/index.js';
+import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
+import { isTerminal, type RunOutcome, runWithdrawal, type WithdrawalPoint } from './withdrawal-run.js';
+
+export type { WithdrawalPoint } from './withdrawal-run.js';
 
 /** The background worker that carries accepted withdrawals to a definite outcome. */
 export interface WithdrawalWorker {
@@ -24,8 +39,185 @@ export interface WithdrawalWorkerOptions {
   pollMs?: number;
   /** Withdrawals carried at once (default 8). */
   concurrency?: number;
+  /** Lease length; renewed every third of it while a withdrawal is carried (default 30 s). */
+  leaseMs?: number;
+  /** This worker's name in the lease column (default host:pid:random). */
+  owner?: string;
+  /** Errors before submission tolerated before a withdrawal is `failed` (default 5). */
+  maxErrors?: number;
+  /** First retry delay after an error; doubled each time up to 30 s (default 500 ms). */
+  retryMs?: number;
+  /** Where problems are reported (a pino logger fits). */
+  logger?: { warn(obj: object, msg: string): void };
+  /** Test-only: called after each durable step (crash tests kill the process there). */
+  at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
 }
 
-export function createWithdrawalWorker(_opts: WithdrawalWorkerOptions): WithdrawalWorker {
-  return { kick() {}, async start() {}, async stop() {} };
+export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): WithdrawalWorker {
+  const { store } = opts;
+  const repo = store.withdrawals;
+  const pollMs = opts.pollMs ?? 2000;
+  const concurrency = Math.max(1, opts.concurrency ?? 8);
+  const leaseMs = opts.leaseMs ?? 30_000;
+  const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const maxErrors = opts.maxErrors ?? 5;
+  const retryMs = opts.retryMs ?? 500;
+  const env = { ctx: opts.ctx, store, ...(opts.at ? { at: opts.at } : {}) };
+
+  const queue = new Set<string>();
+  const active = new Map<string, Promise<void>>();
+  const notBefore = new Map<string, number>();
+  const errors = new Map<string, number>();
+  const partyTails = new Map<string, Promise<void>>();
+  let running = false;
+  let timer: NodeJS.Timeout | undefined;
+  let polling: Promise<void> | undefined;
+
+  const warn = (obj: object, msg: string) => opts.logger?.warn(obj, msg);
+
+  /** Runs `f` after every earlier run for the same party finished. */
+  async function serialised<T>(party: string, f: () => Promise<T>): Promise<T> {
+    const prev = partyTails.get(party) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => {
+      release = r;
+    });
+    const tail = prev.then(() => mine);
+    partyTails.set(party, tail);
+    await prev;
+    try {
+      return await f();
+    } finally {
+      release();
+      if (partyTails.get(party) === tail) partyTails.delete(party);
+    }
+  }
+
+  function later(id: string, outcome: Extract<RunOutcome, { done: false }>): void {
+    const n = (errors.get(id) ?? 0) + 1;
+    errors.set(id, n);
+    notBefore.set(id, Date.now() + Math.min(30_000, retryMs * 2 ** (n - 1)));
+    queue.add(id);
+    warn({ withdrawal: id, attempt: n, reason: outcome.reason }, 'withdrawal will be retried');
+  }
+
+  async function carry(id: string): Promise<void> {
+    const claimed = await repo.claim(id, owner, leaseMs);
+    if (!claimed) return;
+    const heartbeat = setInterval(() => {
+      repo.renewLease(id, owner, leaseMs).then(
+        (ok) => ok || warn({ withdrawal: id }, 'withdrawal lease lost'),
+        (e) => warn({ withdrawal: id, err: String(e) }, 'withdrawal lease renewal failed'),
+      );
+    }, leaseMs / 3);
+    heartbeat.unref();
+    try {
+      await serialised(claimed.party, async () => {
+        if (!running) return;
+        const w = await repo.get(id);
+        if (!w || isTerminal(w.state)) return;
+        const t0 = performance.now();
+        let outcome: RunOutcome;
+        try {
+          outcome = await runWithdrawal(env, w);
+        } catch (e) {
+          outcome = {
+            done: false,
+            reason: e instanceof Error ? e.message : String(e),
+            error: e,
+            transient: true,
+          };
+        }
+        const seconds = (performance.now() - t0) / 1000;
+        if (outcome.done) {
+          errors.delete(id);
+          notBefore.delete(id);
+          opts.observe?.('withdrawal', outcome.state, seconds);
+          return;
+        }
+        opts.observe?.('withdrawal', 'retry', seconds);
+        const now = await repo.get(id);
+        // Too many errors before anything was submitted: give up (after submission, never: look again).
+        if (
+          now &&
+          ['received', 'prepared', 'signed'].includes(now.state) &&
+          (errors.get(id) ?? 0) + 1 >= maxErrors
+        ) {
+          const from = now.state;
+          await repo
+            .transition(
+              id,
+              [from],
+              'failed',
+              { lastError: outcome.reason.slice(0, 2000) },
+              { actor: 'worker' },
+            )
+            .then(
+              () => opts.observe?.('withdrawal', 'failed', 0),
+              (e) => warn({ withdrawal: id, err: String(e) }, 'could not mark the withdrawal failed'),
+            );
+          errors.delete(id);
+          return;
+        }
+        later(id, outcome);
+      });
+    } finally {
+      clearInterval(heartbeat);
+      await repo.releaseLease(id, owner).catch(() => {});
+    }
+  }
+
+  function pump(): void {
+    if (!running) return;
+    const now = Date.now();
+    for (const id of queue) {
+      if (active.size >= concurrency) return;
+      if (active.has(id) || (notBefore.get(id) ?? 0) > now) continue;
+      queue.delete(id);
+      const p = carry(id)
+        .catch((e) => warn({ withdrawal: id, err: String(e) }, 'withdrawal run failed'))
+        .finally(() => {
+          active.delete(id);
+          pump();
+        });
+      active.set(id, p);
+    }
+  }
+
+  async function poll(): Promise<void> {
+    if (!running || polling) return polling;
+    polling = (async () => {
+      try {
+        for (const id of await repo.claimable(owner, Math.max(100, concurrency * 4))) queue.add(id);
+      } catch (e) {
+        warn({ err: String(e) }, 'polling unfinished withdrawals failed');
+      }
+      pump();
+    })().finally(() => {
+      polling = undefined;
+    });
+    return polling;
+  }
+
+  return {
+    kick(id) {
+      if (!running) return;
+      queue.add(id);
+      pump();
+    },
+    async start() {
+      if (running) return;
+      running = true;
+      await poll();
+      timer = setInterval(() => void poll(), pollMs);
+      timer.unref();
+    },
+    async stop() {
+      running = false;
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      await polling;
+      while (active.size > 0) await Promise.allSettled([...active.values()]);
+    },
+  };
 }

@@ -9,6 +9,7 @@
  */
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { installAuth, type Verifier } from './auth.js';
 import type { ServiceDeps } from './deps.js';
 import { installErrorHandling } from './errors.js';
@@ -20,7 +21,7 @@ import { offersRoutes } from './routes/offers.js';
 import { partiesRoutes } from './routes/parties.js';
 import { signRoutes } from './routes/sign.js';
 import { withdrawalsRoutes } from './routes/withdrawals.js';
-import { installZod } from './schema.js';
+import { installZod, out } from './schema.js';
 
 export interface AppOptions {
   verifier: Verifier;
@@ -54,6 +55,22 @@ export const REDACT_PATHS = [
 
 export const API_VERSION = '1';
 
+const ERROR_RESPONSE = out(
+  z
+    .object({
+      code: z
+        .string()
+        .describe('stable machine-readable code (invalid_request, refused, idempotency_conflict, …)'),
+      message: z.string().describe('a sentence for a person'),
+      field: z
+        .string()
+        .optional()
+        .describe('the offending field, e.g. body.amount or headers.idempotency-key'),
+    })
+    .catchall(z.unknown()),
+  'error (see docs/api.md#errors)',
+);
+
 export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
@@ -62,8 +79,20 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     requestIdHeader: 'x-request-id',
     genReqId: () => crypto.randomUUID(),
     ajv: { customOptions: { coerceTypes: false } },
+    // Party ids (~140 characters) and contract ids (up to a few hundred) are path parameters.
+    routerOptions: { maxParamLength: 1024 },
   });
   const routes = enforceRoleDeclarations(app);
+  // Every documented route answers errors in one shape: say so in the document.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
+    if (!schema || schema.hide) return;
+    schema.response = {
+      ...schema.response,
+      '4xx': schema.response?.['4xx'] ?? ERROR_RESPONSE,
+      '5xx': schema.response?.['5xx'] ?? ERROR_RESPONSE,
+    };
+  });
   installZod(app);
   installAuth(app, opts.verifier);
   installErrorHandling(app);

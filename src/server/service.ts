@@ -19,7 +19,7 @@ import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
 import type { Signer } from '../keys/signer.js';
 import { LEDGER_API_USER } from '../sandbox/network.js';
-import { type RunningSandbox, startSandbox } from '../sandbox/server.js';
+import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
 import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
 import { createVerifier, type Verifier } from './auth.js';
@@ -50,6 +50,13 @@ export interface ServiceOptions {
   workerOptions?: { pollMs?: number; concurrency?: number };
   /** Extra pipeline rules on top of the configuration's (tests pass a clock). */
   flowOverrides?: Partial<FlowContext>;
+  /** Options of the built-in sandbox when `network.sandbox` is true (e.g. a fixed seed). */
+  sandbox?: SandboxOptions;
+  /**
+   * Runs once everything is assembled, before the worker starts and before
+   * anything listens (dev mode hosts its parties on the fresh sandbox here).
+   */
+  beforeStart?: (s: { deps: ServiceDeps; sandbox?: RunningSandbox }) => Promise<void>;
 }
 
 export interface Service extends BuiltApp {
@@ -68,12 +75,13 @@ export function serviceLogger(config: ServiceConfig): pino.Logger {
 async function connectClients(
   config: ServiceConfig,
   env: NodeJS.ProcessEnv,
+  sandboxOptions: SandboxOptions = {},
 ): Promise<{
   clients: CantonClients;
   sandbox?: RunningSandbox;
 }> {
   if (config.network.sandbox) {
-    const sandbox = await startSandbox({});
+    const sandbox = await startSandbox(sandboxOptions);
     return {
       sandbox,
       clients: {
@@ -142,14 +150,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     let sandbox: RunningSandbox | undefined;
     let clients = opts.clients;
     if (!clients) {
-      const c = await connectClients(config, env);
+      const c = await connectClients(config, env, opts.sandbox);
       clients = c.clients;
       sandbox = c.sandbox;
       if (sandbox) opened.push(() => sandbox!.close());
     }
     const metrics = new ServiceMetrics({ withdrawalsByState: () => store.withdrawals.countByState() });
     instrumentSigner(signer, metrics);
-    const recorder = store.recorder;
     const flows: FlowContext = {
       signer,
       ledger: clients.ledger,
@@ -157,12 +164,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ...(clients.validator ? { validator: clients.validator } : {}),
       ...(clients.scan ? { scan: clients.scan } : {}),
       parties: store.parties,
-      recorder: {
-        async record(r) {
+      recorder: store.recorder.with({
+        observe: (r) => {
           if (r.step === 'refused' && r.reason) metrics.refusals.inc({ reason: r.reason });
-          await recorder.record(r);
         },
-      },
+      }),
       ...(config.pipeline.requireScheme ? { requireScheme: config.pipeline.requireScheme } : {}),
       minWindowMs: config.pipeline.minWindowSeconds * 1000,
       ...opts.flowOverrides,
@@ -174,6 +180,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             ctx: flows,
             store,
             observe: (flow, outcome, seconds) => metrics.flowDuration.observe({ flow, outcome }, seconds),
+            logger: log,
             ...opts.workerOptions,
           });
     const deps: ServiceDeps = {
@@ -204,6 +211,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     const verifier = opts.verifier ?? createVerifier(config.auth);
     const built = buildApp(deps, { verifier, logger: log });
     await built.app.ready();
+    await opts.beforeStart?.({ deps, ...(sandbox ? { sandbox } : {}) });
     if (opts.worker !== false) await worker.start();
     let closed = false;
     return {
@@ -216,7 +224,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       async close() {
         if (closed) return;
         closed = true;
-        await built.app.close();
+        // fastify's close stops accepting and waits for in-flight requests; a keep-alive
+        // connection whose request is answered meanwhile turns idle and would hold close()
+        // open until its keep-alive timeout (72 s), so idle connections are closed as they appear.
+        const reaper = setInterval(() => built.app.server.closeIdleConnections(), 50);
+        try {
+          await built.app.close();
+        } finally {
+          clearInterval(reaper);
+        }
         await worker.stop();
         await closeOpened();
       },

@@ -22,6 +22,7 @@
  *   attempt (hash and bytes prepared, signature made, submission outcome).
  * - audit_log + audit_head: the hash chain (see audit.ts); audit_log is
  *   append-only (UPDATE, DELETE and TRUNCATE raise).
+ * Migration 2 adds the withdrawal worker's lease and lookup offset.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -194,7 +195,23 @@ const M001: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001];
+/**
+ * Migration 2: the withdrawal worker's lease (several service instances share
+ * one PostgreSQL; a withdrawal is carried by the instance holding an unexpired
+ * lease) and `lookup_from`, the ledger end read before the first submission:
+ * where a resumed worker starts reading completions for the command id.
+ */
+const M002: Migration = {
+  version: 2,
+  name: 'withdrawal lease and lookup offset',
+  statements: [
+    `ALTER TABLE withdrawals ADD COLUMN lease_owner text`,
+    `ALTER TABLE withdrawals ADD COLUMN lease_until timestamptz(3)`,
+    `ALTER TABLE withdrawals ADD COLUMN lookup_from bigint CHECK (lookup_from >= 0)`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -11,14 +11,21 @@ import { appendAudit, listAudit } from '../audit.js';
 import type { Db } from '../db.js';
 import type { FlowRecorder, JournalRecord } from '../journal.js';
 
+export interface DbRecorderOptions {
+  actor?: string;
+  subject?: string;
+  /** Sees every record before it is written (metrics count refusals with it). Must not throw. */
+  observe?: (r: Omit<JournalRecord, 'at'>) => void;
+}
+
 export class DbRecorder implements FlowRecorder {
   constructor(
     private readonly db: Db,
-    private readonly opts: { actor?: string; subject?: string } = {},
+    private readonly opts: DbRecorderOptions = {},
   ) {}
 
-  /** The same recorder for another actor / subject (e.g. one per request). */
-  with(opts: { actor?: string; subject?: string }): DbRecorder {
+  /** The same recorder for another actor / subject (e.g. one per request); the observer is kept. */
+  with(opts: DbRecorderOptions): DbRecorder {
     return new DbRecorder(this.db, { ...this.opts, ...opts });
   }
 
@@ -27,6 +34,7 @@ export class DbRecorder implements FlowRecorder {
   }
 
   async record(r: Omit<JournalRecord, 'at'>): Promise<void> {
+    this.opts.observe?.(r);
     await appendAudit(this.db, {
       actor: this.opts.actor ?? 'system',
       action: `flow.${r.step}`,

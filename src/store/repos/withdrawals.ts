@@ -476,6 +476,71 @@ export class WithdrawalRepo {
     return r.rows.map(fromRow);
   }
 
+  // ---- the worker's lease (migration 2): one instance carries a withdrawal at a time ----------
+
+  /**
+   * Takes the lease on an unfinished withdrawal for `owner` for `ms`, if no
+   * other owner holds an unexpired one. The withdrawal, or undefined when it
+   * is finished, unknown or leased by another owner.
+   */
+  async claim(id: string, owner: string, ms: number): Promise<Withdrawal | undefined> {
+    if (!UUID.test(id)) return undefined;
+    const r = await this.db.query<Row>(
+      `UPDATE withdrawals SET lease_owner = $2, lease_until = now() + $3::int * interval '1 millisecond'
+        WHERE id = $1 AND state IN ('received', 'prepared', 'signed', 'submitted')
+          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $2)
+        RETURNING *`,
+      [id, owner, Math.max(1, Math.round(ms))],
+    );
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  /** Extends `owner`'s lease; false when it no longer holds it. */
+  async renewLease(id: string, owner: string, ms: number): Promise<boolean> {
+    const r = await this.db.query(
+      `UPDATE withdrawals SET lease_until = now() + $3::int * interval '1 millisecond'
+        WHERE id = $1 AND lease_owner = $2 RETURNING id`,
+      [id, owner, Math.max(1, Math.round(ms))],
+    );
+    return r.rows.length > 0;
+  }
+
+  async releaseLease(id: string, owner: string): Promise<void> {
+    await this.db.query(
+      'UPDATE withdrawals SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2',
+      [id, owner],
+    );
+  }
+
+  /** Ids of unfinished withdrawals no other owner holds a lease on, oldest first. */
+  async claimable(owner: string, limit = 100): Promise<string[]> {
+    const r = await this.db.query<{ id: string }>(
+      `SELECT id FROM withdrawals WHERE state IN ('received', 'prepared', 'signed', 'submitted')
+          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
+        ORDER BY created_at, id LIMIT $2`,
+      [owner, limit],
+    );
+    return r.rows.map((x) => x.id);
+  }
+
+  /** Remembers (the first) ledger end read before submitting; `q` is the transition's transaction. */
+  async setLookupFrom(id: string, offset: number, q: Queryable = this.db): Promise<void> {
+    await q.query('UPDATE withdrawals SET lookup_from = COALESCE(lookup_from, $2) WHERE id = $1', [
+      id,
+      offset,
+    ]);
+  }
+
+  /** Where to start reading completions for the withdrawal's command id (undefined: never submitted). */
+  async lookupFrom(id: string): Promise<number | undefined> {
+    const r = await this.db.query<{ lookup_from: string | number | null }>(
+      'SELECT lookup_from FROM withdrawals WHERE id = $1',
+      [id],
+    );
+    const v = r.rows[0]?.lookup_from;
+    return v === null || v === undefined ? undefined : Number(v);
+  }
+
   /** Count per state (metrics: pending withdrawals). */
   async countByState(): Promise<Record<WithdrawalState, number>> {
     const r = await this.db.query<{ state: WithdrawalState; n: number }>(

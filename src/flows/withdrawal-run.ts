@@ -1,0 +1,418 @@
+/**
+ * Carrying ONE withdrawal one step further (the worker in withdrawal.ts
+ * decides when and holds the lease). A withdrawal is a token-standard
+ * transfer (transfer.ts) through the one pipeline under the withdrawal's
+ * command id; its row moves from the pipeline's own steps, each write
+ * finished before the pipeline goes on (a failed write aborts the flow):
+ *
+ *   about to sign   → prepared (the prepared transaction recorded; a cancelled
+ *                     withdrawal fails here, so it is never signed)
+ *   journal signed  → signed (the signature recorded; nothing sent yet)
+ *   journal submitted → submitted, with the ledger end read first
+ *                     (write-ahead: the row says "maybe on the ledger" before
+ *                     execute is called)
+ *   journal committed → committed with the update id.
+ *
+ * Resuming a `submitted` row looks for the truth first (completions of the
+ * command id after the recorded ledger end): committed → committed;
+ * definitely not committed → prepared and run again; unknown → run again
+ * under the SAME command id while the row stays `submitted` (the ledger
+ * deduplicates; a DUPLICATE_COMMAND without a completion is `outcome_unknown`,
+ * not terminal). A refusal is terminal (`rejected`, reason kept); other
+ * errors are retried by the worker.
+ */
+import { isCantonApiError } from '../canton/errors.js';
+import type { LedgerApiClient } from '../canton/ledger-api/client.js';
+import { bytesToHex } from '../hashing/input.js';
+import type { Signer, SignOutput } from '../keys/signer.js';
+import type { Store } from '../store/index.js';
+import type { FlowRecorder, JournalRecord } from '../store/journal.js';
+import { DbRecorder } from '../store/repos/recorder.js';
+import type { Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
+import type { FlowContext } from './context.js';
+import { lookupCompletion, TAKEN_CODES } from './ledger.js';
+import { Refusal } from './refusal.js';
+import { transfer } from './transfer.js';
+
+/** Where a test may stop the process (crash tests): after each durable step. */
+export type WithdrawalPoint = 'received' | 'prepared' | 'signed' | 'submitted' | 'executed';
+
+export interface RunEnv {
+  ctx: FlowContext;
+  store: Store;
+  /** Test-only: called after each durable step (a crash test kills the process here). */
+  at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
+}
+
+/** What one run ended with: a terminal state, or "look again later". */
+export type RunOutcome =
+  | { done: true; state: WithdrawalState }
+  | { done: false; reason: string; error?: unknown; transient: boolean };
+
+const TERMINAL: readonly WithdrawalState[] = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
+
+export function isTerminal(s: WithdrawalState): boolean {
+  return TERMINAL.includes(s);
+}
+
+/** The withdrawal's own deadline (`options.executeBefore`), if it has one. */
+export function deadlineOf(w: Withdrawal): number | undefined {
+  const v = w.options.executeBefore;
+  if (typeof v !== 'string') return undefined;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+function schemeName(v: string): string {
+  const m = /_V(\d+)$/.exec(v);
+  return m ? `v${m[1]}` : 'v2';
+}
+
+function errorText(e: unknown): string {
+  if (e instanceof Refusal) return `${e.reason}: ${e.message}`;
+  if (isCantonApiError(e)) return `${e.code}: ${e.message}`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+type Truth = { status: 'committed'; updateId: string } | { status: 'not-committed' } | { status: 'unknown' };
+
+/** The truth about a withdrawal that may have been submitted: completions after the recorded ledger end. */
+export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
+  const from = await env.store.withdrawals.lookupFrom(w.id);
+  if (from === undefined) return { status: 'unknown' };
+  const subs = await env.store.artifacts.submissionsFor(w.commandId);
+  const last = subs.at(-1);
+  const r = await lookupCompletion(env.ctx, {
+    party: w.party,
+    commandId: w.commandId,
+    beginExclusive: from,
+    ...(last ? { submissionId: last.submissionId } : {}),
+  });
+  if (r.status === 'committed') return { status: 'committed', updateId: r.result.updateId };
+  return r;
+}
+
+/** Per-run facts the proxies and the recorder share. */
+interface RunState {
+  /** The row stays `submitted` for this attempt (resubmission under the same command id). */
+  stay: boolean;
+  /** The ledger definitely did not commit what was submitted in this run (so re-preparing is allowed). */
+  definitelyNot: boolean;
+  prepared?: { bytes: string; scheme: string };
+  signed?: SignOutput;
+  ledgerEnd?: number;
+  /** An execute of this run returned success (whatever fails afterwards, it is on the ledger). */
+  executedOk: boolean;
+  /** A write of ours failed inside the pipeline (it may report it as a rejection): not the ledger's answer. */
+  ownFailure: boolean;
+}
+
+/**
+ * One run of withdrawal `w` (claimed by the caller). Returns a terminal
+ * state or why to look again later.
+ */
+export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
+  const repo = env.store.withdrawals;
+  let w = w0;
+  const at = async (p: WithdrawalPoint) => env.at?.(p, w);
+  const move = async (
+    from: WithdrawalState[],
+    to: WithdrawalState,
+    patch: Parameters<typeof repo.transition>[3] = {},
+    opts: Parameters<typeof repo.transition>[4] = {},
+  ) => {
+    w = await repo.transition(w.id, from, to, patch, { actor: 'worker', ...opts });
+    return w;
+  };
+  await at('received');
+
+  // A withdrawal that may be on the ledger: find the truth before acting again.
+  const run: RunState = { stay: false, definitelyNot: false, executedOk: false, ownFailure: false };
+  if (w.state === 'submitted') {
+    const truth = await ledgerTruth(env, w);
+    if (truth.status === 'committed') {
+      await move(
+        ['submitted'],
+        'committed',
+        { updateId: truth.updateId, lastError: null },
+        {
+          details: { resolvedFrom: 'completions' },
+        },
+      );
+      return { done: true, state: 'committed' };
+    }
+    if (truth.status === 'not-committed') run.definitelyNot = true;
+  }
+  const deadline = deadlineOf(w);
+  if (deadline !== undefined && deadline <= Date.now()) {
+    await move([w.state], 'expired', { lastError: 'executeBefore passed before the withdrawal committed' });
+    return { done: true, state: 'expired' };
+  }
+  // Signed but not submitted (write-ahead): nothing reached the ledger; prepare again.
+  if (w.state === 'signed') await move(['signed'], 'prepared', {}, { details: { resumed: true } });
+  if (w.state === 'submitted' && run.definitelyNot)
+    await move(['submitted'], 'prepared', {}, { details: { resumed: true, ledger: 'not committed' } });
+  run.definitelyNot = false;
+
+  const ctx = withdrawalContext(
+    env,
+    () => w,
+    (x) => (w = x),
+    run,
+    at,
+  );
+  try {
+    await transfer(ctx, {
+      from: w.party,
+      to: w.receiver,
+      amount: w.amount,
+      ...(w.instrument ? { instrument: w.instrument } : {}),
+      ...(w.memo !== undefined ? { memo: w.memo } : {}),
+      ...(typeof w.options.executeBefore === 'string' ? { executeBefore: w.options.executeBefore } : {}),
+      commandId: w.commandId,
+      flowName: 'withdrawal',
+    });
+    return { done: true, state: 'committed' };
+  } catch (e) {
+    return settle(env, w.id, e, run);
+  }
+}
+
+/** After a failed run: a terminal state (refusal, deadline) or "again later". */
+async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promise<RunOutcome> {
+  const repo = env.store.withdrawals;
+  const w = await repo.get(id);
+  if (!w) return { done: true, state: 'failed' };
+  if (isTerminal(w.state)) return { done: true, state: w.state };
+  const to = async (state: WithdrawalState, lastError: string) => {
+    if (w.state === 'signed') await repo.transition(id, ['signed'], 'prepared', {}, { actor: 'worker' });
+    await repo.transition(
+      id,
+      [w.state === 'signed' ? 'prepared' : w.state],
+      state,
+      { lastError },
+      {
+        actor: 'worker',
+      },
+    );
+    return { done: true as const, state };
+  };
+  // Executed but recording the commit failed, or one of our writes failed: not terminal; look again later.
+  if (run.ownFailure || (w.state === 'submitted' && run.executedOk))
+    return { done: false, reason: errorText(e), error: e, transient: true };
+  // Before a terminal answer for something that may be on the ledger: look once more.
+  if (w.state === 'submitted') {
+    const truth = await ledgerTruth(env, w).catch(() => ({ status: 'unknown' as const }));
+    if (truth.status === 'committed') {
+      await repo.transition(
+        id,
+        ['submitted'],
+        'committed',
+        { updateId: truth.updateId, lastError: null },
+        {
+          actor: 'worker',
+          details: { resolvedFrom: 'completions' },
+        },
+      );
+      return { done: true, state: 'committed' };
+    }
+  }
+  const deadline = deadlineOf(w);
+  if (deadline !== undefined && deadline <= Date.now())
+    return to('expired', `executeBefore passed before the withdrawal committed (${errorText(e)})`);
+  if (e instanceof Refusal) {
+    if (e.reason === 'outcome_unknown') {
+      if (w.state === 'submitted')
+        await repo.transition(
+          id,
+          ['submitted'],
+          'submitted',
+          { lastError: errorText(e) },
+          { actor: 'worker' },
+        );
+      return { done: false, reason: e.reason, error: e, transient: true };
+    }
+    // Gave up on stale preparations: the network, not the request; try again later.
+    if (e.reason === 'window_closed') return { done: false, reason: e.reason, error: e, transient: true };
+    return to('rejected', errorText(e));
+  }
+  return { done: false, reason: errorText(e), error: e, transient: true };
+}
+
+/**
+ * The flow context of one run: the ledger client and the signer wrapped to
+ * record the evidence (prepared transaction, signature, submission) and to
+ * move the row before signing, and a recorder that moves it on the
+ * pipeline's journal steps.
+ */
+function withdrawalContext(
+  env: RunEnv,
+  current: () => Withdrawal,
+  set: (w: Withdrawal) => void,
+  run: RunState,
+  at: (p: WithdrawalPoint) => Promise<void>,
+): FlowContext {
+  const { ctx, store } = env;
+  const repo = store.withdrawals;
+  const id = current().id;
+  const move = async (
+    from: WithdrawalState[],
+    to: WithdrawalState,
+    patch: Parameters<typeof repo.transition>[3] = {},
+    opts: Parameters<typeof repo.transition>[4] = {},
+  ) => set(await repo.transition(id, from, to, patch, { actor: 'worker', ...opts }));
+
+  const ledger = Object.create(ctx.ledger) as LedgerApiClient;
+  ledger.prepare = async (req, o) => {
+    const res = await ctx.ledger.prepare(req, o);
+    run.prepared = { bytes: res.preparedTransaction, scheme: schemeName(res.hashingSchemeVersion) };
+    return res;
+  };
+  ledger.executeAndWait = async (req, o) => {
+    const sid = req.submissionId ?? `${current().commandId}:${Date.now()}`;
+    await store.artifacts.recordSubmission({
+      submissionId: sid,
+      commandId: current().commandId,
+      withdrawalId: id,
+      ...(run.ledgerEnd !== undefined ? { ledgerEndBefore: run.ledgerEnd } : {}),
+    });
+    try {
+      const res = await ctx.ledger.executeAndWait(req, o);
+      run.executedOk = true;
+      await store.artifacts
+        .setSubmissionOutcome(sid, {
+          outcome: 'committed',
+          completionOffset: res.completionOffset,
+          updateId: res.updateId,
+        })
+        .catch(() => {});
+      return res;
+    } catch (e) {
+      const unknown = isCantonApiError(e) && (e.ambiguous || TAKEN_CODES.has(e.code));
+      await store.artifacts
+        .setSubmissionOutcome(sid, {
+          outcome: unknown ? 'ambiguous' : 'rejected',
+          reason: errorText(e).slice(0, 1000),
+        })
+        .catch(() => {});
+      throw e;
+    }
+  };
+
+  const signer = Object.create(ctx.signer) as Signer;
+  signer.sign = async (label, message) => {
+    const hash = bytesToHex(message);
+    const w = current();
+    run.stay = w.state === 'submitted' && !run.definitelyNot;
+    const prepared = run.prepared;
+    const recordPrepared = prepared
+      ? (tx: Parameters<typeof store.artifacts.recordPrepared>[1], attempt: number) =>
+          store.artifacts.recordPrepared(
+            { withdrawalId: id, attempt, hash, hashingScheme: prepared.scheme, bytes: prepared.bytes },
+            tx,
+          )
+      : undefined;
+    if (run.stay) {
+      await recordPrepared?.(undefined, w.attempts + 1);
+    } else {
+      // Fails (WithdrawalStateError) when the withdrawal was cancelled meanwhile: nothing is signed.
+      await move(
+        ['received', 'prepared', 'submitted'],
+        'prepared',
+        { incrementAttempts: true },
+        {
+          details: { hash },
+          ...(recordPrepared ? { also: async (tx, x) => void (await recordPrepared(tx, x.attempts)) } : {}),
+        },
+      );
+      await at('prepared');
+    }
+    const out = await ctx.signer.sign(label, message);
+    run.signed = out;
+    return out;
+  };
+
+  const base: FlowRecorder | undefined =
+    ctx.recorder instanceof DbRecorder ? ctx.recorder.with({ subject: `withdrawal:${id}` }) : ctx.recorder;
+  const recorder: FlowRecorder = {
+    async record(r: Omit<JournalRecord, 'at'>) {
+      try {
+        await step(r);
+      } catch (e) {
+        run.ownFailure = true;
+        throw e;
+      }
+    },
+  };
+  async function step(r: Omit<JournalRecord, 'at'>): Promise<void> {
+    if (r.step === 'committed') await at('executed');
+    await base?.record(r);
+    switch (r.step) {
+      case 'signed': {
+        const sig = run.signed;
+        const also = sig
+          ? async (tx: Parameters<typeof store.artifacts.recordSignature>[1]) =>
+              void (await store.artifacts.recordSignature(
+                {
+                  withdrawalId: id,
+                  hash: r.hash ?? '',
+                  signedBy: sig.signature.signedBy,
+                  keyLabel: sig.key.label,
+                  scheme: sig.key.scheme,
+                  signatureFormat: sig.signature.format,
+                  signature: sig.signature.signature,
+                },
+                tx,
+              ))
+          : undefined;
+        const details = { hash: r.hash ?? null, signedBy: r.signedBy ?? null };
+        if (run.stay)
+          await move(
+            ['submitted'],
+            'submitted',
+            { incrementAttempts: true },
+            {
+              details: { ...details, resubmission: true },
+              ...(also ? { also } : {}),
+            },
+          );
+        else await move(['prepared'], 'signed', {}, { details, ...(also ? { also } : {}) });
+        await at('signed');
+        return;
+      }
+      case 'submitted': {
+        const end = (await ctx.ledger.ledgerEnd()).offset;
+        run.ledgerEnd = end;
+        if (run.stay) await repo.setLookupFrom(id, end);
+        else
+          await move(
+            ['signed'],
+            'submitted',
+            {},
+            {
+              details: { hash: r.hash ?? null, ledgerEndBefore: end },
+              also: (tx) => repo.setLookupFrom(id, end, tx),
+            },
+          );
+        await at('submitted');
+        return;
+      }
+      case 'committed':
+        await move(['submitted'], 'committed', {
+          ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
+          lastError: null,
+        });
+        return;
+      case 'rejected':
+        // After a successful execute, or a failed write of ours, a "rejection" is not the ledger's.
+        if (!run.executedOk && !run.ownFailure) run.definitelyNot = true;
+        return;
+      case 'resolved':
+        if (r.reason === 'not-committed') run.definitelyNot = true;
+        return;
+      default:
+        return;
+    }
+  }
+  return { ...ctx, ledger, signer, recorder };
+}

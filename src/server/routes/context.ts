@@ -1,0 +1,96 @@
+/**
+ * What the /v1 route handlers share: the flow context of one request (its
+ * journal and party-book writes attributed in the audit log to the caller's
+ * token subject), the party-book lookup that answers 404 for a party this
+ * signer does not hold, and the zod pieces for party ids and contract ids in
+ * paths.
+ */
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { FlowContext } from '../../flows/context.js';
+import { parsePartyId } from '../../hashing/canton-hash.js';
+import type { PartyRecord } from '../../store/parties.js';
+import { DbPartyBook } from '../../store/repos/parties.js';
+import { DbRecorder } from '../../store/repos/recorder.js';
+import { requirePartyAccess } from '../auth.js';
+import type { ServiceDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+
+/** The audit actor of a request: its token's subject. */
+export function actorOf(request: FastifyRequest): string {
+  return request.principal?.subject ?? 'anonymous';
+}
+
+/**
+ * The service's flow context with this request's caller as the audit actor
+ * of every journal record (the service's recorder keeps its metrics
+ * observer) and, with `writesParties`, of party-book writes.
+ */
+export function flowsFor(
+  deps: ServiceDeps,
+  request: FastifyRequest,
+  opts: { writesParties?: boolean } = {},
+): FlowContext {
+  const actor = actorOf(request);
+  const recorder = deps.flows.recorder;
+  return {
+    ...deps.flows,
+    // The service's DbRecorder (with its metrics observer) for this caller; any other recorder as it is.
+    ...(recorder instanceof DbRecorder ? { recorder: recorder.with({ actor }) } : {}),
+    ...(opts.writesParties ? { parties: new DbPartyBook(deps.store.db, { actor }) } : {}),
+  };
+}
+
+/** `ctx` whose party book answers `record` without asking the database again. */
+export function withKnownParty(ctx: FlowContext, record: PartyRecord): FlowContext {
+  const book = ctx.parties;
+  return {
+    ...ctx,
+    parties: {
+      get: async (id) => (id === record.partyId ? record : book.get(id)),
+      list: () => book.list(),
+      put: (p) => book.put(p),
+    },
+  };
+}
+
+/**
+ * The party-book record of `partyId` after checking that the caller's grant
+ * reaches it (403 first, so that a withdrawer learns nothing about other
+ * parties), or 404 `party_not_found` naming `field`.
+ */
+export async function bookedParty(
+  deps: ServiceDeps,
+  request: FastifyRequest,
+  partyId: string,
+  field = 'params.id',
+): Promise<PartyRecord> {
+  requirePartyAccess(request, partyId);
+  const p = await deps.store.parties.get(partyId);
+  if (!p)
+    throw new ApiError(404, 'party_not_found', `party ${partyId} is not in this signer's party book`, field);
+  return p;
+}
+
+/** A party id (`hint::fingerprint`); in a path it may be URL-encoded (`%3A%3A`). */
+export const PartyIdSchema = z
+  .string()
+  .max(255)
+  .refine(
+    (s) => {
+      try {
+        parsePartyId(s);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'not a party id (hint::fingerprint)' },
+  );
+
+export const PartyParams = z.object({ id: PartyIdSchema });
+
+export const ContractIdSchema = z
+  .string()
+  .regex(/^00[0-9a-f]{64}[0-9a-f]*$/, 'a contract id (hex, 00…)')
+  .max(512);

@@ -1,0 +1,263 @@
+/**
+ * The withdrawal engine (src/flows/withdrawal.ts, withdrawal-run.ts) against
+ * the sandbox with a PGlite store: withdrawals reach committed with exactly
+ * one ledger transaction and the evidence recorded; several from one party;
+ * a tampered preparation rejected, never signed; an ambiguous execute
+ * committed once; a run interrupted after each durable step resumed by the
+ * next run to exactly one transaction; cancellation; two workers sharing the
+ * store never carry one withdrawal twice; expiry; giving up after errors.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FlowContext } from '../../src/flows/context.js';
+import { listHoldings, toUnits } from '../../src/flows/holdings.js';
+import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
+import type { WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { fromUnits } from '../../src/intent/decimal.js';
+import { listAudit } from '../../src/store/audit.js';
+import { type Store, storeOn } from '../../src/store/index.js';
+import type { PartyRecord } from '../../src/store/parties.js';
+import type { Withdrawal, WithdrawalState } from '../../src/store/repos/withdrawals.js';
+import { ambiguousExecute, type FlowEnv, flowEnv, hostParty } from '../support/flow-env.js';
+import { pgliteDriver } from '../support/pg.js';
+
+let env: FlowEnv;
+let store: Store;
+let ctx: FlowContext;
+let alice: PartyRecord;
+let bob: PartyRecord;
+const driver = pgliteDriver();
+
+beforeAll(async () => {
+  env = await flowEnv({ seed: 'withdrawal-engine' });
+  store = storeOn(await driver.fresh(), 'test');
+  ctx = { ...env.ctx, parties: store.parties, recorder: store.recorder };
+  alice = await hostParty(env.net, env.signer, store.parties, 'alice', { label: 'wd-alice', fund: '10000' });
+  bob = await hostParty(env.net, env.signer, store.parties, 'bob', { label: 'wd-bob' });
+}, 60_000);
+afterAll(async () => {
+  await env?.close();
+  await driver.cleanup();
+});
+beforeEach(() => env.reset());
+
+const updatesOf = (commandId: string) => env.net.store.updates().filter((u) => u.commandId === commandId);
+const TERMINAL: WithdrawalState[] = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
+
+async function create(amount: string, extra: Withdrawal['options'] = {}): Promise<Withdrawal> {
+  const { withdrawal } = await store.withdrawals.create({
+    idempotencyKey: randomUUID(),
+    caller: 'bot',
+    body: {
+      party: alice.partyId,
+      receiver: bob.partyId,
+      amount,
+      ...(Object.keys(extra).length ? { options: extra } : {}),
+    },
+  });
+  return withdrawal;
+}
+
+function worker(o: Partial<WithdrawalWorkerOptions> = {}) {
+  return createWithdrawalWorker({ ctx, store, pollMs: 50, retryMs: 20, leaseMs: 5000, ...o });
+}
+
+async function settled(id: string, timeoutMs = 20_000): Promise<Withdrawal> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const w = await store.withdrawals.get(id);
+    if (w && TERMINAL.includes(w.state)) return w;
+    if (Date.now() > end) throw new Error(`withdrawal ${id} still ${w?.state} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function locked(p: PartyRecord): Promise<bigint> {
+  const hs = await listHoldings(env.ctx, p.partyId);
+  return hs.filter((h) => h.locked).reduce((a, h) => a + toUnits(h.amount), 0n);
+}
+
+describe('withdrawal worker', () => {
+  it('carries a withdrawal to committed: one transaction, evidence and audit recorded', async () => {
+    const l0 = await locked(alice);
+    const w = await create('12.5');
+    const wk = worker();
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('committed');
+    const ups = updatesOf(w.commandId);
+    expect(ups).toHaveLength(1);
+    expect(done.updateId).toBe(ups[0]!.updateId);
+    expect(done.attempts).toBe(1);
+    // bob has no preapproval: the amount is locked in an offer
+    expect(fromUnits((await locked(alice)) - l0)).toBe(fromUnits(toUnits('12.5')));
+    const prepared = await store.artifacts.preparedFor(w.id);
+    const sigs = await store.artifacts.signaturesFor(w.id);
+    const subs = await store.artifacts.submissionsFor(w.commandId);
+    expect(prepared).toHaveLength(1);
+    expect(sigs.map((s) => s.hash)).toEqual([prepared[0]!.hash]);
+    expect(subs.map((s) => [s.outcome, s.updateId])).toEqual([['committed', done.updateId]]);
+    const actions = (await listAudit(store.db, { subject: `withdrawal:${w.id}` })).map((a) => a.action);
+    expect(actions).toEqual([
+      'withdrawal.create',
+      'withdrawal.prepared',
+      'flow.signed',
+      'withdrawal.signed',
+      'flow.submitted',
+      'withdrawal.submitted',
+      'flow.committed',
+      'withdrawal.committed',
+    ]);
+  });
+
+  it('several withdrawals of one party at once: each committed exactly once', async () => {
+    const ws = await Promise.all(['1', '2', '3', '4'].map((a) => create(a)));
+    const wk = worker({ concurrency: 4 });
+    await wk.start();
+    for (const w of ws) wk.kick(w.id);
+    const done = await Promise.all(ws.map((w) => settled(w.id, 30_000)));
+    await wk.stop();
+    expect(done.map((d) => d.state)).toEqual(['committed', 'committed', 'committed', 'committed']);
+    for (const w of ws) expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('a tampered preparation: rejected with the refusal reason, never signed, nothing on the ledger', async () => {
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'tamper', change: 'receiver', hash: 'tampered' },
+      operation: 'ledger-api.prepare',
+      times: 1,
+    });
+    const sign = vi.spyOn(env.signer, 'sign');
+    const w = await create('3');
+    const wk = worker();
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('rejected');
+    expect(done.lastError).toMatch(/^intent_mismatch: /);
+    expect(sign).not.toHaveBeenCalled();
+    expect(await store.artifacts.signaturesFor(w.id)).toEqual([]);
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('an ambiguous execute (timeout after commit): committed once', async () => {
+    const amb = ambiguousExecute(env);
+    const sign = vi.spyOn(env.signer, 'sign');
+    const w = await create('4');
+    const wk = createWithdrawalWorker({
+      ctx: { ...ctx, ledger: amb.ledger },
+      store,
+      pollMs: 50,
+      retryMs: 20,
+    });
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('committed');
+    expect(sign).toHaveBeenCalledTimes(1);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+    expect(done.updateId).toBe(updatesOf(w.commandId)[0]!.updateId);
+  });
+
+  const points: WithdrawalPoint[] = ['received', 'prepared', 'signed', 'submitted', 'executed'];
+  for (const point of points)
+    it(`interrupted after "${point}": the next run resumes it to exactly one transaction`, async () => {
+      const w = await create('2');
+      let fired = 0;
+      const wk = worker({
+        at: (p) => {
+          if (p === point && fired++ === 0) throw new Error(`interrupted at ${p}`);
+        },
+      });
+      await wk.start();
+      const done = await settled(w.id, 30_000);
+      await wk.stop();
+      expect(fired).toBeGreaterThanOrEqual(1);
+      expect(done.state).toBe('committed');
+      expect(updatesOf(w.commandId)).toHaveLength(1);
+      expect(done.updateId).toBe(updatesOf(w.commandId)[0]!.updateId);
+    });
+
+  it('cancelled before signing: never signed, nothing submitted', async () => {
+    const sign = vi.spyOn(env.signer, 'sign');
+    const w = await create('5');
+    const wk = worker({
+      at: async (p, x) => {
+        if (p === 'received' && x.id === w.id) await store.withdrawals.cancel(w.id, { actor: 'test' });
+      },
+    });
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('cancelled');
+    expect(sign).not.toHaveBeenCalled();
+    expect(await store.artifacts.submissionsFor(w.commandId)).toEqual([]);
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('cancelled after prepared: the signed transition fails, nothing is submitted', async () => {
+    const w = await create('5');
+    const wk = worker({
+      at: async (p, x) => {
+        if (p === 'prepared' && x.id === w.id) await store.withdrawals.cancel(w.id, { actor: 'test' });
+      },
+    });
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('cancelled');
+    expect(await store.artifacts.signaturesFor(w.id)).toEqual([]);
+    expect(await store.artifacts.submissionsFor(w.commandId)).toEqual([]);
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('two workers on one store: every withdrawal carried once', async () => {
+    const sign = vi.spyOn(env.signer, 'sign');
+    const ws = await Promise.all(['1.1', '1.2', '1.3', '1.4'].map((a) => create(a)));
+    const a = worker({ owner: 'worker-a' });
+    const b = worker({ owner: 'worker-b' });
+    await Promise.all([a.start(), b.start()]);
+    for (const w of ws) {
+      a.kick(w.id);
+      b.kick(w.id);
+    }
+    const done = await Promise.all(ws.map((w) => settled(w.id, 30_000)));
+    await Promise.all([a.stop(), b.stop()]);
+    expect(done.every((d) => d.state === 'committed')).toBe(true);
+    for (const w of ws) expect(updatesOf(w.commandId)).toHaveLength(1);
+    expect(sign).toHaveBeenCalledTimes(ws.length);
+  });
+
+  it('a lease held by another instance is respected until it expires', async () => {
+    const w = await create('1');
+    expect(await store.withdrawals.claim(w.id, 'other', 60_000)).toBeDefined();
+    expect(await store.withdrawals.claim(w.id, 'mine', 60_000)).toBeUndefined();
+    await store.withdrawals.releaseLease(w.id, 'other');
+    expect(await store.withdrawals.claim(w.id, 'mine', 60_000)).toBeDefined();
+    await store.withdrawals.releaseLease(w.id, 'mine');
+    await store.withdrawals.cancel(w.id);
+  });
+
+  it('expires a withdrawal whose executeBefore passed', async () => {
+    const w = await create('1', { executeBefore: new Date(Date.now() - 1000).toISOString() });
+    const wk = worker();
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('expired');
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('gives up (failed) after repeated errors before submission', async () => {
+    vi.spyOn(env.ledger, 'prepare').mockRejectedValue(new Error('participant down'));
+    const w = await create('1');
+    const wk = worker({ maxErrors: 3 });
+    await wk.start();
+    const done = await settled(w.id);
+    await wk.stop();
+    expect(done.state).toBe('failed');
+    expect(done.lastError).toContain('participant down');
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * /v1/keys: create (201, public description only, metadata in the store and
+ * an audited `key.put` by the caller), the request errors naming the field,
+ * a taken label (409), list and show (404 key_not_found), disable / enable,
+ * and who may do what (admin writes, auditor reads).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listAudit } from '../../src/store/audit.js';
+import { type ServiceEnv, serviceEnv } from '../support/service.js';
+
+let env: ServiceEnv;
+let admin: { authorization: string };
+
+beforeAll(async () => {
+  env = await serviceEnv({ seed: 'keys-routes', worker: false });
+  admin = await env.auth(['admin']);
+}, 60_000);
+afterAll(async () => env?.close());
+
+const inject = (method: 'GET' | 'POST', url: string, headers: object, payload?: object) =>
+  env.service.app.inject({
+    method,
+    url,
+    headers: headers as Record<string, string>,
+    ...(payload ? { payload } : {}),
+  });
+
+describe('POST /v1/keys', () => {
+  it.each(['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1'])(
+    'creates a %s key: 201 with the public description, recorded and audited',
+    async (scheme) => {
+      const label = `k-${scheme}`;
+      const r = await inject('POST', '/v1/keys', admin, { label, scheme, backend: 'file' });
+      expect(r.statusCode).toBe(201);
+      const k = r.json();
+      expect(Object.keys(k).sort()).toEqual(
+        ['backend', 'createdAt', 'disabled', 'fingerprint', 'label', 'publicKey', 'scheme'].sort(),
+      );
+      expect(k).toMatchObject({ label, scheme, backend: 'file', disabled: false });
+      expect(k.fingerprint).toMatch(/^1220[0-9a-f]{64}$/);
+      expect(Buffer.from(k.publicKey, 'base64').length).toBeGreaterThan(40);
+      const stored = await env.store.keys.get(label);
+      expect(stored).toMatchObject({ label, scheme, fingerprint: k.fingerprint, publicKeySpki: k.publicKey });
+      const audit = await listAudit(env.store.db, { subject: `key:${label}` });
+      expect(audit.map((a) => [a.action, a.actor])).toEqual([['key.put', 'test-admin']]);
+    },
+  );
+
+  it('backend defaults to file', async () => {
+    const r = await inject('POST', '/v1/keys', admin, { label: 'k-default', scheme: 'ed25519' });
+    expect(r.statusCode).toBe(201);
+    expect(r.json().backend).toBe('file');
+  });
+
+  it('a taken label is 409 key_exists', async () => {
+    await inject('POST', '/v1/keys', admin, { label: 'k-twice', scheme: 'ed25519' });
+    const r = await inject('POST', '/v1/keys', admin, { label: 'k-twice', scheme: 'ed25519' });
+    expect(r.statusCode).toBe(409);
+    expect(r.json().code).toBe('key_exists');
+  });
+
+  it.each([
+    [{ scheme: 'ed25519' }, 'body.label'],
+    [{ label: 'bad label!', scheme: 'ed25519' }, 'body.label'],
+    [{ label: 'k-x', scheme: 'rsa' }, 'body.scheme'],
+    [{ label: 'k-x', scheme: 'ed25519', backend: 'cloud' }, 'body.backend'],
+    [{ label: 'k-x', scheme: 'ed25519', privateKey: 'x' }, 'body'],
+  ])('400 naming the field for %j', async (body, field) => {
+    const r = await inject('POST', '/v1/keys', admin, body);
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({ code: 'invalid_request', field });
+  });
+
+  it('a PKCS#11 key without a configured HSM is a 400 naming the backend', async () => {
+    const r = await inject('POST', '/v1/keys', admin, {
+      label: 'k-hsm',
+      scheme: 'ed25519',
+      backend: 'pkcs11',
+    });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().code).toBe('backend_unavailable');
+  });
+
+  it('operator and auditor may not create keys', async () => {
+    for (const role of ['operator', 'auditor'] as const) {
+      const r = await inject('POST', '/v1/keys', await env.auth([role]), {
+        label: 'k-no',
+        scheme: 'ed25519',
+      });
+      expect(r.statusCode).toBe(403);
+    }
+    expect(await env.store.keys.get('k-no')).toBeUndefined();
+  });
+});
+
+describe('GET /v1/keys', () => {
+  it('lists and shows keys to admin and auditor, 404 for an unknown label', async () => {
+    await inject('POST', '/v1/keys', admin, { label: 'k-show', scheme: 'ed25519' });
+    for (const h of [admin, await env.auth(['auditor'])]) {
+      const list = await inject('GET', '/v1/keys', h);
+      expect(list.statusCode).toBe(200);
+      expect(list.json().keys.map((k: { label: string }) => k.label)).toContain('k-show');
+      const one = await inject('GET', '/v1/keys/k-show', h);
+      expect(one.statusCode).toBe(200);
+      expect(one.json()).toMatchObject({ label: 'k-show', scheme: 'ed25519', disabled: false });
+    }
+    const none = await inject('GET', '/v1/keys/nope', admin);
+    expect(none.statusCode).toBe(404);
+    expect(none.json().code).toBe('key_not_found');
+    expect((await inject('GET', '/v1/keys', await env.auth(['operator']))).statusCode).toBe(403);
+  });
+});
+
+describe('disable / enable', () => {
+  it('a disabled key signs nothing; enabled again it signs; both audited', async () => {
+    await inject('POST', '/v1/keys', admin, { label: 'k-toggle', scheme: 'ed25519' });
+    const d = await inject('POST', '/v1/keys/k-toggle/disable', admin);
+    expect(d.statusCode).toBe(200);
+    expect(d.json().disabled).toBe(true);
+    expect((await env.store.keys.get('k-toggle'))?.disabled).toBe(true);
+    await expect(env.flow.signer.sign('k-toggle', new Uint8Array(32))).rejects.toMatchObject({
+      code: 'key_disabled',
+    });
+    const e = await inject('POST', '/v1/keys/k-toggle/enable', admin);
+    expect(e.json().disabled).toBe(false);
+    await expect(env.flow.signer.sign('k-toggle', new Uint8Array(32))).resolves.toBeDefined();
+    const audit = await listAudit(env.store.db, { subject: 'key:k-toggle' });
+    expect(audit.map((a) => a.action)).toEqual(['key.put', 'key.disable', 'key.enable']);
+    expect((await inject('POST', '/v1/keys/nope/disable', admin)).statusCode).toBe(404);
+  });
+});

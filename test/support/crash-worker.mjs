@@ -1,0 +1,70 @@
+/**
+ * Child process of the withdrawal crash test (test/server/withdrawal-crash.test.ts):
+ * the compiled withdrawal worker (dist/) against the parent's sandbox URLs,
+ * the parent's file keystore and a PostgreSQL database that outlives this
+ * process. With CRASH_AT set, the worker's test hook SIGKILLs this process
+ * right after that step of withdrawal WITHDRAWAL_ID; without it, the worker
+ * runs until that withdrawal is finished and prints its final state.
+ * Configuration comes in the CRASH_CONFIG environment variable (JSON).
+ */
+import { LedgerApiClient } from '../../dist/canton/ledger-api/client.js';
+import { ScanClient } from '../../dist/canton/scan/client.js';
+import { ValidatorClient } from '../../dist/canton/validator/client.js';
+import { createWithdrawalWorker } from '../../dist/flows/withdrawal.js';
+import { FileBackend } from '../../dist/keys/file-backend.js';
+import { Signer } from '../../dist/keys/signer.js';
+import { openStore } from '../../dist/store/index.js';
+
+const cfg = JSON.parse(process.env.CRASH_CONFIG ?? '{}');
+const crashAt = process.env.CRASH_AT || undefined;
+const target = process.env.WITHDRAWAL_ID;
+
+const store = await openStore({ url: cfg.databaseUrl, actor: 'crash-child' });
+const signer = new Signer({
+  file: new FileBackend({
+    dir: cfg.keystore,
+    passphrase: () => cfg.passphrase,
+    scrypt: { N: 2 ** 14, r: 8, p: 1 },
+  }),
+  stateDir: cfg.keystore,
+});
+const retry = { attempts: 1 };
+const ctx = {
+  signer,
+  ledger: new LedgerApiClient({ baseUrl: cfg.ledgerApi, retry }),
+  validator: new ValidatorClient({ baseUrl: cfg.validator, retry }),
+  scan: new ScanClient({ baseUrl: cfg.scan, retry }),
+  userId: cfg.userId,
+  parties: store.parties,
+  recorder: store.recorder,
+  synchronizerId: cfg.synchronizerId,
+};
+const worker = createWithdrawalWorker({
+  ctx,
+  store,
+  pollMs: 50,
+  retryMs: 50,
+  leaseMs: 1000,
+  at: (point, w) => {
+    if (point === crashAt && w.id === target) process.kill(process.pid, 'SIGKILL');
+  },
+});
+await worker.start();
+worker.kick(target);
+const terminal = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
+const deadline = Date.now() + 60_000;
+for (;;) {
+  const w = await store.withdrawals.get(target);
+  if (w && terminal.includes(w.state)) {
+    await worker.stop();
+    await store.close();
+    await signer.close();
+    process.stdout.write(`${JSON.stringify({ state: w.state, updateId: w.updateId ?? null })}\n`);
+    process.exit(0);
+  }
+  if (Date.now() > deadline) {
+    process.stderr.write(`withdrawal ${target} still ${w?.state}\n`);
+    process.exit(3);
+  }
+  await new Promise((r) => setTimeout(r, 50));
+}
