@@ -19,6 +19,7 @@ import { registerKeys } from './keys.js';
 import { CliExit } from './options.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
+import { registerServe } from './serve.js';
 import { registerTransfer } from './transfer.js';
 
 function version(): string {
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   registerFlows(program);
   registerTransfer(program);
   registerAudit(program);
+  registerServe(program);
   const override = (c: Command): void => {
     c.exitOverride();
     for (const sub of c.commands) override(sub);

@@ -6,7 +6,8 @@
  * the store's → metrics → withdrawal worker → HTTP app. `close()` stops in
  * order: no new requests, in-flight requests finished (fastify's close), the
  * worker's steps in progress finished, then the clients, keys and database.
- * Tests inject any of the pieces.
+ * Tests inject any of the pieces; `beforeStart` runs before the worker starts
+ * (dev mode hosts its parties on the fresh sandbox there).
  */
 import pino from 'pino';
 import { authFromEnv } from '../canton/auth.js';
@@ -113,7 +114,7 @@ async function connectClients(
   };
 }
 
-/** Counts signatures by backend and scheme, and key backend errors by code, around `signer.sign`. */
+/** Counts signatures by backend and scheme, and key backend errors by backend and code, around `signer.sign`. */
 function instrumentSigner(signer: Signer, metrics: ServiceMetrics): void {
   const sign = signer.sign.bind(signer);
   signer.sign = async (label, message) => {
@@ -122,7 +123,13 @@ function instrumentSigner(signer: Signer, metrics: ServiceMetrics): void {
       metrics.signatures.inc({ backend: out.key.backend, scheme: out.key.scheme });
       return out;
     } catch (e) {
-      if (e instanceof KeyError) metrics.keyErrors.inc({ backend: 'any', code: e.code });
+      if (e instanceof KeyError) {
+        const backend = await signer.describe(label).then(
+          (d) => d.backend,
+          () => 'unknown',
+        );
+        metrics.keyErrors.inc({ backend, code: e.code });
+      }
       throw e;
     }
   };

@@ -1,0 +1,244 @@
+/**
+ * Development mode (`canton-signer serve --dev`, what `npm start` runs): the
+ * built-in sandbox network in-process, the embedded database under ./data,
+ * the file keystore under ./keystore with a fixed development passphrase
+ * (unless CANTON_SIGNER_PASSPHRASE(_FILE) is set), an HS256 JWT secret made
+ * once and kept in <data>/dev-auth.json (mode 0600), two demo parties
+ * (alice, funded from the sandbox tap at each start, and bob) re-hosted on the
+ * fresh in-memory sandbox at each start, and a demo token plus copy-paste
+ * `curl` lines printed at start. Never for real funds: it says so loudly.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { SignJWT } from 'jose';
+import { partyId as makePartyId } from '../hashing/canton-hash.js';
+import { PASSPHRASE } from '../keys/passphrase.js';
+import type { Signer } from '../keys/signer.js';
+import { hostExternalParty } from '../sandbox/host-party.js';
+import type { RunningSandbox } from '../sandbox/server.js';
+import type { PartyBook, PartyRecord } from '../store/parties.js';
+import type { ServiceConfig } from './config.js';
+import type { ServiceDeps } from './deps.js';
+import type { Role } from './roles.js';
+
+export const DEV_ISSUER = 'canton-signer-dev';
+export const DEV_AUDIENCE = 'canton-signer-dev';
+/** The keystore passphrase of development mode. Public by design: dev keys guard nothing. */
+export const DEV_PASSPHRASE = 'canton-signer-development-passphrase';
+/** Seed of the dev sandbox: the same network identities at every start, so party records stay valid. */
+export const DEV_SANDBOX_SEED = 'canton-signer-dev';
+export const DEV_AUTH_FILE = 'dev-auth.json';
+export const DEV_TOKEN_ROLES: readonly Role[] = ['admin', 'operator', 'withdrawer', 'auditor'];
+export const DEV_TOKEN_HOURS = 12;
+export const DEMO_FUNDS = '1000000';
+export const DEMO_PARTIES = [
+  { hint: 'alice', label: 'dev-alice', fund: true },
+  { hint: 'bob', label: 'dev-bob', fund: false },
+] as const;
+
+/** Stands in for the dev secret while the configuration is loaded (the real one lives in the data folder). */
+const PLACEHOLDER = `dev-placeholder-${randomBytes(24).toString('hex')}`;
+
+/** Lowest-precedence settings of development mode; file and environment still override them. */
+export function devDefaults(): Record<string, unknown> {
+  return {
+    network: { sandbox: true },
+    auth: {
+      issuer: DEV_ISSUER,
+      audience: DEV_AUDIENCE,
+      sharedSecret: PLACEHOLDER,
+      algorithms: ['HS256'],
+    },
+  };
+}
+
+/** The environment of development mode: the development passphrase unless one is configured. */
+export function devEnv(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; devPassphrase: boolean } {
+  if (env[PASSPHRASE.env] || env[PASSPHRASE.fileEnv]) return { env, devPassphrase: false };
+  return { env: { ...env, [PASSPHRASE.env]: DEV_PASSPHRASE }, devPassphrase: true };
+}
+
+/** The dev JWT secret in `<dataDir>/dev-auth.json`, created (0600) on first use. */
+export async function devSecret(
+  dataDir: string,
+): Promise<{ secret: string; file: string; created: boolean }> {
+  const file = join(resolve(dataDir), DEV_AUTH_FILE);
+  await mkdir(resolve(dataDir), { recursive: true, mode: 0o700 });
+  let text: string | undefined;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  if (text !== undefined) {
+    let secret: unknown;
+    try {
+      secret = (JSON.parse(text) as { sharedSecret?: unknown }).sharedSecret;
+    } catch {}
+    if (typeof secret !== 'string' || Buffer.byteLength(secret) < 32)
+      throw new Error(`${file} holds no usable sharedSecret; delete it to make a new one`);
+    if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
+    return { secret, file, created: false };
+  }
+  const secret = randomBytes(32).toString('base64url');
+  const doc = { format: 'canton-signer/dev-auth@1', algorithm: 'HS256', sharedSecret: secret };
+  await writeFile(file, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  return { secret, file, created: true };
+}
+
+/**
+ * Puts the dev secret into a configuration loaded with `devDefaults()`.
+ * Returns whether auth is still development auth (false when the file or the
+ * environment configured other auth: then no demo token can be minted).
+ */
+export async function applyDevSecret(config: ServiceConfig): Promise<{ file: string } | undefined> {
+  if (config.auth.sharedSecret !== PLACEHOLDER) return undefined;
+  const { secret, file } = await devSecret(config.database.dataDir);
+  config.auth.sharedSecret = secret;
+  return { file };
+}
+
+/** A demo bearer token for the dev configuration. */
+export async function devToken(
+  config: ServiceConfig,
+  parties: readonly string[],
+  opts: { hours?: number; roles?: readonly Role[] } = {},
+): Promise<string> {
+  const secret = config.auth.sharedSecret;
+  if (secret === undefined) throw new Error('development token: auth.sharedSecret is not set');
+  const first = (v: string | string[]) => (Array.isArray(v) ? v[0]! : v);
+  return new SignJWT({
+    [config.auth.rolesClaim]: [...(opts.roles ?? DEV_TOKEN_ROLES)],
+    [config.auth.partiesClaim]: [...parties],
+  })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject('dev-demo')
+    .setIssuer(first(config.auth.issuer))
+    .setAudience(first(config.auth.audience))
+    .setIssuedAt()
+    .setExpirationTime(`${opts.hours ?? DEV_TOKEN_HOURS}h`)
+    .sign(new TextEncoder().encode(secret));
+}
+
+export interface DemoParties {
+  alice: PartyRecord;
+  bob: PartyRecord;
+  /** Every party of the book now hosted on the sandbox. */
+  hosted: string[];
+}
+
+async function demoParty(
+  signer: Signer,
+  book: PartyBook,
+  sandbox: RunningSandbox,
+  hint: string,
+  label: string,
+): Promise<PartyRecord> {
+  const existing = (await book.list()).find((r) => r.keyLabel === label && r.hint === hint);
+  if (existing) return existing;
+  const keys = await signer.list();
+  const key =
+    keys.find((k) => k.label === label) ??
+    (await signer.generate({ label, scheme: 'ed25519', backend: 'file' }));
+  const net = sandbox.ctx.net;
+  const rec: PartyRecord = {
+    partyId: makePartyId(hint, key.fingerprint),
+    hint,
+    keyLabel: key.label,
+    scheme: key.scheme,
+    fingerprint: key.fingerprint,
+    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
+    via: 'ledger-api',
+    participantUid: net.participantUid,
+    synchronizerId: net.synchronizerId,
+    createdAt: new Date().toISOString(),
+  };
+  await book.put(rec);
+  return rec;
+}
+
+/**
+ * Makes sure the demo parties exist (key + party book record) and hosts every
+ * party of the party book on the fresh sandbox; funds alice from the tap.
+ */
+export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox): Promise<DemoParties> {
+  const book = deps.store.parties;
+  const [alice, bob] = await Promise.all(
+    DEMO_PARTIES.map((p) => demoParty(deps.signer, book, sandbox, p.hint, p.label)),
+  );
+  const net = sandbox.ctx.net;
+  const hosted: string[] = [];
+  for (const rec of await book.list()) {
+    const fund = DEMO_PARTIES.some((p) => p.fund && p.label === rec.keyLabel && p.hint === rec.hint);
+    hostExternalParty(net, rec, fund ? { fund: DEMO_FUNDS } : {});
+    hosted.push(rec.partyId);
+  }
+  return { alice: alice!, bob: bob!, hosted };
+}
+
+const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The start banner: where everything is, the demo token and the curl lines (stdout). */
+export function devBanner(x: {
+  url: string;
+  sandbox: RunningSandbox;
+  token?: string;
+  parties: DemoParties;
+}): string {
+  const { url, sandbox, token, parties } = x;
+  const body = JSON.stringify({
+    party: parties.alice.partyId,
+    receiver: parties.bob.partyId,
+    amount: '10',
+    memo: 'demo',
+  });
+  const lines = [
+    '',
+    'canton-signer is running (development mode)',
+    `  service    ${url}`,
+    `  API docs   ${url}/docs`,
+    `  metrics    ${url}/metrics`,
+    `  health     ${url}/health   ${url}/ready`,
+    `  sandbox    ${sandbox.urls.origin}  (Ledger API; validator ${sandbox.urls.validator}; scan ${sandbox.urls.scan})`,
+    `  alice      ${parties.alice.partyId}  (funded ${DEMO_FUNDS} from the sandbox tap)`,
+    `  bob        ${parties.bob.partyId}`,
+    '',
+  ];
+  if (token) {
+    lines.push(
+      `Demo token (roles ${DEV_TOKEN_ROLES.join(', ')}; parties alice and bob; valid ${DEV_TOKEN_HOURS} h):`,
+      `  export TOKEN=${token}`,
+      '',
+      'Create a withdrawal (alice → bob, 10):',
+      `  curl -s -X POST ${url}/v1/withdrawals -H "Authorization: Bearer $TOKEN" \\`,
+      `    -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s)" \\`,
+      `    -d ${sh(body)}`,
+      '',
+      'Read it (the "id" from the answer above):',
+      `  curl -s ${url}/v1/withdrawals/<id> -H "Authorization: Bearer $TOKEN"`,
+      '',
+    );
+  } else {
+    lines.push('No demo token: auth is configured (not development auth).', '');
+  }
+  return lines.join('\n');
+}
+
+/** The loud warning of development mode (stderr). */
+export function devWarning(x: { devPassphrase: boolean; secretFile?: string }): string {
+  const bar = '!'.repeat(78);
+  return [
+    bar,
+    '!!  DEVELOPMENT MODE: FOR DEVELOPMENT AND DEMOS ONLY. NEVER FOR REAL FUNDS.',
+    x.devPassphrase
+      ? '!!  The keystore is encrypted with a fixed, PUBLIC development passphrase.'
+      : '!!  The keystore passphrase comes from CANTON_SIGNER_PASSPHRASE(_FILE).',
+    x.secretFile
+      ? `!!  JWT secret for demo tokens: ${x.secretFile} (anyone who reads it is admin).`
+      : '!!  Auth comes from your configuration.',
+    '!!  The network is the built-in in-memory sandbox: its ledger is gone at exit.',
+    bar,
+    '',
+  ].join('\n');
+}

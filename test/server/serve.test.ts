@@ -1,0 +1,138 @@
+/**
+ * `canton-signer serve` as a real process: a bad configuration exits 2 naming
+ * each bad setting and no secret; a good one listens, answers, logs JSON with
+ * the configuration redacted, and on SIGTERM finishes the request in flight
+ * (held back by a sandbox latency fault) before it exits 0.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { LISTENING, SANDBOX_ORIGIN, startServe, stopAll } from '../support/serve-process.js';
+
+const SECRET = 'serve-test-shared-secret-0123456789-abcdef';
+const PASSPHRASE = 'serve-test-passphrase-do-not-log';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'canton-signer-serve-'));
+});
+afterEach(() => stopAll());
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('serve: configuration errors', () => {
+  it('exits 2 naming every bad setting, without the secret values', async () => {
+    const r = await runCli(['serve'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CANTON_SIGNER_SANDBOX: 'true',
+        CANTON_SIGNER_AUTH_SHARED_SECRET: 'short-secret-XYZZY',
+        CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
+        CANTON_SIGNER_DATABASE_URL: 'postgres://user:pw-PLUGH@/nohost',
+        CANTON_SIGNER_PORT: 'eighty',
+      },
+    });
+    expect(r.status).toBe(2);
+    const all = r.stdout + r.stderr;
+    expect(r.stderr).toMatch(/invalid configuration/);
+    expect(r.stderr).toMatch(/auth\.issuer/);
+    expect(r.stderr).toMatch(/auth\.audience/);
+    expect(r.stderr).toMatch(
+      /auth\.sharedSecret \(CANTON_SIGNER_AUTH_SHARED_SECRET\): must be at least 32 bytes/,
+    );
+    expect(r.stderr).toMatch(/database\.url \(CANTON_SIGNER_DATABASE_URL\)/);
+    expect(r.stderr).toMatch(/listen\.port \(CANTON_SIGNER_PORT\)/);
+    expect(all).not.toMatch(/XYZZY|PLUGH/);
+  });
+
+  it('exits 2 for an unreadable or unknown configuration file', async () => {
+    const bad = join(dir, 'bad.json');
+    await writeFile(
+      bad,
+      JSON.stringify({ listen: { port: 1 }, nonsense: true, auth: { sharedSecret: 'XYZZY' } }),
+    );
+    const r = await runCli(['serve', '--config', bad], { env: { PATH: process.env.PATH ?? '' } });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/nonsense: unknown setting/);
+    expect(r.stderr).toMatch(/network\.ledgerApiUrl/);
+    expect(r.stdout + r.stderr).not.toMatch(/XYZZY/);
+    const missing = await runCli(['serve', '--config', join(dir, 'nope.json')], {
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read .*nope\.json/);
+  });
+});
+
+describe('serve: a running service', () => {
+  it('listens, logs JSON with the configuration redacted, and shuts down gracefully on SIGTERM', async () => {
+    const cfgFile = join(dir, 'config.json');
+    await writeFile(
+      cfgFile,
+      JSON.stringify({
+        listen: { host: '127.0.0.1', port: 0 },
+        database: { dataDir: './db' },
+        keystore: { dir: './keys' },
+        network: { sandbox: true },
+        auth: {
+          issuer: 'https://issuer.test',
+          audience: 'serve-test',
+          sharedSecret: SECRET,
+          algorithms: ['HS256'],
+        },
+        log: { level: 'info' },
+      }),
+    );
+    const p = startServe(['--config', cfgFile], {
+      cwd: dir,
+      env: { CANTON_SIGNER_PASSPHRASE: PASSPHRASE },
+    });
+    const url = (await p.waitFor(LISTENING))[1]!;
+    const sandbox = p.stdout().match(SANDBOX_ORIGIN)?.[1];
+    expect(sandbox).toBeDefined();
+
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ ok: true });
+
+    // Every ledger-end call now takes 2 s: /ready is a slow request.
+    const fault = await fetch(`${sandbox}/sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fault: { kind: 'latency', ms: 2000 }, operation: 'ledger-api.ledgerEnd' }),
+    });
+    expect(fault.status).toBe(200);
+    const started = Date.now();
+    const slow = fetch(`${url}/ready`).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as { ok: boolean },
+    }));
+    await new Promise((r) => setTimeout(r, 400));
+    p.child.kill('SIGTERM');
+    await p.waitFor(/shutting down/);
+    // No new connections once shutting down.
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+
+    const ready = await slow;
+    expect(ready.status).toBe(200);
+    expect(ready.body.ok).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+    const { code } = await p.exited;
+    expect(code).toBe(0);
+
+    const lines = p
+      .stdout()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
+    const logs = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const start = logs.find((l) => l.msg === 'canton-signer starting') as { config: { auth: unknown } };
+    expect(start.config.auth).toMatchObject({ sharedSecret: '[redacted]', issuer: 'https://issuer.test' });
+    expect(logs.at(-1)!.msg).toBe('stopped');
+    const all = p.stdout() + p.stderr();
+    expect(all).not.toContain(SECRET);
+    expect(all).not.toContain(PASSPHRASE);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * `canton-signer serve` as a real child process for tests: its output as it
+ * arrives, waiting for a line that matches, the exit status, and a kill that
+ * runs at the end of a test whatever happened (`stopAll`).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { BIN, cliEnv } from './cli.js';
+
+export interface ServeProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** The first match of `re` in stdout (+ stderr with `both`), waiting up to `ms`. */
+  waitFor(re: RegExp, ms?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<ChildProcess>();
+
+export function startServe(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string | undefined> },
+): ServeProcess {
+  const env = cliEnv();
+  for (const [k, v] of Object.entries(opts.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+    cwd: opts.cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let out = '';
+  let err = '';
+  const waiters = new Set<() => void>();
+  const poke = () => {
+    for (const w of waiters) w();
+  };
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+    poke();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    err += c.toString('utf8');
+    poke();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => {
+      running.delete(child);
+      poke();
+      resolve({ code, signal });
+    }),
+  );
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor(re, ms = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = out.match(re);
+          if (m) {
+            done();
+            resolve(m);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            done();
+            reject(new Error(`serve exited before ${re}:\nstdout: ${out}\nstderr: ${err}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`timed out waiting for ${re}:\nstdout: ${out}\nstderr: ${err}`));
+        }, ms);
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Kills every serve process a test left running. */
+export function stopAll(): void {
+  for (const c of running) c.kill('SIGKILL');
+  running.clear();
+}
+
+/** The `"url"` of the JSON `listening` log line. */
+export const LISTENING = /"url":"(http:\/\/[^"]+)","msg":"listening"/;
+/** The sandbox origin of the JSON `sandbox network started` log line. */
+export const SANDBOX_ORIGIN = /"sandbox":\{"origin":"(http:\/\/[^"]+)"/;
