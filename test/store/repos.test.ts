@@ -11,6 +11,7 @@ import type { Db } from '../../src/store/db.js';
 import { NotFoundError } from '../../src/store/errors.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import type { PartyRecord } from '../../src/store/parties.js';
+import { DbPartyBook } from '../../src/store/repos/parties.js';
 import { storeDrivers } from '../support/pg.js';
 
 const drivers = await storeDrivers();
@@ -103,6 +104,33 @@ describe.each(drivers)('repositories on $name', (driver) => {
       'party.put',
       'party.put',
     ]);
+  });
+
+  it('DbPartyBook caches records per database handle; a put through any book refreshes them', async () => {
+    const p: PartyRecord = {
+      partyId: `carol::${FP}`,
+      hint: 'carol',
+      keyLabel: 'carol-1',
+      scheme: 'ed25519',
+      fingerprint: FP,
+      publicKeySpki: spki.toString('base64'),
+      via: 'ledger-api',
+      createdAt: '2025-01-04T00:00:00.000Z',
+    };
+    const writer = new DbPartyBook(db, { actor: 'admin-2' });
+    await writer.put(p);
+    expect(await store.parties.get(p.partyId)).toEqual(p);
+    // Behind the cache's back (another instance, say): the cached record is still answered…
+    await db.query('UPDATE parties SET key_label = $1 WHERE party_id = $2', ['carol-2', p.partyId]);
+    expect((await store.parties.get(p.partyId))?.keyLabel).toBe('carol-1');
+    // …by an uncached book the change is seen at once, and a put through any book refreshes the cache.
+    expect((await new DbPartyBook(db, { cacheMs: 0 }).get(p.partyId))?.keyLabel).toBe('carol-2');
+    await writer.put({ ...p, keyLabel: 'carol-3' });
+    expect((await store.parties.get(p.partyId))?.keyLabel).toBe('carol-3');
+    // A caller changing the answer does not change the cache.
+    const got = await store.parties.get(p.partyId);
+    got!.keyLabel = 'mutated';
+    expect((await store.parties.get(p.partyId))?.keyLabel).toBe('carol-3');
   });
 
   it('DbRecorder writes each journal record into the audit chain and reads it back', async () => {

@@ -2,6 +2,13 @@
  * DbPartyBook: the PartyBook interface (src/store/parties.ts) on the
  * database's `parties` table. `put` replaces the record and is audited
  * (`party.put`). Timestamps come back as ISO-8601 UTC with milliseconds.
+ *
+ * `get` is on every signing path, so records are cached per database handle
+ * (shared by every DbPartyBook on it; `put` through any of them refreshes the
+ * entry) for `PARTY_CACHE_MS`. Another instance's `put` is seen here within
+ * that time. A stale entry cannot make a wrong signature pass: the key a
+ * party's namespace is derived from is fixed by its id, and every signature
+ * is verified against the registered key and the party's fingerprint.
  */
 import { appendAudit } from '../audit.js';
 import type { Db } from '../db.js';
@@ -38,15 +45,47 @@ function fromRow(r: Row): PartyRecord {
   return p;
 }
 
+/** How long a looked-up party record is reused without asking the database (ms). */
+export const PARTY_CACHE_MS = 10_000;
+const CACHE_MAX = 10_000;
+
+type Cache = Map<string, { record: PartyRecord; until: number }>;
+const CACHES = new WeakMap<Db, Cache>();
+
+function cacheOf(db: Db): Cache {
+  let c = CACHES.get(db);
+  if (!c) {
+    c = new Map();
+    CACHES.set(db, c);
+  }
+  return c;
+}
+
 export class DbPartyBook implements PartyBook {
+  private readonly cache: Cache;
   constructor(
     private readonly db: Db,
-    private readonly opts: { actor?: string } = {},
-  ) {}
+    private readonly opts: { actor?: string; cacheMs?: number } = {},
+  ) {
+    this.cache = cacheOf(db);
+  }
 
   async get(partyId: string): Promise<PartyRecord | undefined> {
+    const now = Date.now();
+    const hit = (this.opts.cacheMs ?? PARTY_CACHE_MS) > 0 ? this.cache.get(partyId) : undefined;
+    if (hit && hit.until > now) return structuredClone(hit.record);
     const r = await this.db.query<Row>('SELECT * FROM parties WHERE party_id = $1', [partyId]);
-    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+    if (!r.rows[0]) return undefined;
+    const record = fromRow(r.rows[0]);
+    this.remember(record, now);
+    return structuredClone(record);
+  }
+
+  private remember(record: PartyRecord, now = Date.now()): void {
+    const ms = this.opts.cacheMs ?? PARTY_CACHE_MS;
+    if (ms <= 0) return;
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(record.partyId, { record: structuredClone(record), until: now + ms });
   }
 
   async list(): Promise<PartyRecord[]> {
@@ -86,5 +125,6 @@ export class DbPartyBook implements PartyBook {
         details: { keyLabel: p.keyLabel, fingerprint: p.fingerprint, scheme: p.scheme, via: p.via },
       });
     });
+    this.cache.delete(p.partyId);
   }
 }
