@@ -336,12 +336,14 @@ export async function verifyAndSign(
 }
 
 export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<FlowResult<T>> {
-  const rec = stepRecorder(opts.recorder, {
-    flow: flow.name,
-    partyId: flow.party.partyId,
-    intent: flow.intent,
-    ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
-  });
+  // Built at each step: a flow may refine its intent once prepared (e.g. the transfer kind the registry chose).
+  const rec: StepRecorder = (step, extra) =>
+    stepRecorder(opts.recorder, {
+      flow: flow.name,
+      partyId: flow.party.partyId,
+      intent: flow.intent,
+      ...(flow.commandId !== undefined ? { commandId: flow.commandId } : {}),
+    })(step, extra);
   const max = flow.maxAttempts ?? 3;
   let lastStale: unknown;
   for (let attempt = 1; attempt <= max; attempt++) {
