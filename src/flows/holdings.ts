@@ -55,7 +55,11 @@ export const sameInstrument = (a: InstrumentId, b: InstrumentId): boolean =>
 
 export const instrumentText = (i: InstrumentId): string => `${i.admin}:${i.id}`;
 
-/** Created events of `partyId`'s active contracts implementing `interfaceId`, with the view. */
+/**
+ * Created events of `partyId`'s active contracts implementing `interfaceId`,
+ * with the view (no created-event blobs: nothing here discloses these
+ * contracts, and a blob is kilobytes per contract).
+ */
 export async function activeInterfaceViews(
   ctx: FlowContext,
   partyId: string,
@@ -72,7 +76,7 @@ export async function activeInterfaceViews(
               {
                 identifierFilter: {
                   InterfaceFilter: {
-                    value: { interfaceId, includeInterfaceView: true, includeCreatedEventBlob: true },
+                    value: { interfaceId, includeInterfaceView: true, includeCreatedEventBlob: false },
                   },
                 },
               },

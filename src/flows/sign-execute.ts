@@ -35,6 +35,11 @@ export interface SignExecuteRequest {
   scheme: HashingScheme;
   /** Validated with `IntentSchema`; the error names the field. */
   intent: unknown;
+  /**
+   * The same intent as `IntentSchema` already output it (the route validated
+   * the request body with it): when given, it is used and not parsed again.
+   */
+  validatedIntent?: Intent;
   /** When given, must be the command id in the transaction's metadata. */
   commandId?: string;
 }
@@ -59,7 +64,7 @@ export function parseIntent(raw: unknown): Intent {
 }
 
 async function setUp(ctx: FlowContext, req: SignExecuteRequest) {
-  const intent = parseIntent(req.intent);
+  const intent = req.validatedIntent ?? parseIntent(req.intent);
   const party = await partyOf(ctx, req.partyId);
   const input: PreparedInput = {
     preparedTransaction: req.preparedTransaction,

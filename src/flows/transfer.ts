@@ -109,10 +109,22 @@ export function synchronizerOf(
   return ids[0] ?? fallback;
 }
 
-/** Canton Coin: the DSO party's `Amulet` (the DSO from the validator's scan proxy). */
+/** How long the DSO party read from a validator is reused (it is fixed for a network's life). */
+const DSO_TTL_MS = 5 * 60_000;
+const dsoCache = new WeakMap<object, { dso: string; until: number }>();
+
+/**
+ * Canton Coin: the DSO party's `Amulet` (the DSO from the validator's scan
+ * proxy, asked once per validator client every few minutes: every transfer
+ * needs it and it never changes on a network; failures are not kept).
+ */
 export async function amuletInstrument(ctx: FlowContext): Promise<InstrumentId> {
   const validator = requireValidator(ctx, 'a Canton Coin transfer');
-  return { admin: (await validator.scanProxyDsoPartyId()).dso_party_id, id: 'Amulet' };
+  const hit = dsoCache.get(validator);
+  if (hit && hit.until > Date.now()) return { admin: hit.dso, id: 'Amulet' };
+  const dso = (await validator.scanProxyDsoPartyId()).dso_party_id;
+  dsoCache.set(validator, { dso, until: Date.now() + DSO_TTL_MS });
+  return { admin: dso, id: 'Amulet' };
 }
 
 const COMMAND_ID = /^[A-Za-z0-9#:\-_/ ]{1,255}$/;

@@ -101,6 +101,12 @@ interface RunState {
   prepared?: { bytes: string; scheme: string };
   signed?: SignOutput;
   ledgerEnd?: number;
+  /**
+   * The ledger end this attempt just read before submitting, not yet handed
+   * out: the flow's own "ledger end before the first submission" is this same
+   * offset (read after nothing of this attempt was sent), so it is not read twice.
+   */
+  unusedEnd?: number;
   /** An execute of this run returned success (whatever fails afterwards, it is on the ledger). */
   executedOk: boolean;
   /** A write of ours failed inside the pipeline (it may report it as a rejection): not the ledger's answer. */
@@ -263,12 +269,18 @@ function withdrawalContext(
   ) => set(await repo.transition(id, from, to, patch, { actor: 'worker', ...opts }));
 
   const ledger = Object.create(ctx.ledger) as LedgerApiClient;
+  ledger.ledgerEnd = async (o) => {
+    const end = run.unusedEnd;
+    run.unusedEnd = undefined;
+    return end !== undefined ? { offset: end } : ctx.ledger.ledgerEnd(o);
+  };
   ledger.prepare = async (req, o) => {
     const res = await ctx.ledger.prepare(req, o);
     run.prepared = { bytes: res.preparedTransaction, scheme: schemeName(res.hashingSchemeVersion) };
     return res;
   };
   ledger.executeAndWait = async (req, o) => {
+    run.unusedEnd = undefined;
     const sid = req.submissionId ?? `${current().commandId}:${Date.now()}`;
     await store.artifacts.recordSubmission({
       submissionId: sid,
@@ -383,6 +395,7 @@ function withdrawalContext(
       case 'submitted': {
         const end = (await ctx.ledger.ledgerEnd()).offset;
         run.ledgerEnd = end;
+        run.unusedEnd = end;
         if (run.stay) await repo.setLookupFrom(id, end);
         else
           await move(

@@ -4,7 +4,8 @@
  * and from polling the store for unfinished withdrawals, claims each one with
  * a lease in the database before touching it (several service instances may
  * share one PostgreSQL: two never carry one withdrawal at once; a lease held
- * by a crashed instance expires), renews the lease while working, runs at
+ * by a crashed instance expires), renews the lease while working and
+ * releases it after (a final withdrawal's lease is left to lapse), runs at
  * most `concurrency` withdrawals at once and one at a time per sending party
  * (they would spend the same holdings), and retries errors before submission
  * with backoff up to a limit, then `failed`. On start it resumes every
@@ -69,15 +70,18 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   const notBefore = new Map<string, number>();
   const errors = new Map<string, number>();
   const partyTails = new Map<string, Promise<void>>();
+  /** Withdrawals that became final since the poll in progress started (its answer may predate that). */
+  const finishedDuringPoll = new Set<string>();
   let running = false;
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
 
   const warn = (obj: object, msg: string) => opts.logger?.warn(obj, msg);
 
-  /** Runs `f` after every earlier run for the same party finished. */
-  async function serialised<T>(party: string, f: () => Promise<T>): Promise<T> {
-    const prev = partyTails.get(party) ?? Promise.resolve();
+  /** Runs `f` after every earlier run for the same party finished (`f` learns whether it waited). */
+  async function serialised<T>(party: string, f: (waited: boolean) => Promise<T>): Promise<T> {
+    const earlier = partyTails.get(party);
+    const prev = earlier ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((r) => {
       release = r;
@@ -86,7 +90,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     partyTails.set(party, tail);
     await prev;
     try {
-      return await f();
+      return await f(earlier !== undefined);
     } finally {
       release();
       if (partyTails.get(party) === tail) partyTails.delete(party);
@@ -111,11 +115,17 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
       );
     }, leaseMs / 3);
     heartbeat.unref();
+    // Set once the withdrawal is final: its lease is then left to lapse (nothing claims a final row).
+    let final = false;
     try {
-      await serialised(claimed.party, async () => {
+      await serialised(claimed.party, async (waited) => {
         if (!running) return;
-        const w = await repo.get(id);
-        if (!w || isTerminal(w.state)) return;
+        // The row as claimed, unless an earlier run for the party went first (then read it again).
+        const w = waited ? await repo.get(id) : claimed;
+        if (!w || isTerminal(w.state)) {
+          final = true;
+          return;
+        }
         const t0 = performance.now();
         let outcome: RunOutcome;
         try {
@@ -130,6 +140,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         }
         const seconds = (performance.now() - t0) / 1000;
         if (outcome.done) {
+          final = true;
           errors.delete(id);
           notBefore.delete(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
@@ -153,7 +164,10 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
               { actor: 'worker' },
             )
             .then(
-              () => opts.observe?.('withdrawal', 'failed', 0),
+              () => {
+                final = true;
+                opts.observe?.('withdrawal', 'failed', 0);
+              },
               (e) => warn({ withdrawal: id, err: String(e) }, 'could not mark the withdrawal failed'),
             );
           errors.delete(id);
@@ -163,7 +177,8 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
       });
     } finally {
       clearInterval(heartbeat);
-      await repo.releaseLease(id, owner).catch(() => {});
+      if (final) finishedDuringPoll.add(id);
+      else await repo.releaseLease(id, owner).catch(() => {});
     }
   }
 
@@ -187,8 +202,12 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   async function poll(): Promise<void> {
     if (!running || polling) return polling;
     polling = (async () => {
+      finishedDuringPoll.clear();
       try {
-        for (const id of await repo.claimable(owner, Math.max(100, concurrency * 4))) queue.add(id);
+        // Not the ones in hand (our own leases are claimable) nor those finished meanwhile: the
+        // next claim of either would only fail.
+        for (const id of await repo.claimable(owner, Math.max(100, concurrency * 4)))
+          if (!active.has(id) && !finishedDuringPoll.has(id)) queue.add(id);
       } catch (e) {
         warn({ err: String(e) }, 'polling unfinished withdrawals failed');
       }

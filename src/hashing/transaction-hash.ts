@@ -135,8 +135,14 @@ function isDecoded(x: unknown): x is DecodedTransaction {
   return typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && 'nodeById' in x;
 }
 
+/**
+ * One sink for every hash: hashing is synchronous and a sink is reset by
+ * `begin()`, so sharing it saves a 64 KiB buffer per transaction.
+ */
+const SINK = new Sha256Sink();
+
 class Hasher {
-  private readonly s = new Sha256Sink();
+  private readonly s = SINK;
   constructor(
     private readonly rules: SchemeRules,
     private readonly scheme: HashingScheme,

@@ -16,11 +16,31 @@ function unwrap(v: Value | undefined): Value | undefined {
 export function at(v: Value | undefined, path: string): Value | undefined {
   let cur = unwrap(v);
   if (path === '') return cur;
-  for (const label of path.split('.')) {
+  // Label by label without splitting the path (this runs for every field the recogniser reads).
+  let start = 0;
+  for (;;) {
+    const dot = path.indexOf('.', start);
+    const stop = dot < 0 ? path.length : dot;
     if (cur?.kind !== 'record') return undefined;
-    cur = unwrap(cur.fields.find((f) => f.label === label)?.value);
+    cur = unwrap(fieldAt(cur.fields, path, start, stop));
+    if (dot < 0) return cur;
+    start = dot + 1;
   }
-  return cur;
+}
+
+/** The value of the first field labelled `path[start, stop)`. */
+function fieldAt(
+  fields: readonly { label: string; value: Value }[],
+  path: string,
+  start: number,
+  stop: number,
+): Value | undefined {
+  const n = stop - start;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    if (f.label.length === n && path.startsWith(f.label, start)) return f.value;
+  }
+  return undefined;
 }
 
 export function partyAt(v: Value | undefined, path: string): string | undefined {

@@ -32,6 +32,41 @@ export interface PreparedOutput {
 const key = (scheme: HashingScheme, hashHex: string) => `${scheme}:${hashHex}`;
 
 /**
+ * What decoding and hashing the exact text `prepare` handed out gives, kept
+ * for its execute (used once, the oldest dropped past the bound): the same
+ * bytes always decode and hash the same, so execute need not do it again. Any
+ * other text (changed, re-encoded, another scheme) is decoded and hashed in
+ * full. Independent of `net.preparations`: a forgotten preparation is still
+ * refused as before.
+ */
+interface Digested {
+  scheme: HashingScheme;
+  decoded: ReturnType<typeof decodePreparedTransaction>;
+  hash: Uint8Array;
+}
+const DIGEST_LIMIT = 256;
+const digests = new WeakMap<SandboxNetwork, Map<string, Digested>>();
+
+function remember(net: SandboxNetwork, text: string, d: Digested): void {
+  let m = digests.get(net);
+  if (!m) {
+    m = new Map();
+    digests.set(net, m);
+  }
+  m.delete(text);
+  m.set(text, d);
+  if (m.size > DIGEST_LIMIT) m.delete(m.keys().next().value as string);
+}
+
+function recall(net: SandboxNetwork, text: string, scheme: HashingScheme): Digested | undefined {
+  const m = digests.get(net);
+  const d = m?.get(text);
+  if (!d) return undefined;
+  m!.delete(text);
+  return d.scheme === scheme ? d : undefined;
+}
+
+/**
  * Serializes and hashes a prepared transaction and remembers it for execute.
  * `claimedHash` overrides the hash handed out (fault injection: a participant
  * lying about the hash).
@@ -47,12 +82,16 @@ export function registerPreparation(
   },
 ): PreparedOutput {
   const bytes = encodePreparedTransaction(prepared);
-  const hash = hashPreparedTransaction(bytes, { scheme: opts.scheme });
+  // Hashed from its strict decode, as execute will: what cannot be decoded is never handed out.
+  const decoded = decodePreparedTransaction(bytes);
+  const hash = hashPreparedTransaction(decoded, { scheme: opts.scheme });
   const hashHex = bytesToHex(hash);
   const p: Preparation = { prepared, scheme: opts.scheme, hashHex, userId: opts.userId };
   if (opts.onCommit) p.onCommit = opts.onCommit;
   net.preparations.set(key(opts.scheme, hashHex), p);
-  return { preparedTransaction: bytesToBase64(bytes), hash: opts.claimedHash ?? hash, scheme: opts.scheme };
+  const text = bytesToBase64(bytes);
+  remember(net, text, { scheme: opts.scheme, decoded, hash: hash.slice() });
+  return { preparedTransaction: text, hash: opts.claimedHash ?? hash, scheme: opts.scheme };
 }
 
 /** Forgets a preparation (a tampering participant withholds the honest one). */
@@ -76,15 +115,18 @@ export interface ExecuteOutcome {
 
 /** Decodes and checks everything that can be checked before the transaction is sequenced. */
 export function precheck(net: SandboxNetwork, input: ExecuteInput) {
+  const known = recall(net, input.preparedTransaction, input.scheme);
   let decoded: ReturnType<typeof decodePreparedTransaction>;
-  try {
-    decoded = decodePreparedTransaction(input.preparedTransaction);
-  } catch (e) {
-    if (e instanceof TransactionError || e instanceof Error)
-      throw E.invalidArgument(`preparedTransaction: ${e.message}`);
-    throw e;
-  }
-  const hash = hashPreparedTransaction(decoded, { scheme: input.scheme });
+  if (known) decoded = known.decoded;
+  else
+    try {
+      decoded = decodePreparedTransaction(input.preparedTransaction);
+    } catch (e) {
+      if (e instanceof TransactionError || e instanceof Error)
+        throw E.invalidArgument(`preparedTransaction: ${e.message}`);
+      throw e;
+    }
+  const hash = known ? known.hash : hashPreparedTransaction(decoded, { scheme: input.scheme });
   const actAs = decoded.metadata.submitterInfo.actAs;
   verifyPartySignatures({
     hash,

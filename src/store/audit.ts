@@ -75,24 +75,107 @@ function fromDb(r: AuditDbRow): AuditRow {
   };
 }
 
+/** The hash of a row given its details as canonical JSON text (no re-canonicalisation). */
+function hashWithDetails(r: Omit<AuditRow, 'hash' | 'details'>, detailsCanonical: string): string {
+  // canonicalJson({seq, at, actor, action, subject, details, prev_hash}), keys in sorted order
+  return sha256Hex(
+    `${DOMAIN}{"action":${JSON.stringify(r.action)},"actor":${JSON.stringify(r.actor)},"at":${JSON.stringify(
+      r.at,
+    )},"details":${detailsCanonical},"prev_hash":${JSON.stringify(r.prevHash)},"seq":${canonicalJson(
+      r.seq,
+    )},"subject":${r.subject === null ? 'null' : JSON.stringify(r.subject)}}`,
+  );
+}
+
 /** The hash of one row's contents (everything but the hash itself). */
 export function auditHash(r: Omit<AuditRow, 'hash'>): string {
-  return sha256Hex(
-    DOMAIN +
-      canonicalJson({
-        seq: r.seq,
-        at: r.at,
-        actor: r.actor,
-        action: r.action,
-        subject: r.subject,
-        details: r.details,
-        prev_hash: r.prevHash,
-      }),
-  );
+  return hashWithDetails(r, canonicalJson(r.details));
 }
 
 function isDb(q: Queryable | Db): q is Db {
   return typeof (q as Db).transaction === 'function';
+}
+
+/** An entry as stored: NUL-free strings, details as canonical JSON text. */
+interface CleanEntry {
+  actor: string;
+  action: string;
+  subject: string | null;
+  details: string;
+}
+
+function noNul(s: string): string {
+  return s.includes('\u0000') ? (storable(s) as string) : s;
+}
+
+function cleanEntry(entry: AuditEntry): CleanEntry {
+  let details = canonicalJson(entry.details ?? {});
+  // canonical text escapes U+0000 as \u0000: only then is the (slower) storable rewrite needed
+  if (details.includes('\\u0000')) details = canonicalJson(storable(entry.details ?? {}));
+  return {
+    actor: noNul(entry.actor),
+    action: noNul(entry.action),
+    subject: entry.subject == null ? null : noNul(entry.subject),
+    details,
+  };
+}
+
+/** Locks the head, then (one statement) inserts the rows and moves the head. */
+const APPEND_SQL = `WITH x AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(seq bigint, at timestamptz, actor text, action text,
+      subject text, details jsonb, prev_hash text, hash text)
+  ), ins AS (
+    INSERT INTO audit_log (${COLUMNS}) SELECT ${COLUMNS} FROM x
+  )
+  UPDATE audit_head SET seq = $2, hash = $3 WHERE id`;
+
+/** One row written: everything but the details, which are the canonical text stored. */
+interface Written {
+  row: Omit<AuditRow, 'details'>;
+  details: string;
+}
+
+async function writeChained(q: Queryable, entries: readonly AuditEntry[]): Promise<Written[]> {
+  if (entries.length === 0) return [];
+  const clean = entries.map(cleanEntry);
+  const head = await q.query<{ seq: number; hash: string; now: string }>(
+    `SELECT seq, hash, date_trunc('milliseconds', clock_timestamp()) AS now
+       FROM audit_head WHERE id FOR UPDATE`,
+  );
+  const h = head.rows[0];
+  if (!h) throw new Error('audit_head row is missing: the database was not migrated, or was tampered with');
+  let prevHash = h.hash;
+  const out: Written[] = [];
+  const json: string[] = [];
+  for (const [i, c] of clean.entries()) {
+    const base = {
+      seq: h.seq + i + 1,
+      at: h.now,
+      actor: c.actor,
+      action: c.action,
+      subject: c.subject,
+      prevHash,
+    };
+    const row = { ...base, hash: hashWithDetails(base, c.details) };
+    json.push(
+      `{"seq":${row.seq},"at":${JSON.stringify(row.at)},"actor":${JSON.stringify(row.actor)},"action":${JSON.stringify(
+        row.action,
+      )},"subject":${JSON.stringify(row.subject)},"details":${c.details},"prev_hash":"${row.prevHash}","hash":"${row.hash}"}`,
+    );
+    out.push({ row, details: c.details });
+    prevHash = row.hash;
+  }
+  await q.query(APPEND_SQL, [`[${json.join(',')}]`, h.seq + clean.length, prevHash]);
+  return out;
+}
+
+/**
+ * Appends entries in order, as part of the transaction `q` (call it last: it
+ * locks the head until commit): one head lock, one statement inserting every
+ * row and moving the head, whatever the number of entries.
+ */
+export async function appendAuditBatch(q: Queryable, entries: readonly AuditEntry[]): Promise<void> {
+  await writeChained(q, entries);
 }
 
 /**
@@ -101,40 +184,9 @@ function isDb(q: Queryable | Db): q is Db {
  */
 export async function appendAudit(q: Queryable | Db, entry: AuditEntry): Promise<AuditRow> {
   if (isDb(q)) return q.transaction((tx) => appendAudit(tx, entry));
-  const clean = storable({
-    actor: entry.actor,
-    action: entry.action,
-    subject: entry.subject ?? null,
-    details: entry.details ?? {},
-  }) as { actor: string; action: string; subject: string | null; details: Json };
-  const head = await q.query<{ seq: number; hash: string; now: string }>(
-    `SELECT seq, hash, date_trunc('milliseconds', clock_timestamp()) AS now
-       FROM audit_head WHERE id FOR UPDATE`,
-  );
-  const h = head.rows[0];
-  if (!h) throw new Error('audit_head row is missing: the database was not migrated, or was tampered with');
-  const row: Omit<AuditRow, 'hash'> = {
-    seq: h.seq + 1,
-    at: h.now,
-    actor: clean.actor,
-    action: clean.action,
-    subject: clean.subject,
-    details: clean.details,
-    prevHash: h.hash,
-  };
-  const hash = auditHash(row);
-  await q.query(`INSERT INTO audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
-    row.seq,
-    row.at,
-    row.actor,
-    row.action,
-    row.subject,
-    JSON.stringify(row.details),
-    row.prevHash,
-    hash,
-  ]);
-  await q.query('UPDATE audit_head SET seq = $1, hash = $2 WHERE id', [row.seq, hash]);
-  return { ...row, hash };
+  const [w] = await writeChained(q, [entry]);
+  if (!w) throw new Error('audit append wrote no row');
+  return { ...w.row, details: JSON.parse(w.details) as Json };
 }
 
 /** Entries in seq order, optionally for one subject, after a seq (for paging). */

@@ -3,7 +3,9 @@
  * other body → conflict, 20 concurrent creates → one row), the state
  * machine (only allowed edges, atomic guarded updates, the database trigger
  * agrees), cancel rules, resume list, and cursor pagination without gaps or
- * overlaps.
+ * overlaps; group commit (creates issued together share one transaction:
+ * duplicates, conflicts and mixed requests inside a batch, other instances,
+ * a failing batch retried one by one, the audit chain after 500 creates).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAudit, verifyAudit } from '../../src/store/audit.js';
@@ -469,6 +471,241 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       await expect(repo.list({ state: 'bogus' as WithdrawalState })).rejects.toMatchObject({
         field: 'state',
       });
+    });
+  });
+
+  describe('group commit (concurrent creates share one transaction)', () => {
+    // A database of its own, and (PostgreSQL) a second handle on it: another instance.
+    let gdb: Db;
+    let other: Db | undefined;
+    let grepo: WithdrawalRepo;
+    beforeAll(async () => {
+      gdb = await driver.fresh();
+      other = driver.another ? await driver.another() : undefined;
+      grepo = new WithdrawalRepo(gdb, { actor: 'test' });
+    });
+    const settled = <T>(ps: Promise<T>[]) => Promise.allSettled(ps);
+
+    it('creates issued together are committed in one transaction, each with its own row and audit row', async () => {
+      const keys = Array.from({ length: 32 }, () => key());
+      const results = await Promise.all(
+        keys.map((k, i) =>
+          grepo.create({ idempotencyKey: k, caller: 'bot-g', body: body({ amount: `${i + 1}` }) }),
+        ),
+      );
+      expect(results.every((r) => r.created)).toBe(true);
+      expect(new Set(results.map((r) => r.withdrawal.id)).size).toBe(32);
+      // one transaction: one now()
+      expect(new Set(results.map((r) => r.withdrawal.createdAt)).size).toBe(1);
+      for (const [i, r] of results.entries()) {
+        expect(r.withdrawal).toMatchObject({
+          idempotencyKey: keys[i],
+          amount: `${i + 1}`,
+          state: 'received',
+        });
+        expect(await grepo.get(r.withdrawal.id)).toEqual(r.withdrawal);
+        const trail = await listAudit(gdb, { subject: `withdrawal:${r.withdrawal.id}` });
+        expect(trail.map((a) => a.action)).toEqual(['withdrawal.create']);
+        expect(trail[0]!.details).toMatchObject({ idempotencyKey: keys[i], amount: `${i + 1}` });
+      }
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it('the same key and body twice in one batch: one row, one audit row, the second is a replay', async () => {
+      const k = key();
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => grepo.create({ idempotencyKey: k, caller: 'bot-g', body: body() })),
+      );
+      expect(results.map((r) => r.created)).toEqual([true, ...Array(9).fill(false)]);
+      expect(new Set(results.map((r) => r.withdrawal.id)).size).toBe(1);
+      for (const r of results.slice(1)) expect(r.withdrawal).toEqual(results[0]!.withdrawal);
+      // separate objects: a caller changing its copy does not change another's
+      expect(results[1]!.withdrawal).not.toBe(results[0]!.withdrawal);
+      const audited = await listAudit(gdb, { subject: `withdrawal:${results[0]!.withdrawal.id}` });
+      expect(audited).toHaveLength(1);
+    });
+
+    it('the same key with other bodies in one batch: the first wins, the others conflict, repeats replay', async () => {
+      const k = key();
+      const bodies = [
+        body(),
+        body({ amount: '2' }),
+        body(),
+        body({ memo: 'other' }),
+        body({ amount: '10.50' }),
+      ];
+      const results = await settled(
+        bodies.map((b) => grepo.create({ idempotencyKey: k, caller: 'bot-g', body: b })),
+      );
+      const first = results[0];
+      expect(first?.status).toBe('fulfilled');
+      const w = (first as PromiseFulfilledResult<{ withdrawal: { id: string }; created: boolean }>).value;
+      expect(w.created).toBe(true);
+      for (const i of [1, 3]) {
+        const r = results[i]!;
+        expect(r.status).toBe('rejected');
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyConflictError);
+        expect((r as PromiseRejectedResult).reason.existingId).toBe(w.withdrawal.id);
+      }
+      for (const i of [2, 4])
+        expect(results[i]).toMatchObject({ status: 'fulfilled', value: { created: false } });
+      const rows = await gdb.query('SELECT id FROM withdrawals WHERE caller = $1 AND idempotency_key = $2', [
+        'bot-g',
+        k,
+      ]);
+      expect(rows.rows).toEqual([{ id: w.withdrawal.id }]);
+    });
+
+    it('a mixed batch: new keys, replays and conflicts of committed keys, invalid requests, other callers', async () => {
+      const old = key();
+      const before = await grepo.create({ idempotencyKey: old, caller: 'bot-m', body: body() });
+      const fresh = [key(), key(), key()];
+      const calls = [
+        grepo.create({ idempotencyKey: fresh[0]!, caller: 'bot-m', body: body() }),
+        grepo.create({ idempotencyKey: old, caller: 'bot-m', body: body() }), // replay
+        grepo.create({ idempotencyKey: old, caller: 'bot-m', body: body({ amount: '7' }) }), // conflict
+        grepo.create({ idempotencyKey: fresh[1]!, caller: 'bot-m', body: body({ amount: '0' }) }), // invalid
+        grepo.create({ idempotencyKey: old, caller: 'bot-other', body: body({ amount: '7' }) }), // other caller
+        grepo.create({ idempotencyKey: fresh[2]!, caller: 'bot-m', body: body({ memo: 'x\ud800y' }) }), // invalid
+        grepo.create({ idempotencyKey: fresh[1]!, caller: 'bot-m', body: body() }),
+      ];
+      const r = await settled(calls);
+      expect(r.map((x) => x.status)).toEqual([
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'rejected',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      const value = (i: number) => (r[i] as PromiseFulfilledResult<Awaited<(typeof calls)[number]>>).value;
+      const reason = (i: number) => (r[i] as PromiseRejectedResult).reason;
+      expect(value(0).created).toBe(true);
+      expect(value(1)).toEqual({ withdrawal: before.withdrawal, created: false });
+      expect(reason(2)).toBeInstanceOf(IdempotencyConflictError);
+      expect(reason(2).existingId).toBe(before.withdrawal.id);
+      expect(reason(3)).toBeInstanceOf(BadRequestError);
+      expect(reason(3).field).toBe('amount');
+      expect(value(4)).toMatchObject({ created: true, withdrawal: { caller: 'bot-other', amount: '7' } });
+      expect(reason(5)).toBeInstanceOf(BadRequestError);
+      expect(reason(5).field).toBe('memo');
+      expect(value(6).created).toBe(true);
+      expect(await grepo.getByKey('bot-m', fresh[2]!)).toBeUndefined();
+      // committed when resolved: visible through another handle
+      for (const i of [0, 4, 6])
+        expect(await new WithdrawalRepo(other ?? gdb).get(value(i).withdrawal.id)).toBeDefined();
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it('a key created by another instance meanwhile is answered as a replay or a conflict', async () => {
+      const handles = [gdb, other ?? gdb];
+      const [a, b] = handles.map((h) => new WithdrawalRepo(h!));
+      const keys = Array.from({ length: 40 }, () => key());
+      // both instances create every key, in opposite orders, with the same body for even keys
+      const ra = settled(keys.map((k) => a!.create({ idempotencyKey: k, caller: 'bot-x', body: body() })));
+      const rb = settled(
+        [...keys].reverse().map((k, j) =>
+          b!.create({
+            idempotencyKey: k,
+            caller: 'bot-x',
+            body: body({ amount: (39 - j) % 2 ? '3' : '10.5' }),
+          }),
+        ),
+      );
+      const [xa, xb] = await Promise.all([ra, rb]);
+      const fromB = [...xb].reverse();
+      for (const [i, k] of keys.entries()) {
+        const row = (
+          await gdb.query<{ id: string; amount: string }>(
+            'SELECT id, amount::text FROM withdrawals WHERE caller = $1 AND idempotency_key = $2',
+            ['bot-x', k],
+          )
+        ).rows;
+        expect(row).toHaveLength(1);
+        const pa = xa[i]!;
+        const pb = fromB[i]!;
+        const created = [pa, pb].filter((x) => x.status === 'fulfilled' && x.value.created);
+        expect(created, k).toHaveLength(1);
+        if (i % 2 === 0) {
+          // same body: the other one is a replay of the same withdrawal
+          expect(pa.status === 'fulfilled' && pb.status === 'fulfilled').toBe(true);
+          if (pa.status === 'fulfilled' && pb.status === 'fulfilled')
+            expect(pa.value.withdrawal.id).toBe(pb.value.withdrawal.id);
+        } else {
+          const lost = [pa, pb].find((x) => !(x.status === 'fulfilled' && x.value.created))!;
+          expect(lost.status).toBe('rejected');
+          expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyConflictError);
+          expect((lost as PromiseRejectedResult).reason.existingId).toBe(row[0]!.id);
+        }
+      }
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it('a batch that fails in the database is retried one by one: only the bad request fails', async () => {
+      const fdb = await driver.fresh();
+      const r = new WithdrawalRepo(fdb);
+      await fdb.query(`CREATE FUNCTION test_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.memo = 'boom' THEN RAISE EXCEPTION 'boom refused'; END IF; RETURN NEW; END $$`);
+      await fdb.query(
+        'CREATE TRIGGER test_boom BEFORE INSERT ON withdrawals FOR EACH ROW EXECUTE FUNCTION test_boom()',
+      );
+      const done = await r.create({ idempotencyKey: 'k-done', caller: 'bot', body: body() });
+      const results = await settled([
+        r.create({ idempotencyKey: 'k-1', caller: 'bot', body: body() }),
+        r.create({ idempotencyKey: 'k-boom', caller: 'bot', body: body({ memo: 'boom' }) }),
+        r.create({ idempotencyKey: 'k-2', caller: 'bot', body: body() }),
+        r.create({ idempotencyKey: 'k-done', caller: 'bot', body: body() }),
+        r.create({ idempotencyKey: 'k-done', caller: 'bot', body: body({ amount: '1' }) }),
+        r.create({ idempotencyKey: 'k-1', caller: 'bot', body: body() }),
+      ]);
+      expect(results.map((x) => x.status)).toEqual([
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/boom refused/);
+      expect((results[4] as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyConflictError);
+      const v = (i: number) =>
+        (results[i] as PromiseFulfilledResult<{ created: boolean; withdrawal: { id: string } }>).value;
+      expect(v(0).created).toBe(true);
+      expect(v(2).created).toBe(true);
+      expect(v(3)).toMatchObject({ created: false, withdrawal: { id: done.withdrawal.id } });
+      expect(v(5)).toMatchObject({ created: false, withdrawal: { id: v(0).withdrawal.id } });
+      const keys = (await fdb.query<{ k: string }>('SELECT idempotency_key AS k FROM withdrawals ORDER BY 1'))
+        .rows;
+      expect(keys.map((x) => x.k)).toEqual(['k-1', 'k-2', 'k-done']);
+      const audit = await verifyAudit(fdb);
+      expect(audit).toMatchObject({ ok: true, rows: 3 });
+    });
+
+    it('500 concurrent creates (two instances on PostgreSQL): 500 rows, a contiguous chain that verifies', async () => {
+      const fdb = await driver.fresh();
+      const handles = driver.another ? [fdb, await driver.another()] : [fdb];
+      const repos = handles.map((h) => new WithdrawalRepo(h));
+      const results = await Promise.all(
+        Array.from({ length: 500 }, (_, i) =>
+          repos[i % repos.length]!.create({
+            idempotencyKey: `k-${i}`,
+            caller: 'bot',
+            body: body({ amount: `${i + 1}` }),
+          }),
+        ),
+      );
+      expect(results.every((r) => r.created)).toBe(true);
+      expect(new Set(results.map((r) => r.withdrawal.id)).size).toBe(500);
+      const v = await verifyAudit(fdb, { batch: 97 });
+      expect(v).toMatchObject({ ok: true, rows: 500 });
+      const rows = await listAudit(fdb, { limit: 1000 });
+      expect(rows.map((a) => a.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+      expect(new Set(rows.map((a) => a.subject))).toEqual(
+        new Set(results.map((r) => `withdrawal:${r.withdrawal.id}`)),
+      );
+      const n = await fdb.query<{ n: number }>('SELECT count(*)::int8 AS n FROM withdrawals');
+      expect(n.rows[0]!.n).toBe(500);
     });
   });
 });

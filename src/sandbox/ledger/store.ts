@@ -22,8 +22,11 @@ export interface Contract {
   /** Ledger effective time of the creating transaction, µs. */
   createdAt: bigint;
   createdOffset: number;
-  /** Opaque base64 blob standing for the created event (usable as a disclosed contract here only). */
-  createdEventBlob: string;
+  /**
+   * Opaque base64 blob standing for the created event (usable as a disclosed
+   * contract here only). Encoded on first read: most contracts are never disclosed.
+   */
+  readonly createdEventBlob: string;
   /** Interfaces the template implements that the sandbox serves views for. */
   interfaces: Identifier[];
 }
@@ -114,6 +117,10 @@ type Listener = () => void;
 
 export class LedgerStore {
   private readonly active = new Map<string, Contract>();
+  /** The active contracts again, by template entity name (same order): lookups by entity skip the rest. */
+  private readonly activeByEntity = new Map<string, Map<string, Contract>>();
+  /** And by stakeholder (same order): one party's active contracts without the rest of the ledger. */
+  private readonly activeByParty = new Map<string, Map<string, Contract>>();
   private readonly archived = new Map<string, Contract>();
   private readonly log: Update[] = [];
   private readonly completionLog: Completion[] = [];
@@ -134,13 +141,23 @@ export class LedgerStore {
 
   /** Active contracts, optionally only those of a template entity (`Module:Entity` or just `Entity`). */
   activeContracts(entity?: string): Contract[] {
-    const all = [...this.active.values()];
-    if (!entity) return all;
-    return all.filter((c) => matchesEntity(c.templateId, entity));
+    if (!entity) return [...this.active.values()];
+    const named = this.activeByEntity.get(entity.slice(entity.lastIndexOf(':') + 1));
+    if (!named) return [];
+    const out: Contract[] = [];
+    for (const c of named.values()) if (matchesEntity(c.templateId, entity)) out.push(c);
+    return out;
+  }
+
+  /** The active contracts `party` is a stakeholder of, in creation order (the ledger end's view). */
+  activeOf(party: string): Contract[] {
+    return [...(this.activeByParty.get(party)?.values() ?? [])];
   }
 
   /** Active contracts as of an offset (≤ ledger end): created at or before it and not archived by then. */
   activeAt(offset: number): Contract[] {
+    // At the ledger end that is the active set itself, in the same (creation) order as the replay.
+    if (offset >= this.offset) return [...this.active.values()];
     const out = new Map<string, Contract>();
     for (const u of this.log) {
       if (u.offset > offset) break;
@@ -161,23 +178,18 @@ export class LedgerStore {
     for (const a of input.archives) {
       const c = this.active.get(a.contractId)!;
       this.active.delete(a.contractId);
+      this.activeByEntity.get(c.templateId.entityName)?.delete(a.contractId);
+      for (const p of c.stakeholders) this.activeByParty.get(p)?.delete(a.contractId);
       this.archived.set(a.contractId, c);
       events.push({ kind: 'archived', nodeId: a.nodeId, contract: c });
     }
-    for (const n of input.creates) {
-      const c: Contract = {
-        contractId: n.contractId,
-        templateId: n.templateId,
-        packageName: n.packageName,
-        argument: n.argument,
-        signatories: n.signatories,
-        stakeholders: n.stakeholders,
-        createdAt: input.effectiveAt,
-        createdOffset: offset,
-        createdEventBlob: bytesToBase64(encodeValue(n.argument)),
-        interfaces: n.interfaces ?? [],
-      };
+    // Created in node order, as a replay of the update log would list them.
+    const creates = [...input.creates].sort((a, b) => a.nodeId - b.nodeId);
+    for (const n of creates) {
+      const c = contract(n, input.effectiveAt, offset);
       this.active.set(c.contractId, c);
+      indexed(this.activeByEntity, c.templateId.entityName).set(c.contractId, c);
+      for (const p of c.stakeholders) indexed(this.activeByParty, p).set(c.contractId, c);
       events.push({ kind: 'created', nodeId: n.nodeId, contract: c });
     }
     events.sort((a, b) => a.nodeId - b.nodeId);
@@ -240,6 +252,36 @@ export class LedgerStore {
   private notify(): void {
     for (const l of [...this.listeners]) l();
   }
+}
+
+/** The index entry of `key`, created empty when missing. */
+function indexed(index: Map<string, Map<string, Contract>>, key: string): Map<string, Contract> {
+  let m = index.get(key);
+  if (!m) {
+    m = new Map();
+    index.set(key, m);
+  }
+  return m;
+}
+
+/** A committed contract; its blob is encoded when first read (then kept). */
+function contract(n: NewContract, createdAt: bigint, createdOffset: number): Contract {
+  let blob: string | undefined;
+  return {
+    contractId: n.contractId,
+    templateId: n.templateId,
+    packageName: n.packageName,
+    argument: n.argument,
+    signatories: n.signatories,
+    stakeholders: n.stakeholders,
+    createdAt,
+    createdOffset,
+    get createdEventBlob() {
+      blob ??= bytesToBase64(encodeValue(n.argument));
+      return blob;
+    },
+    interfaces: n.interfaces ?? [],
+  };
 }
 
 /** `Module:Entity` or `Entity` against an identifier. */

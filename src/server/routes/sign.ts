@@ -19,17 +19,23 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Refusal } from '../../flows/refusal.js';
 import { type SignExecuteRequest, signAndExecute, signOnly, verifyOnly } from '../../flows/sign-execute.js';
+import { isCanonicalBase64 } from '../../hashing/input.js';
 import { IntentSchema } from '../../intent/model.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
 import { bookedParty, flowsFor, PartyIdSchema, withKnownParty } from './context.js';
+
+/** What the body accepts as a prepared transaction (the strict decoder refuses URL-safe or unpadded text). */
+const BASE64ISH = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 const SignBody = z.strictObject({
   party: PartyIdSchema.describe('the external party that signs (booked in this signer)'),
   preparedTransaction: z
     .string()
     .min(1)
-    .regex(/^[A-Za-z0-9+/_-]+={0,2}$/, 'base64 of a PreparedTransaction')
+    // Canonical base64 (the usual case) is checked natively; the pattern runs only on other text.
+    .refine((v) => isCanonicalBase64(v) || BASE64ISH.test(v), 'base64 of a PreparedTransaction')
+    .meta({ pattern: BASE64ISH.source })
     .describe('base64 PreparedTransaction, as the participant returned it'),
   hash: z
     .string()
@@ -115,6 +121,7 @@ function requestOf(body: SignBody): SignExecuteRequest {
     claimedHash: body.hash,
     scheme: body.hashingScheme,
     intent: body.intent,
+    validatedIntent: body.intent,
     ...(body.commandId !== undefined ? { commandId: body.commandId } : {}),
   };
 }

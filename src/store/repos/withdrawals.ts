@@ -28,7 +28,7 @@
  * resumed withdrawal submits under the same id and the ledger deduplicates.
  */
 import { randomUUID } from 'node:crypto';
-import { appendAudit } from '../audit.js';
+import { type AuditEntry, appendAudit, appendAuditBatch } from '../audit.js';
 import { canonicalJson, type Json, sha256Hex, storable } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
 import { BadRequestError, IdempotencyConflictError, NotFoundError, WithdrawalStateError } from '../errors.js';
@@ -132,10 +132,15 @@ export function canonicalDecimal(text: string, field = 'amount'): string {
   return out;
 }
 
+const LONE_SURROGATE = /\p{Cs}/u;
+
 function text(v: unknown, field: string, max: number, min = 1): string {
   if (typeof v !== 'string' || v.length < min || v.length > max)
     throw new BadRequestError(field, `must be a string of ${min}..${max} characters`);
   if (v.includes('\u0000')) throw new BadRequestError(field, 'must not contain NUL');
+  // a lone UTF-16 surrogate cannot be stored (text is UTF-8, jsonb refuses the escape)
+  if (LONE_SURROGATE.test(v))
+    throw new BadRequestError(field, 'must be well-formed Unicode (a lone surrogate)');
   return v;
 }
 
@@ -174,7 +179,7 @@ function fromRow(r: Row): Withdrawal {
     party: r.party,
     receiver: r.receiver,
     amount: canonicalDecimal(r.amount),
-    options: r.options ?? {},
+    options: { ...r.options },
     state: r.state,
     commandId: r.command_id,
     attempts: r.attempts,
@@ -246,6 +251,137 @@ function decodeCursor(cursor: string): [string, string] {
   throw new BadRequestError('cursor', 'is not a cursor this service issued');
 }
 
+type CreateResult = { withdrawal: Withdrawal; created: boolean };
+
+/** A validated create waiting for its batch. */
+interface PendingCreate {
+  key: string;
+  caller: string;
+  body: WithdrawalBody;
+  requestHash: string;
+  actor: string;
+  resolve: (r: CreateResult) => void;
+  reject: (e: unknown) => void;
+}
+
+type Outcome = CreateResult | { error: Error };
+
+function settle(p: PendingCreate, o: Outcome | undefined): void {
+  if (!o) p.reject(new Error('withdrawal batch lost a result'));
+  else if ('error' in o) p.reject(o.error);
+  else p.resolve(o);
+}
+
+/** At most this many creates share one transaction. */
+const MAX_BATCH = 256;
+
+const INSERT_SQL = `INSERT INTO withdrawals (id, caller, idempotency_key, request_hash, party, receiver, amount,
+    instrument_admin, instrument_id, memo, options, command_id)
+  SELECT id, caller, idempotency_key, request_hash, party, receiver, amount,
+    instrument_admin, instrument_id, memo, options, command_id
+    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, caller text, idempotency_key text, request_hash text,
+      party text, receiver text, amount numeric, instrument_admin text, instrument_id text, memo text,
+      options jsonb, command_id text)
+  ON CONFLICT (caller, idempotency_key) DO NOTHING
+  RETURNING id, created_at, updated_at`;
+
+const EXISTING_SQL = `SELECT * FROM withdrawals WHERE (caller, idempotency_key) IN
+  (SELECT caller, idempotency_key FROM jsonb_to_recordset($1::jsonb) AS k(caller text, idempotency_key text))`;
+
+const slot = (caller: string, key: string) => `${caller}\u0000${key}`;
+
+/**
+ * One batch of creates in the transaction `tx`, one outcome per create in
+ * order: one multi-row insert (the first create of each caller + key, in
+ * (caller, key) order so that concurrent batches lock keys in the same
+ * order), one read of the keys that already existed (committed by an earlier
+ * batch or another instance), then the audit rows of the created ones chained
+ * in one append (one head lock). Later creates with a key already in the
+ * batch are answered like a repeat: same request → that withdrawal
+ * (created:false), another request → IdempotencyConflictError.
+ */
+async function insertBatch(tx: Queryable, batch: readonly PendingCreate[]): Promise<Outcome[]> {
+  const first = new Map<string, PendingCreate>();
+  for (const p of batch) if (!first.has(slot(p.caller, p.key))) first.set(slot(p.caller, p.key), p);
+  const order = [...first.values()].sort((a, b) =>
+    a.caller !== b.caller ? (a.caller < b.caller ? -1 : 1) : a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+  );
+  const rows = order.map((p) => {
+    const id = randomUUID();
+    return {
+      id,
+      caller: p.caller,
+      idempotency_key: p.key,
+      request_hash: p.requestHash,
+      party: p.body.party,
+      receiver: p.body.receiver,
+      amount: p.body.amount,
+      instrument_admin: p.body.instrument?.admin ?? null,
+      instrument_id: p.body.instrument?.id ?? null,
+      memo: p.body.memo ?? null,
+      options: p.body.options ?? {},
+      command_id: withdrawalCommandId(id),
+    };
+  });
+  const ins = await tx.query<Pick<Row, 'id' | 'created_at' | 'updated_at'>>(INSERT_SQL, [
+    JSON.stringify(rows),
+  ]);
+  // The inserted rows are what was sent plus the column defaults: only those are read back.
+  const byId = new Map<string, (typeof rows)[number]>(rows.map((r) => [r.id, r]));
+  const created = new Map<string, Row>();
+  for (const r of ins.rows) {
+    const sent = byId.get(r.id);
+    if (!sent) throw new Error(`withdrawal insert returned an id it was not given: ${r.id}`);
+    created.set(slot(sent.caller, sent.idempotency_key), {
+      ...sent,
+      state: 'received',
+      attempts: 0,
+      last_error: null,
+      update_id: null,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    });
+  }
+  const existing = new Map<string, Row>();
+  if (created.size < order.length) {
+    const missing = order
+      .filter((p) => !created.has(slot(p.caller, p.key)))
+      .map((p) => ({ caller: p.caller, idempotency_key: p.key }));
+    for (const r of (await tx.query<Row>(EXISTING_SQL, [JSON.stringify(missing)])).rows)
+      existing.set(slot(r.caller, r.idempotency_key), r);
+  }
+  const outcomes: Outcome[] = [];
+  const audit: AuditEntry[] = [];
+  for (const p of batch) {
+    const s = slot(p.caller, p.key);
+    const mine = created.get(s);
+    const row = mine ?? existing.get(s);
+    if (!row) throw new Error('withdrawal insert conflicted but no row holds the key');
+    if (row.request_hash !== p.requestHash) {
+      outcomes.push({ error: new IdempotencyConflictError(p.key, row.id) });
+      continue;
+    }
+    const w = fromRow(row);
+    const isNew = mine !== undefined && first.get(s) === p;
+    outcomes.push({ withdrawal: w, created: isNew });
+    if (isNew)
+      audit.push({
+        actor: p.actor,
+        action: 'withdrawal.create',
+        subject: `withdrawal:${w.id}`,
+        details: {
+          caller: p.caller,
+          idempotencyKey: p.key,
+          requestHash: p.requestHash,
+          commandId: w.commandId,
+          ...p.body,
+        },
+      });
+  }
+  await appendAuditBatch(tx, audit);
+  return outcomes;
+}
+
 export class WithdrawalRepo {
   constructor(
     private readonly db: Db,
@@ -259,62 +395,78 @@ export class WithdrawalRepo {
   /**
    * Records a withdrawal request. Same caller + key + normalised body again:
    * the existing row, `created: false`. Same caller + key, other body:
-   * IdempotencyConflictError. Safe under concurrent calls (unique constraint).
+   * IdempotencyConflictError. Safe under concurrent calls (unique constraint),
+   * also from other instances sharing the database.
+   *
+   * Group commit: creates that arrive in the same event-loop turn, or while a
+   * batch is being written, join the next batch, and a batch is one
+   * transaction (see `insertBatch`). A create
+   * resolves only after its row and audit row are committed. A batch that
+   * fails is retried one create at a time, so that each gets its own outcome.
    */
-  async create(req: {
+  create(req: {
     idempotencyKey: string;
     caller: string;
     body: WithdrawalBody;
     actor?: string;
-  }): Promise<{ withdrawal: Withdrawal; created: boolean }> {
-    const key = text(req.idempotencyKey, 'Idempotency-Key', 255);
-    const caller = text(req.caller, 'caller', 255);
-    const body = normaliseWithdrawalBody(req.body);
-    const requestHash = withdrawalRequestHash(body);
-    const id = randomUUID();
-    return this.db.transaction(async (tx) => {
-      const ins = await tx.query<Row>(
-        `INSERT INTO withdrawals (id, caller, idempotency_key, request_hash, party, receiver, amount,
-           instrument_admin, instrument_id, memo, options, command_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-         ON CONFLICT (caller, idempotency_key) DO NOTHING
-         RETURNING *`,
-        [
-          id,
-          caller,
-          key,
-          requestHash,
-          body.party,
-          body.receiver,
-          body.amount,
-          body.instrument?.admin ?? null,
-          body.instrument?.id ?? null,
-          body.memo ?? null,
-          JSON.stringify(body.options ?? {}),
-          withdrawalCommandId(id),
-        ],
-      );
-      const created = ins.rows[0];
-      if (created) {
-        const w = fromRow(created);
-        await appendAudit(tx, {
-          actor: this.actor(req.actor ?? caller),
-          action: 'withdrawal.create',
-          subject: `withdrawal:${w.id}`,
-          details: { caller, idempotencyKey: key, requestHash, commandId: w.commandId, ...body },
-        });
-        return { withdrawal: w, created: true };
-      }
-      const existing = (
-        await tx.query<Row>('SELECT * FROM withdrawals WHERE caller = $1 AND idempotency_key = $2', [
-          caller,
-          key,
-        ])
-      ).rows[0];
-      if (!existing) throw new Error('withdrawal insert conflicted but no row holds the key');
-      if (existing.request_hash !== requestHash) throw new IdempotencyConflictError(key, existing.id);
-      return { withdrawal: fromRow(existing), created: false };
+  }): Promise<CreateResult> {
+    let p: Omit<PendingCreate, 'resolve' | 'reject'>;
+    try {
+      const key = text(req.idempotencyKey, 'Idempotency-Key', 255);
+      const caller = text(req.caller, 'caller', 255);
+      const body = normaliseWithdrawalBody(req.body);
+      p = {
+        key,
+        caller,
+        body,
+        requestHash: withdrawalRequestHash(body),
+        actor: this.actor(req.actor ?? caller),
+      };
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise<CreateResult>((resolve, reject) => {
+      this.queue.push({ ...p, resolve, reject });
+      this.schedule();
     });
+  }
+
+  private readonly queue: PendingCreate[] = [];
+  private writing = false;
+
+  /**
+   * The next batch is written after the current event-loop turn (setImmediate),
+   * so that the creates of every request that arrives in that turn join it.
+   * With PGlite this is what makes batches at all: its queries run on this
+   * thread without yielding to I/O, so no request arrives during a batch.
+   */
+  private schedule(): void {
+    if (this.writing || this.queue.length === 0) return;
+    this.writing = true;
+    setImmediate(() => void this.writeBatch());
+  }
+
+  /** Writes one batch of queued creates and settles each of them; never throws. */
+  private async writeBatch(): Promise<void> {
+    const batch = this.queue.splice(0, MAX_BATCH);
+    try {
+      const outcomes = await this.db.transaction((tx) => insertBatch(tx, batch));
+      for (const [i, p] of batch.entries()) settle(p, outcomes[i]);
+    } catch (e) {
+      if (batch.length === 1) batch[0]?.reject(e);
+      // Nothing of the batch was committed: each create again alone, with its own outcome.
+      else
+        for (const p of batch) {
+          try {
+            settle(p, (await this.db.transaction((tx) => insertBatch(tx, [p])))[0]);
+          } catch (e1) {
+            p.reject(e1);
+          }
+        }
+    } finally {
+      this.writing = false;
+      this.schedule();
+    }
   }
 
   async get(id: string, q: Queryable = this.db): Promise<Withdrawal | undefined> {
