@@ -47,11 +47,10 @@ async function serverMain() {
   const { configSchema } = await import(dist('server/config.js'));
   const { createService } = await import(dist('server/service.js'));
   const { openPglite, openPostgres, migrate, storeOn } = await import(dist('store/index.js'));
-  const { hostExternalParty } = await import(dist('sandbox/host-party.js'));
+  const { hostExternalParty, sandboxPartyRecord } = await import(dist('sandbox/host-party.js'));
   const { transfer } = await import(dist('flows/transfer.js'));
   const { Signer } = await import(dist('keys/signer.js'));
   const { FileBackend } = await import(dist('keys/file-backend.js'));
-  const { partyId } = await import(dist('hashing/canton-hash.js'));
   const { SignJWT } = await import('jose');
 
   const dir = await mkdtemp(join(tmpdir(), 'canton-signer-bench-api-'));
@@ -102,18 +101,7 @@ async function serverMain() {
   const net = service.sandbox.ctx.net;
   const host = async (hint, fund) => {
     const key = await signer.generate({ label: hint, scheme: 'ed25519', backend: 'file' });
-    const rec = {
-      partyId: partyId(hint, key.fingerprint),
-      hint,
-      keyLabel: key.label,
-      scheme: key.scheme,
-      fingerprint: key.fingerprint,
-      publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-      via: 'ledger-api',
-      participantUid: net.participantUid,
-      synchronizerId: net.synchronizerId,
-      createdAt: new Date().toISOString(),
-    };
+    const rec = sandboxPartyRecord(net, hint, key);
     hostExternalParty(net, rec, fund ? { fund } : {});
     await store.parties.put(rec);
     return rec.partyId;

@@ -6,7 +6,10 @@
  * ledger lives in memory, so a service that runs on a fresh sandbox (dev mode,
  * load tests) re-hosts the parties of its party book this way at each start.
  */
+import { partyId as makePartyId } from '../hashing/canton-hash.js';
 import type { KeyScheme } from '../keys/schemes.js';
+import type { KeyDescription } from '../keys/signer.js';
+import type { PartyRecord } from '../store/parties.js';
 import { LEDGER_API_USER, type SandboxNetwork } from './network.js';
 
 export interface HostableParty {
@@ -41,4 +44,24 @@ export function hostExternalParty(
   if (!user) throw new Error(`sandbox: no user ${opts.userId ?? LEDGER_API_USER}`);
   user.actAs.add(p.partyId);
   if (opts.fund) net.tap(p.partyId, opts.fund);
+}
+
+/** The party-book record of `hint`'s party for `key`, hosted on `net`'s participant and synchronizer. */
+export function sandboxPartyRecord(
+  net: SandboxNetwork,
+  hint: string,
+  key: Pick<KeyDescription, 'label' | 'scheme' | 'fingerprint' | 'publicKeySpki'>,
+): PartyRecord {
+  return {
+    partyId: makePartyId(hint, key.fingerprint),
+    hint,
+    keyLabel: key.label,
+    scheme: key.scheme,
+    fingerprint: key.fingerprint,
+    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
+    via: 'ledger-api',
+    participantUid: net.participantUid,
+    synchronizerId: net.synchronizerId,
+    createdAt: new Date().toISOString(),
+  };
 }

@@ -12,10 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SignJWT } from 'jose';
-import { partyId as makePartyId } from '../hashing/canton-hash.js';
 import { PASSPHRASE } from '../keys/passphrase.js';
 import type { Signer } from '../keys/signer.js';
-import { hostExternalParty } from '../sandbox/host-party.js';
+import { hostExternalParty, sandboxPartyRecord } from '../sandbox/host-party.js';
 import type { RunningSandbox } from '../sandbox/server.js';
 import type { PartyBook, PartyRecord } from '../store/parties.js';
 import type { ServiceConfig } from './config.js';
@@ -141,19 +140,7 @@ async function demoParty(
   const key =
     keys.find((k) => k.label === label) ??
     (await signer.generate({ label, scheme: 'ed25519', backend: 'file' }));
-  const net = sandbox.ctx.net;
-  const rec: PartyRecord = {
-    partyId: makePartyId(hint, key.fingerprint),
-    hint,
-    keyLabel: key.label,
-    scheme: key.scheme,
-    fingerprint: key.fingerprint,
-    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-    via: 'ledger-api',
-    participantUid: net.participantUid,
-    synchronizerId: net.synchronizerId,
-    createdAt: new Date().toISOString(),
-  };
+  const rec = sandboxPartyRecord(sandbox.ctx.net, hint, key);
   await book.put(rec);
   return rec;
 }

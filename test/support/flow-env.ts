@@ -17,11 +17,11 @@ import { ScanClient } from '../../src/canton/scan/client.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { Refusal } from '../../src/flows/refusal.js';
-import { partyId as makePartyId } from '../../src/hashing/canton-hash.js';
 import type { BackendKind, KeyBackend } from '../../src/keys/backend.js';
 import { FileBackend } from '../../src/keys/file-backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { Signer } from '../../src/keys/signer.js';
+import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { MemoryRecorder } from '../../src/store/journal.js';
@@ -76,29 +76,8 @@ export async function hostParty(
     scheme: o.scheme ?? 'ed25519',
     backend: o.backend ?? 'file',
   });
-  const id = makePartyId(hint, key.fingerprint);
-  net.parties.set(id, {
-    partyId: id,
-    namespace: key.fingerprint,
-    keys: [{ fingerprint: key.fingerprint, scheme: key.scheme, spki: key.publicKeySpki }],
-    threshold: 1,
-    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-    via: 'ledger-api',
-  });
-  net.users.get(LEDGER_API_USER)!.actAs.add(id);
-  if (o.fund) net.tap(id, o.fund);
-  const rec: PartyRecord = {
-    partyId: id,
-    hint,
-    keyLabel: key.label,
-    scheme: key.scheme,
-    fingerprint: key.fingerprint,
-    publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
-    via: 'ledger-api',
-    participantUid: net.participantUid,
-    synchronizerId: net.synchronizerId,
-    createdAt: new Date().toISOString(),
-  };
+  const rec = sandboxPartyRecord(net, hint, key);
+  hostExternalParty(net, rec, o.fund ? { fund: o.fund } : {});
   await book.put(rec);
   return rec;
 }
