@@ -1,12 +1,15 @@
 /**
- * `canton-signer keys …`: create, list, show, import, export-public, sign,
- * disable, enable, delete. Secrets come from the environment or a prompt,
- * never from arguments (see docs/keys.md).
+ * `canton-signer keys …`: create, list, show, import, import-public (a cold
+ * key's public key), export-public, sign, disable, enable, delete. Secrets
+ * come from the environment or a prompt, never from arguments (see
+ * docs/keys.md).
  */
 import { createPublicKey } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { type Command, Option } from 'commander';
+import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
-import { KEY_SCHEMES, type KeyScheme } from '../keys/schemes.js';
+import { KEY_SCHEMES, type KeyScheme, spkiFromRaw } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
 import { readSource, UsageError } from './input.js';
 import { out } from './output.js';
@@ -40,6 +43,63 @@ function keyText(d: KeyDescription): string {
   ];
   if (d.partyIdPreview) lines.push(`party id:     ${d.partyIdPreview}`);
   return `${lines.join('\n')}\n`;
+}
+
+const PUBLIC_KEY_FORMS =
+  'base64 SPKI DER, hex raw public key (32-byte Ed25519 or 65/97-byte uncompressed EC point), or a PEM file (BEGIN PUBLIC KEY)';
+
+/**
+ * A cold key's public key as given to `keys import-public`: the path of a PEM
+ * (or DER) file, PEM text, the raw public key in hex, or base64 SPKI DER.
+ * Returns SPKI DER; whether it is a key of `scheme` is the signer's check.
+ */
+export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
+  const v = value.trim();
+  if (v === '') throw new UsageError(`--public-key is empty: give ${PUBLIC_KEY_FORMS}`);
+  let isFile = false;
+  try {
+    isFile = statSync(v).isFile();
+  } catch {
+    isFile = false;
+  }
+  if (isFile || v.startsWith('-----BEGIN')) {
+    const data = isFile ? readFileSync(v) : Buffer.from(v, 'utf8');
+    const text = data.toString('latin1');
+    if (/-----BEGIN (EC |RSA |ENCRYPTED )?PRIVATE KEY-----/.test(text))
+      throw new UsageError(
+        'that is a PRIVATE key: import-public takes the public key only (keys export-public on the offline machine)',
+      );
+    if (text.includes('-----BEGIN PUBLIC KEY-----')) {
+      try {
+        return new Uint8Array(
+          createPublicKey({ key: text, format: 'pem' }).export({ type: 'spki', format: 'der' }),
+        );
+      } catch {
+        throw new KeyError(
+          'invalid_key_material',
+          `not a ${scheme} public key: the PEM in ${isFile ? v : '--public-key'} cannot be read`,
+        );
+      }
+    }
+    if (!isFile) throw new UsageError(`--public-key: expected a "BEGIN PUBLIC KEY" PEM`);
+    const t = text.trim();
+    return /^[0-9a-fA-F]+$/.test(t) || /^[A-Za-z0-9+/\s]+=*$/.test(t)
+      ? publicKeySpki(scheme, t)
+      : new Uint8Array(data);
+  }
+  if (/^([0-9a-fA-F]{2})+$/.test(v) && [32, 65, 97].includes(v.length / 2)) {
+    try {
+      return new Uint8Array(spkiFromRaw(scheme, Buffer.from(v, 'hex')));
+    } catch (e) {
+      throw new KeyError('invalid_key_material', `not a ${scheme} public key: ${(e as Error).message}`);
+    }
+  }
+  const b64 = v.replace(/\s+/g, '');
+  if (/^[A-Za-z0-9+/]+={0,2}$/.test(b64) && b64.length % 4 === 0)
+    return new Uint8Array(Buffer.from(b64, 'base64'));
+  throw new UsageError(
+    `--public-key is neither an existing file nor hex nor base64: give ${PUBLIC_KEY_FORMS}`,
+  );
 }
 
 async function withSigner<T>(
@@ -145,13 +205,58 @@ export function registerKeys(program: Command): void {
     });
 
   keys
+    .command('import-public')
+    .description(
+      'Register a cold key: the public key of a key held on an offline machine (its signatures come through the air gap)',
+    )
+    .argument('<label>', 'key label here (letters, digits, . _ -)')
+    .addOption(
+      new Option('--scheme <scheme>', 'signing scheme of the key')
+        .choices([...KEY_SCHEMES])
+        .makeOptionMandatory(),
+    )
+    .requiredOption('--public-key <key>', PUBLIC_KEY_FORMS)
+    .addOption(keystoreOpt())
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        label: string,
+        opts: { scheme: KeyScheme; publicKey: string; keystore?: string; json?: boolean },
+      ) => {
+        const spki = publicKeySpki(opts.scheme, opts.publicKey);
+        await withSigner(opts, {}, async (s) => {
+          const d = await s.importPublicKey(label, opts.scheme, spki);
+          out(opts.json, keyJson(d), keyText(d));
+        });
+      },
+    );
+
+  keys
     .command('export-public')
-    .description('Print the public key as SPKI PEM (private keys are never exported)')
+    .description(
+      'Print the public key as SPKI PEM, or with --json its base64 SPKI and fingerprint (private keys are never exported)',
+    )
     .argument('<label>')
     .addOption(keystoreOpt())
-    .action(async (label: string, opts: { keystore?: string }) =>
+    .option('--json', 'print {label, scheme, publicKeySpki (base64 DER), publicKeyRaw (hex), fingerprint}')
+    .action(async (label: string, opts: { keystore?: string; json?: boolean }) =>
       withSigner(opts, {}, async (s) => {
         const d = await s.describe(label);
+        if (opts.json) {
+          const k = keyJson(d);
+          out(
+            true,
+            {
+              label,
+              scheme: d.scheme,
+              publicKeySpki: k.publicKeySpki,
+              publicKeyRaw: k.publicKeyRaw,
+              fingerprint: d.fingerprint,
+            },
+            '',
+          );
+          return;
+        }
         const pem = createPublicKey({
           key: Buffer.from(d.publicKeySpki),
           format: 'der',

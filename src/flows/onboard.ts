@@ -29,11 +29,13 @@ import {
   type TopologyProblem,
   type TopologyTxInput,
 } from '../intent/topology.js';
+import { isAwaitingOfflineSignature } from '../keys/offline-backend.js';
 import type { KeyScheme } from '../keys/schemes.js';
 import type { KeyDescription, SignOutput } from '../keys/signer.js';
 import { allowAll } from '../policy/hook.js';
 import type { JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
+import type { TopologyExport } from './air-gap.js';
 import type { FlowContext } from './context.js';
 import { nameOfParty } from './names.js';
 import { type SigningParty, signAndVerify } from './pipeline.js';
@@ -168,6 +170,35 @@ function signingParty(partyId: string, key: KeyDescription): SigningParty {
     fingerprint: key.fingerprint,
     publicKeySpki: bytesToBase64(key.publicKeySpki),
   };
+}
+
+/**
+ * `signHashes`, or — for a key held offline with no imported signatures yet —
+ * the checked topology exported across the air gap (the flow stops with
+ * `AwaitingSignature`; after the import the same onboarding is run again:
+ * the participant generates the same transactions, and the imported
+ * signatures are found).
+ */
+async function signOrExport(
+  ctx: FlowContext,
+  run: Run,
+  party: SigningParty,
+  messages: Uint8Array[],
+  t: Omit<TopologyExport, 'partyId' | 'key' | 'messages'>,
+): Promise<SignOutput[]> {
+  try {
+    return await signHashes(ctx, run, party, messages);
+  } catch (e) {
+    if (!isAwaitingOfflineSignature(e) || !ctx.airGap?.exportTopology) throw e;
+    const a = await ctx.airGap.exportTopology({
+      ...t,
+      partyId: party.partyId,
+      key: { fingerprint: party.fingerprint, scheme: party.scheme, publicKeySpki: party.publicKeySpki },
+      messages,
+    });
+    await run.rec('exported', { hash: a.hashes[0], facts: { export: a.exportId } });
+    throw a;
+  }
 }
 
 /** Policy, then sign and verify each hash; journal each signature. */
@@ -335,7 +366,12 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
     });
   if (problems.length > 0) return refuse(run, mismatch('validator', problems));
 
-  const signed = await signHashes(ctx, run, signingParty(partyId, key), hashes);
+  const signed = await signOrExport(ctx, run, signingParty(partyId, key), hashes, {
+    transactions: gen.topology_txs.map((t) => t.topology_tx),
+    expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'validator' },
+    synchronizerId: ctx.synchronizerId ?? (await firstSynchronizer(ctx)),
+    onboarding: { hint: opts.hint, keyLabel: opts.keyLabel, path: 'validator' },
+  });
   await run.rec('submitted', {});
   try {
     const r = await validator.submitTopology({
@@ -427,7 +463,17 @@ export async function onboardViaLedgerApi(
   }
   if (problems.length > 0 || !combined) return refuse(run, mismatch('Ledger API', problems));
 
-  const [signed] = await signHashes(ctx, run, signingParty(partyId, key), [combined]);
+  const [signed] = await signOrExport(ctx, run, signingParty(partyId, key), [combined], {
+    transactions: gen.topologyTransactions,
+    expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'ledger-api' },
+    synchronizerId,
+    onboarding: {
+      hint: opts.hint,
+      keyLabel: opts.keyLabel,
+      path: 'ledger-api',
+      ...(opts.synchronizerId ? { synchronizerId: opts.synchronizerId } : {}),
+    },
+  });
   await run.rec('submitted', { hash: bytesToHex(combined) });
   try {
     const r = await ctx.ledger.allocateExternalParty({

@@ -23,11 +23,13 @@ import type { DecodedTransaction } from '../hashing/model.js';
 import { type HashingScheme, hashParts } from '../hashing/transaction-hash.js';
 import { checkIntent } from '../intent/check.js';
 import { actingParty, type Intent, type RecognisedAction } from '../intent/model.js';
+import { isAwaitingOfflineSignature } from '../keys/offline-backend.js';
 import { verifySignature } from '../keys/schemes.js';
 import type { CantonSignature, Signer, SignOutput } from '../keys/signer.js';
 import { allowAll, type PolicyHook } from '../policy/hook.js';
 import type { FlowRecorder, JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
+import { type AirGapExporter, AwaitingSignature } from './air-gap.js';
 import { Refusal } from './refusal.js';
 import { describeWindow, type ExecutionWindow, executionWindow, type WindowOptions } from './window.js';
 
@@ -58,6 +60,8 @@ export interface PipelineOptions {
   window?: WindowOptions;
   /** Current time in µs since the epoch (tests move it). */
   nowUs?: () => bigint;
+  /** Where a verified transaction goes when the party's key is held offline (issue 7). */
+  airGap?: AirGapExporter;
 }
 
 export interface Verified {
@@ -193,7 +197,14 @@ export async function signVerified(v: Verified, opts: PipelineOptions): Promise<
     hash: bytesToHex(v.hash),
   });
   if (!decision.allow) throw new Refusal('policy_denied', `policy refused: ${decision.reason}`);
-  const out = await signAndVerify(opts.signer, v.party, v.hash);
+  let out: SignOutput;
+  try {
+    out = await signAndVerify(opts.signer, v.party, v.hash);
+  } catch (e) {
+    // An offline key with no imported signature for this hash: the request goes across the air gap.
+    if (isAwaitingOfflineSignature(e) && opts.airGap) throw await opts.airGap.exportPrepared(v);
+    throw e;
+  }
   return {
     ...v,
     signature: out.signature,
@@ -318,7 +329,9 @@ export async function verifyAndSign(
   try {
     signed = await signVerified(verifyPrepared(flow, input, party, intent, opts), opts);
   } catch (e) {
-    if (e instanceof Refusal)
+    if (e instanceof AwaitingSignature)
+      await rec('exported', { ...extra, hash: e.hashes[0], facts: { export: e.exportId } });
+    else if (e instanceof Refusal)
       await rec('refused', {
         ...extra,
         reason: e.reason,

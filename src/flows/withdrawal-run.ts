@@ -25,14 +25,18 @@ import { isCantonApiError } from '../canton/errors.js';
 import type { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { bytesToHex } from '../hashing/input.js';
 import type { Signer, SignOutput } from '../keys/signer.js';
+import { type OnlineAirGap, SUBMIT_MARGIN_MS } from '../offline/online.js';
 import type { Store } from '../store/index.js';
 import type { FlowRecorder, JournalRecord } from '../store/journal.js';
+import type { ExportRecord } from '../store/repos/air-gap.js';
 import { DbRecorder } from '../store/repos/recorder.js';
 import type { Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
+import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
 import { lookupCompletion, TAKEN_CODES } from './ledger.js';
 import { Refusal } from './refusal.js';
 import { transfer } from './transfer.js';
+import { exportedTransfer, stillOpen } from './withdrawal-air-gap.js';
 
 /** Where a test may stop the process (crash tests): after each durable step. */
 export type WithdrawalPoint = 'received' | 'prepared' | 'signed' | 'submitted' | 'executed';
@@ -40,6 +44,8 @@ export type WithdrawalPoint = 'received' | 'prepared' | 'signed' | 'submitted' |
 export interface RunEnv {
   ctx: FlowContext;
   store: Store;
+  /** The online side of the air gap, for parties whose key is held offline (issue 7). */
+  airGap?: OnlineAirGap;
   /** Test-only: called after each durable step (a crash test kills the process here). */
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
 }
@@ -160,14 +166,35 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     await move(['submitted'], 'prepared', {}, { details: { resumed: true, ledger: 'not committed' } });
   run.definitelyNot = false;
 
-  const ctx = withdrawalContext(
+  // An offline key's signature came back through the air gap: submit exactly the exported transaction.
+  let signedOffline: ExportRecord | undefined;
+  if (env.airGap) {
+    const x = await env.store.airGap.currentFor(w.id);
+    if (x?.status === 'imported') {
+      if (stillOpen(x, SUBMIT_MARGIN_MS)) signedOffline = x;
+      else
+        await env.store.airGap.settle(x.id, 'stale', 'worker', { reason: 'window closed before submission' });
+    }
+  }
+  const base = withdrawalContext(
     env,
     () => w,
     (x) => (w = x),
     run,
     at,
   );
+  const ctx: FlowContext = env.airGap
+    ? {
+        ...base,
+        airGap: env.airGap.exporter({ subject: `withdrawal:${w.id}`, withdrawalId: w.id, actor: 'worker' }),
+      }
+    : base;
   try {
+    if (signedOffline) {
+      await exportedTransfer(ctx, w, signedOffline);
+      await env.store.airGap.settle(signedOffline.id, 'done', 'worker', { withdrawal: w.id });
+      return { done: true, state: 'committed' };
+    }
     await transfer(ctx, {
       from: w.party,
       to: w.receiver,
@@ -180,6 +207,18 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     });
     return { done: true, state: 'committed' };
   } catch (e) {
+    if (e instanceof AwaitingSignature && w.state === 'prepared') {
+      // Parked until the response is imported (or the request goes stale); nothing was signed or sent.
+      await move(
+        ['prepared'],
+        'awaiting_signature',
+        { lastError: null },
+        {
+          details: { export: e.exportId, hashes: [...e.hashes], windowLatest: e.windowLatest },
+        },
+      );
+      return { done: true, state: 'awaiting_signature' };
+    }
     return settle(env, w.id, e, run);
   }
 }

@@ -14,9 +14,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { OnlineAirGap } from '../offline/online.js';
 import type { Store } from '../store/index.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
+import { sweepAirGap } from './withdrawal-air-gap.js';
 import { isTerminal, type RunOutcome, runWithdrawal, type WithdrawalPoint } from './withdrawal-run.js';
 
 export type { WithdrawalPoint } from './withdrawal-run.js';
@@ -34,6 +36,8 @@ export interface WithdrawalWorker {
 export interface WithdrawalWorkerOptions {
   ctx: FlowContext;
   store: Store;
+  /** The online side of the air gap: withdrawals of parties whose key is held offline (issue 7). */
+  airGap?: OnlineAirGap;
   /** Called with each flow's latency and outcome (metrics). */
   observe?: (flow: string, outcome: string, seconds: number) => void;
   /** How often unfinished withdrawals are looked at without a kick (default 2 s). */
@@ -63,7 +67,12 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const maxErrors = opts.maxErrors ?? 5;
   const retryMs = opts.retryMs ?? 500;
-  const env = { ctx: opts.ctx, store, ...(opts.at ? { at: opts.at } : {}) };
+  const env = {
+    ctx: opts.ctx,
+    store,
+    ...(opts.airGap ? { airGap: opts.airGap } : {}),
+    ...(opts.at ? { at: opts.at } : {}),
+  };
 
   const queue = new Set<string>();
   const active = new Map<string, Promise<void>>();
@@ -140,7 +149,8 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         }
         const seconds = (performance.now() - t0) / 1000;
         if (outcome.done) {
-          final = true;
+          // Parked for an offline signature: not final; the lease is released for whoever resumes it.
+          final = isTerminal(outcome.state);
           errors.delete(id);
           notBefore.delete(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
@@ -210,6 +220,11 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           if (!active.has(id) && !finishedDuringPoll.has(id)) queue.add(id);
       } catch (e) {
         warn({ err: String(e) }, 'polling unfinished withdrawals failed');
+      }
+      try {
+        await sweepAirGap(store, opts.airGap, (id) => queue.add(id), 0);
+      } catch (e) {
+        warn({ err: String(e) }, 'looking at withdrawals awaiting an offline signature failed');
       }
       pump();
     })().finally(() => {

@@ -1,11 +1,14 @@
 /**
- * What a key store must provide (file keystore, PKCS#11 token), and the
- * errors every part of key custody reports. The rest of canton-signer never
- * talks to a backend directly: it uses the Signer (signer.ts).
+ * What a key store must provide (file keystore, PKCS#11 token, the public
+ * keys of cold keys held on an offline machine), and the errors every part
+ * of key custody reports. The rest of canton-signer never talks to a backend
+ * directly: it uses the Signer (signer.ts).
  */
 import type { KeyScheme } from './schemes.js';
 
-export type BackendKind = 'file' | 'pkcs11';
+export type BackendKind = 'file' | 'pkcs11' | 'offline';
+
+export const BACKEND_KINDS: readonly BackendKind[] = ['file', 'pkcs11', 'offline'];
 
 /** A key as a backend knows it: no private material ever leaves a backend. */
 export interface BackendKey {
@@ -55,6 +58,8 @@ export type KeyErrorCode =
   | 'pin_locked'
   | 'no_pin'
   | 'hsm_error' // any other PKCS#11 failure (with its CKR name)
+  | 'offline_key' // a cold key: it is generated on the offline machine, not here
+  | 'awaiting_offline_signature' // a cold key's signature for this message has not come through the air gap
   | 'invalid_message'; // not a Canton hash: the signer signs nothing else
 
 export class KeyError extends Error {

@@ -5,9 +5,10 @@
  * CANTON_SIGNER_PKCS11_MODULE is set, the PKCS#11 backend. The PKCS#11 module
  * (a native addon) is loaded only when configured.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { KeyBackend } from './backend.js';
 import { FileBackend } from './file-backend.js';
+import { OfflineBackend } from './offline-backend.js';
 import { getSecret, PASSPHRASE } from './passphrase.js';
 import { Signer } from './signer.js';
 
@@ -47,5 +48,5 @@ export async function openSigner(config: SignerConfig = {}): Promise<Signer> {
     const cfg = pkcs11ConfigFromEnv(env);
     if (cfg) pkcs11 = await Pkcs11Backend.open(cfg);
   }
-  return new Signer({ file, pkcs11 });
+  return new Signer({ file, pkcs11, offline: new OfflineBackend({ dir: join(file.dir, 'offline') }) });
 }

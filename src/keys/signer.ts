@@ -6,7 +6,11 @@
  * the hex form the validator's external-party endpoints take.
  *
  * Labels are unique across backends. Whether a key is disabled is kept in one
- * small state file in the keystore folder, for both backends.
+ * small state file in the keystore folder, for every backend. Cold keys (the
+ * offline backend) are public keys only: they are registered with
+ * `importPublicKey`, and signing with one returns the signature that came in
+ * through the air gap for that exact hash, or fails with
+ * `awaiting_offline_signature`.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -15,6 +19,7 @@ import { join } from 'node:path';
 import { fingerprint, partyId } from '../hashing/canton-hash.js';
 import { type BackendKey, type BackendKind, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { FileBackend, KeyFileProblem } from './file-backend.js';
+import type { OfflineBackend } from './offline-backend.js';
 import {
   isKeyScheme,
   type KeyScheme,
@@ -70,6 +75,8 @@ interface StateFile {
 export interface SignerOptions {
   file?: FileBackend;
   pkcs11?: KeyBackend;
+  /** Cold keys: public keys registered here, private keys on an offline machine. */
+  offline?: OfflineBackend;
   /** Folder for the key state file (default: the file backend's folder). */
   stateDir?: string;
 }
@@ -111,7 +118,7 @@ export class Signer {
   >();
 
   constructor(private readonly opts: SignerOptions) {
-    this.backends = [opts.file, opts.pkcs11].filter((b): b is KeyBackend => b !== undefined);
+    this.backends = [opts.file, opts.pkcs11, opts.offline].filter((b): b is KeyBackend => b !== undefined);
     const dir = opts.stateDir ?? opts.file?.dir;
     if (!dir)
       throw new KeyError('backend_unavailable', 'the signer needs a folder for its key state (stateDir)');
@@ -119,20 +126,27 @@ export class Signer {
   }
 
   backend(kind: BackendKind): KeyBackend {
-    const b = kind === 'file' ? this.opts.file : this.opts.pkcs11;
+    const b = kind === 'file' ? this.opts.file : kind === 'pkcs11' ? this.opts.pkcs11 : this.opts.offline;
     if (!b)
       throw new KeyError(
         'backend_unavailable',
         kind === 'pkcs11'
           ? 'no PKCS#11 backend configured (set CANTON_SIGNER_PKCS11_MODULE, CANTON_SIGNER_PKCS11_TOKEN and a PIN)'
-          : 'no file keystore configured',
+          : kind === 'offline'
+            ? 'no folder for offline (cold) public keys configured'
+            : 'no file keystore configured',
       );
     return b;
   }
 
-  /** Key files the last `list()` skipped because they could not be read (file keystore). */
+  /** The cold-key backend (public keys of keys held offline); `backend_unavailable` when not configured. */
+  offline(): OfflineBackend {
+    return this.backend('offline') as OfflineBackend;
+  }
+
+  /** Key files the last `list()` skipped because they could not be read (file keystore, offline keys). */
   keystoreProblems(): readonly KeyFileProblem[] {
-    return this.opts.file?.lastListProblems() ?? [];
+    return [...(this.opts.file?.lastListProblems() ?? []), ...(this.opts.offline?.lastListProblems() ?? [])];
   }
 
   /** The configured backends and the schemes each can create and sign with. */
@@ -168,6 +182,21 @@ export class Signer {
     });
   }
 
+  /**
+   * Registers a cold key: its public key (SPKI DER of `scheme`), the private
+   * key staying on the offline machine. The label must be free in every backend.
+   */
+  async importPublicKey(label: string, scheme: KeyScheme, spki: Uint8Array): Promise<KeyDescription> {
+    checkLabel(label);
+    const offline = this.offline();
+    return this.locked(label, async () => {
+      await this.refuseExisting(label);
+      const key = await offline.importPublic(label, scheme, spki);
+      await this.clearTombstone(label);
+      return this.remember(offline, key);
+    });
+  }
+
   async list(): Promise<KeyDescription[]> {
     const out: KeyDescription[] = [];
     for (const b of this.backends) for (const k of await b.list()) out.push(await this.describeKey(b, k));
@@ -183,7 +212,9 @@ export class Signer {
 
   /**
    * Signs `message` (for Canton: a 32-byte prepared-transaction hash or a
-   * 34-byte topology hash) with the key. Refuses disabled keys.
+   * 34-byte topology hash) with the key. Refuses disabled keys. For a cold
+   * key the bytes are the signature imported through the air gap, unchanged
+   * (the pipeline verifies them); `awaiting_offline_signature` when there is none.
    */
   async sign(label: string, message: Uint8Array): Promise<SignOutput> {
     checkMessage(message);

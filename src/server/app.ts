@@ -14,6 +14,7 @@ import { installAuth, type Verifier } from './auth.js';
 import type { ServiceDeps } from './deps.js';
 import { installErrorHandling } from './errors.js';
 import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
+import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
@@ -132,6 +133,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await offersRoutes(v1, deps);
       await signRoutes(v1, deps);
       await auditRoutes(v1, deps);
+      await airGapRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

@@ -246,6 +246,15 @@ export const configSchema = z
         minWindowSeconds: z.number().min(0).default(0),
       })
       .prefault({}),
+    airGap: z
+      .strictObject({
+        /** Label of the key that seals exported signing requests (created as Ed25519 on first use). */
+        exportKey: z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a key label: 1-64 letters, digits, ".", "_" or "-"')
+          .default('air-gap-export'),
+      })
+      .prefault({}),
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));
@@ -358,6 +367,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
   { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },
   { path: 'pipeline.minWindowSeconds', env: ['CANTON_SIGNER_MIN_WINDOW_SECONDS'], kind: 'number' },
+  { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];
 

@@ -7,6 +7,7 @@
 import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
+import type { OnlineAirGap } from '../offline/online.js';
 import type { Store } from '../store/index.js';
 import type { ServiceConfig } from './config.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -19,6 +20,8 @@ export interface ServiceDeps {
   signer: Signer;
   metrics: ServiceMetrics;
   worker: WithdrawalWorker;
+  /** Exports for and imports from offline keys (issue 7). */
+  airGap: OnlineAirGap;
   /** True once the store, the keys and the network answered; readiness reports it. */
   ready(): Promise<{ ok: boolean; checks: Record<string, { ok: boolean; message?: string }> }>;
 }

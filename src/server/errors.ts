@@ -11,8 +11,10 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isCantonApiError } from '../canton/errors.js';
+import { AwaitingSignature } from '../flows/air-gap.js';
 import { Refusal } from '../flows/refusal.js';
 import { KeyError } from '../keys/backend.js';
+import { AirGapError } from '../offline/format.js';
 import { StoreError } from '../store/errors.js';
 import { AuthError } from './auth.js';
 import { RequestValidationError } from './schema.js';
@@ -59,6 +61,15 @@ const KEY_STATUS: Partial<Record<KeyError['code'], number>> = {
   invalid_key_material: 400,
   key_disabled: 409,
   backend_unavailable: 400,
+  offline_key: 400,
+  awaiting_offline_signature: 409,
+};
+
+const AIR_GAP_STATUS: Partial<Record<AirGapError['code'], number>> = {
+  malformed: 400,
+  unknown_request: 404,
+  nonce_replayed: 409,
+  window_closed: 409,
 };
 
 /** Maps an error to its status and body. Exposed for tests and for the engine's stored errors. */
@@ -95,6 +106,23 @@ export function errorBody(err: unknown): { status: number; body: ErrorBody } {
       },
     };
   }
+  if (err instanceof AwaitingSignature)
+    // Not an error for the caller: the request is across the air gap (202 Accepted, with the export to carry).
+    return {
+      status: 202,
+      body: {
+        code: 'awaiting_offline_signature',
+        message: err.message,
+        exportId: err.exportId,
+        hashes: [...err.hashes],
+        windowLatest: err.windowLatest,
+      },
+    };
+  if (err instanceof AirGapError)
+    return {
+      status: AIR_GAP_STATUS[err.code] ?? 422,
+      body: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) },
+    };
   if (err instanceof KeyError)
     return { status: KEY_STATUS[err.code] ?? 500, body: { code: err.code, message: err.message } };
   if (isCantonApiError(err))

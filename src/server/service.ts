@@ -18,7 +18,9 @@ import type { FlowContext } from '../flows/context.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
 import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
+import type { OfflineBackend } from '../keys/offline-backend.js';
 import type { Signer } from '../keys/signer.js';
+import { OnlineAirGap } from '../offline/online.js';
 import { LEDGER_API_USER } from '../sandbox/network.js';
 import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
@@ -27,6 +29,14 @@ import { createVerifier, type Verifier } from './auth.js';
 import type { ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import { ServiceMetrics } from './metrics.js';
+
+function offlineKeys(signer: Signer): OfflineBackend | undefined {
+  try {
+    return signer.offline();
+  } catch {
+    return undefined;
+  }
+}
 
 export interface CantonClients {
   ledger: LedgerApiClient;
@@ -123,7 +133,8 @@ function instrumentSigner(signer: Signer, metrics: ServiceMetrics): void {
       metrics.signatures.inc({ backend: out.key.backend, scheme: out.key.scheme });
       return out;
     } catch (e) {
-      if (e instanceof KeyError) {
+      // Waiting for an offline signature is the air gap working, not a backend error.
+      if (e instanceof KeyError && e.code !== 'awaiting_offline_signature') {
         const backend = await signer.describe(label).then(
           (d) => d.backend,
           () => 'unknown',
@@ -164,6 +175,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     }
     const metrics = new ServiceMetrics({ withdrawalsByState: () => store.withdrawals.countByState() });
     instrumentSigner(signer, metrics);
+    const airGap = new OnlineAirGap(store, signer, { exportKeyLabel: config.airGap.exportKey });
+    // Cold keys sign with what came back through the air gap (checked on import, verified again by the pipeline).
+    offlineKeys(signer)?.setSignatureSource(airGap);
     const flows: FlowContext = {
       signer,
       ledger: clients.ledger,
@@ -178,6 +192,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       }),
       ...(config.pipeline.requireScheme ? { requireScheme: config.pipeline.requireScheme } : {}),
       minWindowMs: config.pipeline.minWindowSeconds * 1000,
+      airGap: airGap.exporter({ subject: 'sign-request' }),
       ...opts.flowOverrides,
     };
     const worker: WithdrawalWorker =
@@ -186,6 +201,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         : createWithdrawalWorker({
             ctx: flows,
             store,
+            airGap,
             observe: (flow, outcome, seconds) => metrics.flowDuration.observe({ flow, outcome }, seconds),
             logger: log,
             ...opts.workerOptions,
@@ -197,6 +213,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       signer,
       metrics,
       worker,
+      airGap,
       async ready() {
         const checks: Record<string, { ok: boolean; message?: string }> = {};
         const probe = async (name: string, f: () => Promise<unknown>) => {

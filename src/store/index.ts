@@ -4,6 +4,7 @@
  * one call a service needs.
  */
 import { type Db, type OpenDatabaseOptions, openDatabase } from './db.js';
+import { AirGapRepo } from './repos/air-gap.js';
 import { ArtifactRepo } from './repos/artifacts.js';
 import { KeyRepo } from './repos/keys.js';
 import { DbPartyBook } from './repos/parties.js';
@@ -15,6 +16,7 @@ export * from './canonical.js';
 export * from './db.js';
 export * from './errors.js';
 export * from './migrations.js';
+export * from './repos/air-gap.js';
 export * from './repos/artifacts.js';
 export * from './repos/keys.js';
 export * from './repos/parties.js';
@@ -27,6 +29,7 @@ export interface Store {
   keys: KeyRepo;
   parties: DbPartyBook;
   artifacts: ArtifactRepo;
+  airGap: AirGapRepo;
   recorder: DbRecorder;
   close(): Promise<void>;
 }
@@ -45,6 +48,7 @@ export function storeOn(db: Db, actor = 'system'): Store {
     keys: new KeyRepo(db, { actor }),
     parties: new DbPartyBook(db, { actor }),
     artifacts: new ArtifactRepo(db),
+    airGap: new AirGapRepo(db, { actor }),
     recorder: new DbRecorder(db, { actor }),
     close: () => db.close(),
   };

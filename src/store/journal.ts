@@ -20,6 +20,7 @@ export type JournalStep =
   | 'ambiguous'
   | 'resolved'
   | 'reprepared'
+  | 'exported' // the party's key is held offline: the signing request went across the air gap
   | 'failed'; // an error that is not a refusal (network, key backend) before anything was submitted
 
 export interface JournalRecord {

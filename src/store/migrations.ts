@@ -211,7 +211,84 @@ const M002: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002];
+/**
+ * Migration 3: air-gapped signing (issue 7). A withdrawal of a party whose key
+ * is held offline waits in `awaiting_signature` while its signing request is
+ * across the gap; `air_gap_exports` holds each sealed request (nonce and
+ * digest unique: a response is accepted once), the hashes it asks to be
+ * signed and, once imported, the response. The transition guard gains the new
+ * state's edges.
+ */
+const M003: Migration = {
+  version: 3,
+  name: 'air-gap exports and the awaiting_signature state',
+  statements: [
+    `ALTER TABLE keys DROP CONSTRAINT keys_backend_check`,
+    `ALTER TABLE keys ADD CONSTRAINT keys_backend_check CHECK (backend IN ('file', 'pkcs11', 'offline'))`,
+    `ALTER TABLE withdrawals DROP CONSTRAINT withdrawals_state_check`,
+    `ALTER TABLE withdrawals ADD CONSTRAINT withdrawals_state_check CHECK (state IN
+      ('received', 'prepared', 'signed', 'submitted', 'awaiting_signature',
+       'committed', 'rejected', 'failed', 'cancelled', 'expired'))`,
+    `CREATE OR REPLACE FUNCTION withdrawals_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.id IS DISTINCT FROM OLD.id OR NEW.caller IS DISTINCT FROM OLD.caller
+         OR NEW.idempotency_key IS DISTINCT FROM OLD.idempotency_key
+         OR NEW.request_hash IS DISTINCT FROM OLD.request_hash
+         OR NEW.party IS DISTINCT FROM OLD.party OR NEW.receiver IS DISTINCT FROM OLD.receiver
+         OR NEW.amount IS DISTINCT FROM OLD.amount
+         OR NEW.instrument_admin IS DISTINCT FROM OLD.instrument_admin
+         OR NEW.instrument_id IS DISTINCT FROM OLD.instrument_id
+         OR NEW.memo IS DISTINCT FROM OLD.memo OR NEW.options IS DISTINCT FROM OLD.options
+         OR NEW.command_id IS DISTINCT FROM OLD.command_id
+         OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'withdrawal %: the request columns are immutable', OLD.id
+          USING ERRCODE = 'check_violation';
+      END IF;
+      IF NEW.state IS DISTINCT FROM OLD.state THEN
+        IF NOT (
+             (OLD.state = 'received'  AND NEW.state IN ('prepared', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'prepared'  AND NEW.state IN ('prepared', 'signed', 'awaiting_signature', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'awaiting_signature' AND NEW.state IN ('prepared', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'signed'    AND NEW.state IN ('submitted', 'prepared', 'failed', 'expired'))
+          OR (OLD.state = 'submitted' AND NEW.state IN ('submitted', 'committed', 'rejected', 'expired', 'prepared'))
+        ) THEN
+          RAISE EXCEPTION 'withdrawal %: % -> % is not an allowed transition', OLD.id, OLD.state, NEW.state
+            USING ERRCODE = 'check_violation';
+        END IF;
+      END IF;
+      RETURN NEW;
+    END $$`,
+    `CREATE TABLE air_gap_exports (
+      id              uuid PRIMARY KEY,
+      nonce           text NOT NULL UNIQUE CHECK (nonce ~ ${HEX64}),
+      digest          text NOT NULL UNIQUE CHECK (digest ~ ${HEX64}),
+      kind            text NOT NULL CHECK (kind IN ('prepared-transaction', 'topology-transactions')),
+      party           text NOT NULL,
+      key_fingerprint text NOT NULL,
+      hashes          jsonb NOT NULL,
+      withdrawal_id   uuid REFERENCES withdrawals (id),
+      subject         text NOT NULL,
+      context         jsonb NOT NULL DEFAULT '{}',
+      envelope        jsonb NOT NULL,
+      window_latest   timestamptz(3) NOT NULL,
+      status          text NOT NULL DEFAULT 'open' CHECK (status IN
+                        ('open', 'imported', 'stale', 'cancelled', 'done')),
+      response        jsonb,
+      imported_at     timestamptz(3),
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now(),
+      CHECK (status NOT IN ('imported', 'done') OR response IS NOT NULL)
+    )`,
+    `CREATE INDEX withdrawals_awaiting ON withdrawals (created_at, id) WHERE state = 'awaiting_signature'`,
+    `CREATE INDEX air_gap_by_withdrawal ON air_gap_exports (withdrawal_id, created_at)`,
+    `CREATE INDEX air_gap_by_status ON air_gap_exports (status, created_at, id)`,
+    `CREATE INDEX air_gap_by_key ON air_gap_exports (key_fingerprint, status)`,
+    `CREATE UNIQUE INDEX air_gap_one_open_per_withdrawal ON air_gap_exports (withdrawal_id)
+      WHERE status IN ('open', 'imported') AND withdrawal_id IS NOT NULL`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -220,11 +220,12 @@ describe('secrets and failures', () => {
     expect(r.stderr).toContain('key_not_found');
   });
 
-  it('keys backends lists the file backend and its schemes', async () => {
+  it('keys backends lists the file backend and the offline (cold key) backend with their schemes', async () => {
     const r = await cli(['keys', 'backends', '--json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual([
       { backend: 'file', schemes: ['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1', 'ecdsa-p384'] },
+      { backend: 'offline', schemes: ['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1', 'ecdsa-p384'] },
     ]);
   });
 });

@@ -2,9 +2,13 @@
  * /v1/keys: create (201, public description only, metadata in the store and
  * an audited `key.put` by the caller), the request errors naming the field,
  * a taken label (409), list and show (404 key_not_found), disable / enable,
- * and who may do what (admin writes, auditor reads).
+ * and who may do what (admin writes, auditor reads). Cold keys: registered
+ * from a public key with backend `offline`, listed like others, signing
+ * awaits the air gap.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fingerprint } from '../../src/hashing/canton-hash.js';
 import { listAudit } from '../../src/store/audit.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
 
@@ -127,5 +131,80 @@ describe('disable / enable', () => {
     const audit = await listAudit(env.store.db, { subject: 'key:k-toggle' });
     expect(audit.map((a) => a.action)).toEqual(['key.put', 'key.disable', 'key.enable']);
     expect((await inject('POST', '/v1/keys/nope/disable', admin)).statusCode).toBe(404);
+  });
+});
+
+describe('cold keys (backend offline)', () => {
+  const coldSpki = (type: 'ed25519' | 'p256') =>
+    (type === 'ed25519'
+      ? generateKeyPairSync('ed25519')
+      : generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    ).publicKey.export({ type: 'spki', format: 'der' });
+
+  it('registers a public key: 201 backend offline, recorded and audited, listed, signing awaits the air gap', async () => {
+    const spki = coldSpki('ed25519');
+    const r = await inject('POST', '/v1/keys', admin, {
+      label: 'k-cold',
+      scheme: 'ed25519',
+      backend: 'offline',
+      publicKey: spki.toString('base64'),
+    });
+    expect(r.statusCode, r.body).toBe(201);
+    const k = r.json();
+    expect(k).toMatchObject({
+      label: 'k-cold',
+      backend: 'offline',
+      scheme: 'ed25519',
+      publicKey: spki.toString('base64'),
+      fingerprint: fingerprint(spki),
+      disabled: false,
+    });
+    expect(await env.store.keys.get('k-cold')).toMatchObject({
+      backend: 'offline',
+      fingerprint: k.fingerprint,
+      publicKeySpki: k.publicKey,
+    });
+    const audit = await listAudit(env.store.db, { subject: 'key:k-cold' });
+    expect(audit.map((a) => [a.action, a.actor])).toEqual([['key.put', 'test-admin']]);
+    const list = await inject('GET', '/v1/keys', await env.auth(['auditor']));
+    expect(list.json().keys.find((x: { label: string }) => x.label === 'k-cold')).toMatchObject({
+      backend: 'offline',
+      fingerprint: k.fingerprint,
+    });
+    await expect(env.flow.signer.sign('k-cold', new Uint8Array(32))).rejects.toMatchObject({
+      code: 'awaiting_offline_signature',
+    });
+  });
+
+  it.each([
+    [{ label: 'k-c1', scheme: 'ed25519', backend: 'offline' }, 'body.publicKey'],
+    [{ label: 'k-c2', scheme: 'ed25519', backend: 'file', publicKey: 'AAAA' }, 'body.publicKey'],
+    [{ label: 'k-c3', scheme: 'ed25519', backend: 'offline', publicKey: 'not base64!' }, 'body.publicKey'],
+  ])('400 naming the field for %j', async (body, field) => {
+    const r = await inject('POST', '/v1/keys', admin, body);
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toMatchObject({ code: 'invalid_request', field });
+    expect(await env.store.keys.get(body.label)).toBeUndefined();
+  });
+
+  it('a public key of another scheme is 400 invalid_key_material naming the scheme; a taken label 409', async () => {
+    const r = await inject('POST', '/v1/keys', admin, {
+      label: 'k-cold-wrong',
+      scheme: 'ed25519',
+      backend: 'offline',
+      publicKey: coldSpki('p256').toString('base64'),
+    });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().code).toBe('invalid_key_material');
+    expect(r.json().message).toContain('ed25519');
+    await inject('POST', '/v1/keys', admin, { label: 'k-hot', scheme: 'ed25519' });
+    const taken = await inject('POST', '/v1/keys', admin, {
+      label: 'k-hot',
+      scheme: 'ecdsa-p256',
+      backend: 'offline',
+      publicKey: coldSpki('p256').toString('base64'),
+    });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json().code).toBe('key_exists');
   });
 });

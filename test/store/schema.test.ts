@@ -19,6 +19,7 @@ const drivers = await storeDrivers();
 const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
 
 const TABLES = [
+  'air_gap_exports',
   'audit_head',
   'audit_log',
   'keys',

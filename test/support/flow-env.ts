@@ -19,6 +19,7 @@ import type { FlowContext } from '../../src/flows/context.js';
 import { Refusal } from '../../src/flows/refusal.js';
 import type { BackendKind, KeyBackend } from '../../src/keys/backend.js';
 import { FileBackend } from '../../src/keys/file-backend.js';
+import { OfflineBackend } from '../../src/keys/offline-backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { Signer } from '../../src/keys/signer.js';
 import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
@@ -55,6 +56,7 @@ export function testSigner(dir: string, passphrase: string, pkcs11?: KeyBackend)
   return new Signer({
     file: new FileBackend({ dir, passphrase: () => passphrase, scrypt: { N: 2 ** 14, r: 8, p: 1 } }),
     ...(pkcs11 ? { pkcs11 } : {}),
+    offline: new OfflineBackend({ dir: join(dir, 'offline') }),
     stateDir: dir,
   });
 }

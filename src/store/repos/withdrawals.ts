@@ -38,6 +38,7 @@ export const WITHDRAWAL_STATES = [
   'prepared',
   'signed',
   'submitted',
+  'awaiting_signature',
   'committed',
   'rejected',
   'failed',
@@ -48,7 +49,9 @@ export type WithdrawalState = (typeof WITHDRAWAL_STATES)[number];
 
 export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly WithdrawalState[]>> = {
   received: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
-  prepared: ['prepared', 'signed', 'rejected', 'failed', 'cancelled', 'expired'],
+  prepared: ['prepared', 'signed', 'awaiting_signature', 'rejected', 'failed', 'cancelled', 'expired'],
+  /** The party's key is held offline: its signing request is across the air gap (issue 7). */
+  awaiting_signature: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
   signed: ['submitted', 'prepared', 'failed', 'expired'],
   submitted: ['submitted', 'committed', 'rejected', 'expired', 'prepared'],
   committed: [],
@@ -59,7 +62,7 @@ export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly Withdra
 };
 
 export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted'];
-const CANCELLABLE: WithdrawalState[] = ['received', 'prepared'];
+const CANCELLABLE: WithdrawalState[] = ['received', 'prepared', 'awaiting_signature'];
 
 export function canTransition(from: WithdrawalState, to: WithdrawalState): boolean {
   return WITHDRAWAL_EDGES[from].includes(to);

@@ -1,0 +1,256 @@
+/**
+ * Air-gap exports (issue 7): each signing request the service sealed for an
+ * offline key, what it asks to be signed, and what came back. A row moves
+ * open → imported (the response checked and kept; once, by nonce) → done (the
+ * signed transaction went on), or open/imported → stale (its window closed
+ * first: a new preparation and a new export follow) or → cancelled. Every
+ * change is audited in the same transaction. The imported signatures are
+ * what an offline key "signs" with (`signatureFor`).
+ */
+import { randomUUID } from 'node:crypto';
+import { appendAudit } from '../audit.js';
+import type { Json } from '../canonical.js';
+import type { Db, Queryable } from '../db.js';
+import { NotFoundError } from '../errors.js';
+
+export type ExportKind = 'prepared-transaction' | 'topology-transactions';
+export type ExportStatus = 'open' | 'imported' | 'stale' | 'cancelled' | 'done';
+
+export interface ExportRecord {
+  id: string;
+  nonce: string;
+  digest: string;
+  kind: ExportKind;
+  party: string;
+  keyFingerprint: string;
+  /** Hex of each hash the request asks to be signed, in order. */
+  hashes: string[];
+  withdrawalId?: string;
+  /** `withdrawal:<id>`, `onboarding:<party>`, `sign-request`. */
+  subject: string;
+  /** What the flow needs to go on after the import (e.g. onboarding options). */
+  context: Record<string, Json>;
+  /** The sealed request exactly as exported. */
+  envelope: Json;
+  windowLatest: string;
+  status: ExportStatus;
+  response?: Json;
+  importedAt?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const COLUMNS = `id, nonce, digest, kind, party, key_fingerprint AS "keyFingerprint", hashes,
+  withdrawal_id AS "withdrawalId", subject, context, envelope, window_latest AS "windowLatest", status,
+  response, imported_at AS "importedAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+type Row = Omit<ExportRecord, 'withdrawalId' | 'response' | 'importedAt'> & {
+  withdrawalId: string | null;
+  response: Json | null;
+  importedAt: string | null;
+};
+
+function fromRow(r: Row): ExportRecord {
+  const { withdrawalId, response, importedAt, ...rest } = r;
+  return {
+    ...rest,
+    ...(withdrawalId !== null ? { withdrawalId } : {}),
+    ...(response !== null ? { response } : {}),
+    ...(importedAt !== null ? { importedAt } : {}),
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type NewExport = Omit<
+  ExportRecord,
+  'id' | 'status' | 'createdAt' | 'updatedAt' | 'response' | 'importedAt'
+>;
+
+export class AirGapRepo {
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { actor?: string } = {},
+  ) {}
+
+  /** Records a sealed request (status open), audited as `air-gap.export`. */
+  async create(e: NewExport, actor?: string): Promise<ExportRecord> {
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query<Row>(
+        `INSERT INTO air_gap_exports (id, nonce, digest, kind, party, key_fingerprint, hashes, withdrawal_id,
+           subject, context, envelope, window_latest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+        [
+          randomUUID(),
+          e.nonce,
+          e.digest,
+          e.kind,
+          e.party,
+          e.keyFingerprint,
+          JSON.stringify(e.hashes),
+          e.withdrawalId ?? null,
+          e.subject,
+          JSON.stringify(e.context),
+          JSON.stringify(e.envelope),
+          e.windowLatest,
+        ],
+      );
+      const x = fromRow(r.rows[0]!);
+      await appendAudit(tx, {
+        actor: actor ?? this.opts.actor ?? 'system',
+        action: 'air-gap.export',
+        subject: e.subject,
+        details: {
+          export: x.id,
+          kind: x.kind,
+          party: x.party,
+          digest: x.digest,
+          hashes: x.hashes,
+          windowLatest: x.windowLatest,
+        },
+      });
+      return x;
+    });
+  }
+
+  async get(id: string, q: Queryable = this.db): Promise<ExportRecord | undefined> {
+    if (!UUID.test(id)) return undefined;
+    const r = await q.query<Row>(`SELECT ${COLUMNS} FROM air_gap_exports WHERE id = $1`, [id]);
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  async require(id: string): Promise<ExportRecord> {
+    const x = await this.get(id);
+    if (!x) throw new NotFoundError(`air-gap export ${id}`);
+    return x;
+  }
+
+  async byNonce(nonce: string): Promise<ExportRecord | undefined> {
+    const r = await this.db.query<Row>(`SELECT ${COLUMNS} FROM air_gap_exports WHERE nonce = $1`, [nonce]);
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  /** The withdrawal's export still in play (open or imported), if any. */
+  async currentFor(withdrawalId: string): Promise<ExportRecord | undefined> {
+    const r = await this.db.query<Row>(
+      `SELECT ${COLUMNS} FROM air_gap_exports WHERE withdrawal_id = $1 AND status IN ('open', 'imported')`,
+      [withdrawalId],
+    );
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  /** An export in play for exactly these hashes by this key (the same preparation exported twice is one export). */
+  async currentForHashes(
+    keyFingerprint: string,
+    hashes: readonly string[],
+  ): Promise<ExportRecord | undefined> {
+    const r = await this.db.query<Row>(
+      `SELECT ${COLUMNS} FROM air_gap_exports
+        WHERE key_fingerprint = $1 AND hashes = $2::jsonb AND status IN ('open', 'imported')
+        ORDER BY created_at DESC LIMIT 1`,
+      [keyFingerprint, JSON.stringify(hashes)],
+    );
+    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+  }
+
+  async list(
+    opts: { status?: ExportStatus; party?: string; withdrawalId?: string; limit?: number } = {},
+  ): Promise<ExportRecord[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (opts.status) where.push(`status = $${params.push(opts.status)}`);
+    if (opts.party) where.push(`party = $${params.push(opts.party)}`);
+    if (opts.withdrawalId) where.push(`withdrawal_id = $${params.push(opts.withdrawalId)}`);
+    const limit = Math.min(Math.max(opts.limit ?? 100, 1), 500);
+    const r = await this.db.query<Row>(
+      `SELECT ${COLUMNS} FROM air_gap_exports ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY created_at DESC, id DESC LIMIT ${limit}`,
+      params,
+    );
+    return r.rows.map(fromRow);
+  }
+
+  /**
+   * open → imported with the response, once: false when the row was not
+   * open any more (a replayed nonce, or a concurrent import won).
+   */
+  async markImported(
+    id: string,
+    response: Json,
+    actor: string,
+    also?: (tx: Queryable, x: ExportRecord) => Promise<void>,
+  ): Promise<ExportRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query<Row>(
+        `UPDATE air_gap_exports SET status = 'imported', response = $2, imported_at = now(), updated_at = now()
+          WHERE id = $1 AND status = 'open' RETURNING ${COLUMNS}`,
+        [id, JSON.stringify(response)],
+      );
+      const row = r.rows[0];
+      if (!row) return undefined;
+      const x = fromRow(row);
+      if (also) await also(tx, x);
+      await appendAudit(tx, {
+        actor,
+        action: 'air-gap.import',
+        subject: x.subject,
+        details: { export: x.id, party: x.party, digest: x.digest, hashes: x.hashes },
+      });
+      return x;
+    });
+  }
+
+  /** Moves an export in play to `to` (stale, cancelled, done), audited; false when it was not in play. */
+  async settle(
+    id: string,
+    to: 'stale' | 'cancelled' | 'done',
+    actor: string,
+    details: Record<string, Json> = {},
+    q?: Queryable,
+  ): Promise<boolean> {
+    const run = async (tx: Queryable) => {
+      const r = await tx.query<{ subject: string }>(
+        `UPDATE air_gap_exports SET status = $2, updated_at = now()
+          WHERE id = $1 AND status IN ('open', 'imported') RETURNING subject`,
+        [id, to],
+      );
+      const row = r.rows[0];
+      if (!row) return false;
+      await appendAudit(tx, {
+        actor,
+        action: `air-gap.${to}`,
+        subject: row.subject,
+        details: { export: id, ...details },
+      });
+      return true;
+    };
+    return q ? run(q) : this.db.transaction(run);
+  }
+
+  /** Exports still open whose window has closed (`now` ISO). */
+  async expiredOpen(now: string, limit = 100): Promise<ExportRecord[]> {
+    const r = await this.db.query<Row>(
+      `SELECT ${COLUMNS} FROM air_gap_exports WHERE status IN ('open', 'imported') AND window_latest <= $1
+        ORDER BY window_latest LIMIT ${Math.max(1, Math.min(limit, 500))}`,
+      [now],
+    );
+    return r.rows.map(fromRow);
+  }
+
+  /**
+   * The imported signature of `hash` by key `keyFingerprint` (base64), from
+   * an export whose response was accepted: what an offline key signs with.
+   */
+  async signatureFor(keyFingerprint: string, hash: string): Promise<string | undefined> {
+    const r = await this.db.query<{ hashes: string[]; response: { signatures: { signature: string }[] } }>(
+      `SELECT hashes, response FROM air_gap_exports
+        WHERE key_fingerprint = $1 AND status IN ('imported', 'done') AND hashes @> $2::jsonb
+        ORDER BY imported_at DESC LIMIT 1`,
+      [keyFingerprint, JSON.stringify([hash])],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    const i = row.hashes.indexOf(hash);
+    return i >= 0 ? row.response.signatures[i]?.signature : undefined;
+  }
+}
