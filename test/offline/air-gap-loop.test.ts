@@ -105,7 +105,7 @@ async function signOffline(envelope: unknown, opts: { keyLabel?: string } = {}):
 async function exportOf(withdrawalId: string) {
   const r = await inject('POST', '/v1/air-gap/exports', operator, { withdrawalId });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as { export: { id: string; hashes: string[]; status: string }; envelope: unknown };
+  return r.body as { export: { id: string; hashes: string[]; status: string; keyFingerprint: string }; envelope: unknown };
 }
 
 beforeAll(async () => {
@@ -359,5 +359,27 @@ describe('a sign-and-execute request of a cold party', () => {
     expect(executed.commandId).toBe(commandId);
     expect(executed.updateId).toBeTruthy();
     expect((imp.body.export as { status: string }).status).toBe('done');
+  });
+});
+
+describe('cancelling a withdrawal that awaits its offline signature', () => {
+  it('voids its request: the response is refused afterwards and nothing is submitted', async () => {
+    const party = await coldParty('cold-cancel', 'cold-cancel', 'ed25519', 'file');
+    const id = await createWithdrawal(party.partyId);
+    await withdrawalIn(id, ['awaiting_signature']);
+    const { export: x, envelope } = await exportOf(id);
+    const response = await signOffline(envelope);
+    const c = await inject('POST', `/v1/withdrawals/${id}/cancel`, operator, {});
+    expect(c.status, JSON.stringify(c.body)).toBe(200);
+    expect(c.body.state).toBe('cancelled');
+    expect((await env.store.airGap.get(x.id))?.status).toBe('cancelled');
+    const r = await inject('POST', '/v1/air-gap/imports', operator, response);
+    expect(r.status).toBe(404);
+    expect(r.body.code).toBe('unknown_request');
+    expect(r.body.message).toContain('cancelled');
+    const w = await env.store.withdrawals.get(id);
+    expect(w?.state).toBe('cancelled');
+    expect(await env.store.artifacts.submissionsFor(w!.commandId)).toEqual([]);
+    expect(await env.store.airGap.signatureFor(x.keyFingerprint, x.hashes[0]!)).toBeUndefined();
   });
 });

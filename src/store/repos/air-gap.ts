@@ -239,12 +239,13 @@ export class AirGapRepo {
 
   /**
    * The imported signature of `hash` by key `keyFingerprint` (base64), from
-   * an export whose response was accepted: what an offline key signs with.
+   * an export whose response was accepted and not yet used, cancelled or
+   * gone stale: what an offline key signs with.
    */
   async signatureFor(keyFingerprint: string, hash: string): Promise<string | undefined> {
     const r = await this.db.query<{ hashes: string[]; response: { signatures: { signature: string }[] } }>(
       `SELECT hashes, response FROM air_gap_exports
-        WHERE key_fingerprint = $1 AND status IN ('imported', 'done') AND hashes @> $2::jsonb
+        WHERE key_fingerprint = $1 AND status = 'imported' AND hashes @> $2::jsonb
         ORDER BY imported_at DESC LIMIT 1`,
       [keyFingerprint, JSON.stringify([hash])],
     );

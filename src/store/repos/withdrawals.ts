@@ -569,6 +569,13 @@ export class WithdrawalRepo {
         {
           actor: opts.actor,
           details: opts.reason !== undefined ? { reason: opts.reason } : {},
+          // A request across the air gap for it is void: a response to it is refused, its signature never used.
+          also: async (tx) =>
+            void (await tx.query(
+              `UPDATE air_gap_exports SET status = 'cancelled', updated_at = now()
+                WHERE withdrawal_id = $1 AND status IN ('open', 'imported')`,
+              [id],
+            )),
         },
       );
       return { withdrawal: done, changed: true };
