@@ -29,6 +29,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchService, verifyBodyFrom } from './common.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -44,13 +45,8 @@ const TARGETS = { verify: 2000, verifyP99: 20, accepted: 1000, completed: 200 };
 
 async function serverMain() {
   const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
-  const { configSchema } = await import(dist('server/config.js'));
-  const { createService } = await import(dist('server/service.js'));
-  const { openPglite, openPostgres, migrate, storeOn } = await import(dist('store/index.js'));
-  const { hostExternalParty, sandboxPartyRecord } = await import(dist('sandbox/host-party.js'));
+  const { openPglite, openPostgres } = await import(dist('store/index.js'));
   const { transfer } = await import(dist('flows/transfer.js'));
-  const { Signer } = await import(dist('keys/signer.js'));
-  const { FileBackend } = await import(dist('keys/file-backend.js'));
   const { SignJWT } = await import('jose');
 
   const dir = await mkdtemp(join(tmpdir(), 'canton-signer-bench-api-'));
@@ -73,74 +69,19 @@ async function serverMain() {
   } else {
     db = await openPglite(DB === 'memory' ? 'memory' : join(dir, 'db'));
   }
-  await migrate(db);
-  const store = storeOn(db, 'service');
-  // Cheaper scrypt than production: it only costs the one unlock per key, not the measured paths.
-  const signer = new Signer({
-    file: new FileBackend({
-      dir: join(dir, 'keystore'),
-      passphrase: () => 'bench-passphrase',
-      scrypt: { N: 2 ** 14, r: 8, p: 1 },
-    }),
+  const { service, store, host } = await benchService(dist, {
+    db,
+    dir,
+    secret: SECRET,
+    concurrency: CONCURRENCY,
   });
-  const config = configSchema.parse({
-    listen: { host: '127.0.0.1', port: 0 },
-    database: { dataDir: join(dir, 'db') },
-    keystore: { dir: join(dir, 'keystore') },
-    network: { sandbox: true },
-    auth: { issuer: 'bench', audience: 'bench', sharedSecret: SECRET, algorithms: ['HS256'] },
-    log: { level: 'warn' },
-  });
-  const service = await createService({
-    config,
-    store,
-    signer,
-    sandbox: { seed: 'bench-api' },
-    workerOptions: { pollMs: 200, concurrency: CONCURRENCY },
-  });
-  const net = service.sandbox.ctx.net;
-  const host = async (hint, fund) => {
-    const key = await signer.generate({ label: hint, scheme: 'ed25519', backend: 'file' });
-    const rec = sandboxPartyRecord(net, hint, key);
-    hostExternalParty(net, rec, fund ? { fund } : {});
-    await store.parties.put(rec);
-    return rec.partyId;
-  };
   const senders = [];
   for (let i = 0; i < PARTIES; i++) senders.push(await host(`sender${i}`, '1000000'));
   const receiver = await host('receiver');
   const verifier = await host('verifier', '1000');
 
   // A real prepared transfer: the transfer flow's own prepare, captured on its way.
-  const ledger = service.deps.flows.ledger;
-  let captured;
-  const spy = Object.create(ledger);
-  spy.prepare = async (body, o) => {
-    const r = await ledger.prepare(body, o);
-    captured ??= { body, r };
-    return r;
-  };
-  await transfer(
-    { ...service.deps.flows, ledger: spy },
-    { from: verifier, to: receiver, amount: '10', memo: 'bench' },
-  );
-  const t = captured.body.commands[0].ExerciseCommand.choiceArgument.transfer;
-  const verifyBody = {
-    party: verifier,
-    preparedTransaction: captured.r.preparedTransaction,
-    hash: captured.r.preparedTransactionHash,
-    hashingScheme: captured.r.hashingSchemeVersion === 'HASHING_SCHEME_VERSION_V3' ? 'v3' : 'v2',
-    intent: {
-      kind: 'transfer',
-      sender: t.sender,
-      receiver: t.receiver,
-      amount: t.amount,
-      instrument: t.instrumentId,
-      memo: 'bench',
-      executeBefore: t.executeBefore,
-      inputs: t.inputHoldingCids,
-    },
-  };
+  const verifyBody = await verifyBodyFrom(service, transfer, verifier, receiver);
   // The pipeline alone (decode, re-hash, intent, window), no HTTP: where the verify route's time goes.
   const { verifyOnly } = await import(dist('flows/sign-execute.js'));
   const { withKnownParty } = await import(dist('server/routes/context.js'));

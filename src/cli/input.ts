@@ -4,7 +4,7 @@
  * (Ledger API `preparedTransaction`, validator `transaction`, or the test
  * vectors' `prepared_transaction_base64`).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { TransactionError } from '../hashing/errors.js';
 import { base64ToBytes } from '../hashing/input.js';
 
@@ -23,11 +23,20 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** Inputs (transactions, air-gap payloads) larger than this are refused before parsing. */
+export const MAX_INPUT_BYTES = 64 * 1024 * 1024;
+
+function tooLarge(what: string): UsageError {
+  return new UsageError(`${what} is larger than ${MAX_INPUT_BYTES} bytes: refused`);
+}
+
 export async function readSource(file: string | undefined): Promise<Buffer> {
   if (file !== undefined && file !== '-') {
     try {
+      if (statSync(file).size > MAX_INPUT_BYTES) throw tooLarge(file);
       return readFileSync(file);
     } catch (e) {
+      if (e instanceof UsageError) throw e;
       const code = (e as NodeJS.ErrnoException).code;
       throw new UsageError(
         `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'read error')}`,
@@ -37,8 +46,44 @@ export async function readSource(file: string | undefined): Promise<Buffer> {
   if (process.stdin.isTTY)
     throw new UsageError('no input: give a FILE or pipe the transaction on standard input');
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let size = 0;
+  for await (const c of process.stdin) {
+    size += (c as Buffer).length;
+    if (size > MAX_INPUT_BYTES) throw tooLarge('standard input');
+    chunks.push(c as Buffer);
+  }
   return Buffer.concat(chunks);
+}
+
+export function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An air-gap payload's text (`name` is REQUEST or RESPONSE): a file, '-'
+ * (stdin), or a folder of QR frame PNGs (the argument itself, or `fromQr`).
+ * The QR reader is loaded only when frames are read.
+ */
+export async function readPayloadText(
+  name: 'REQUEST' | 'RESPONSE',
+  path: string | undefined,
+  fromQr: string | undefined,
+): Promise<string> {
+  if (path !== undefined && fromQr !== undefined)
+    throw new UsageError(`give either ${name} or --from-qr DIR, not both`);
+  const qrDir = fromQr ?? (path !== undefined && path !== '-' && isDirectory(path) ? path : undefined);
+  if (qrDir !== undefined) {
+    const { readQrPngs } = await import('../offline/qr.js');
+    return readQrPngs(qrDir);
+  }
+  if (path === undefined) throw new UsageError(`give the ${name} file ("-" for stdin) or --from-qr DIR`);
+  if (path === '-' && process.stdin.isTTY)
+    throw new UsageError(`no input: give a ${name} file or pipe it on standard input`);
+  return (await readSource(path)).toString('utf8');
 }
 
 function isBase64Text(b: Buffer): boolean {

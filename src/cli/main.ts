@@ -10,12 +10,14 @@ import { isCantonApiError, oneLine } from '../canton/errors.js';
 import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
+import { registerAirGap } from './air-gap.js';
 import { registerAudit } from './audit.js';
 import { registerFlows } from './flows.js';
 import { registerHash } from './hash.js';
 import { UsageError } from './input.js';
 import { registerInspect } from './inspect.js';
 import { registerKeys } from './keys.js';
+import { registerOffline } from './offline.js';
 import { CliExit } from './options.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
@@ -50,6 +52,8 @@ export function buildProgram(): Command {
   registerTransfer(program);
   registerAudit(program);
   registerServe(program);
+  registerOffline(program);
+  registerAirGap(program);
   const override = (c: Command): void => {
     c.exitOverride();
     for (const sub of c.commands) override(sub);

@@ -12,7 +12,7 @@
  * (the request, the key or the operator said no; nothing written), 2 usage.
  */
 import { createPublicKey, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,7 +31,7 @@ import {
   trustedExportKey,
 } from '../offline/format.js';
 import { type Review, reviewRequest, signReview } from '../offline/review.js';
-import { readSource, UsageError } from './input.js';
+import { isDirectory, readPayloadText, UsageError } from './input.js';
 import { CliExit } from './options.js';
 
 export const TRUSTED_KEYS_ENV = 'CANTON_SIGNER_TRUSTED_EXPORT_KEYS';
@@ -110,27 +110,9 @@ export async function loadTrustedKeys(
   return out;
 }
 
-const isDirectory = (p: string): boolean => {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-};
-
 /** The request text: a file, '-' (stdin), or a folder of QR frame PNGs (REQUEST or --from-qr). */
-async function readRequestText(request: string | undefined, fromQr: string | undefined): Promise<string> {
-  if (request !== undefined && fromQr !== undefined)
-    throw new UsageError('give either REQUEST or --from-qr DIR, not both');
-  const qrDir =
-    fromQr ?? (request !== undefined && request !== '-' && isDirectory(request) ? request : undefined);
-  if (qrDir !== undefined) {
-    const { readQrPngs } = await import('../offline/qr.js');
-    return readQrPngs(qrDir);
-  }
-  if (request === undefined) throw new UsageError('give the REQUEST file ("-" for stdin) or --from-qr DIR');
-  return (await readSource(request)).toString('utf8');
-}
+const readRequestText = (request: string | undefined, fromQr: string | undefined) =>
+  readPayloadText('REQUEST', request, fromQr);
 
 interface CommonOpts {
   trust?: string[];
@@ -186,6 +168,29 @@ async function confirmOnTerminal(r: Review): Promise<boolean> {
 }
 
 /** Writes `text` to `path` atomically (temp file + link/rename); an existing file is kept unless `force`. */
+/**
+ * Writes an air-gap payload where the operator asked: `out` (never over an
+ * existing file unless `force`) or stdout, and as QR frame PNGs into `qr`.
+ * Returns what was written where, for the one-line note.
+ */
+export async function writePayload(
+  text: string,
+  opts: { out?: string; force?: boolean; qr?: string },
+  what: string,
+): Promise<string[]> {
+  if (opts.out !== undefined) await writeNew(opts.out, text, opts.force === true);
+  else process.stdout.write(text);
+  let frames: string[] = [];
+  if (opts.qr !== undefined) {
+    const { writeQrPngs } = await import('../offline/qr.js');
+    frames = await writeQrPngs(text, opts.qr);
+  }
+  return [
+    opts.out !== undefined ? `${what} written to ${opts.out}` : '',
+    frames.length > 0 ? `${frames.length} QR frame(s) in ${opts.qr}` : '',
+  ].filter(Boolean);
+}
+
 export async function writeNew(path: string, text: string, force: boolean): Promise<void> {
   if (!force && existsSync(path))
     throw new UsageError(`${path} already exists: not overwritten (give another --out, or --force)`);
@@ -320,17 +325,7 @@ export function registerOffline(program: Command): void {
           } finally {
             await signer.close();
           }
-          if (opts.out !== undefined) await writeNew(opts.out, text, opts.force === true);
-          else process.stdout.write(text);
-          let frames: string[] = [];
-          if (opts.qr !== undefined) {
-            const { writeQrPngs } = await import('../offline/qr.js');
-            frames = await writeQrPngs(text, opts.qr);
-          }
-          const where = [
-            opts.out !== undefined ? `response written to ${opts.out}` : '',
-            frames.length > 0 ? `${frames.length} QR frame(s) in ${opts.qr}` : '',
-          ].filter(Boolean);
+          const where = await writePayload(text, opts, 'response');
           const line = `signed ${r.hashes.length} hash${r.hashes.length === 1 ? '' : 'es'} for ${r.party.partyId}${where.length ? `; ${where.join('; ')}` : ''}\n`;
           // stdout carries the response when there is no --out; the note then goes to stderr.
           (opts.out !== undefined ? process.stdout : process.stderr).write(line);

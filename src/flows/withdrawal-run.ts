@@ -151,6 +151,7 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
           details: { resolvedFrom: 'completions' },
         },
       );
+      await exportUsed(env, w.id);
       return { done: true, state: 'committed' };
     }
     if (truth.status === 'not-committed') run.definitelyNot = true;
@@ -191,8 +192,9 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     : base;
   try {
     if (signedOffline) {
-      await exportedTransfer(ctx, w, signedOffline);
-      await env.store.airGap.settle(signedOffline.id, 'done', 'worker', { withdrawal: w.id });
+      const x = signedOffline;
+      await (env.airGap?.withExport(x.id, () => exportedTransfer(ctx, w, x)) ?? exportedTransfer(ctx, w, x));
+      await exportUsed(env, w.id);
       return { done: true, state: 'committed' };
     }
     await transfer(ctx, {
@@ -221,6 +223,13 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     }
     return settle(env, w.id, e, run);
   }
+}
+
+/** A committed withdrawal's imported offline signature is used up. */
+async function exportUsed(env: RunEnv, id: string): Promise<void> {
+  if (!env.airGap) return;
+  const x = await env.store.airGap.currentFor(id);
+  if (x?.status === 'imported') await env.store.airGap.settle(x.id, 'done', 'worker', { withdrawal: id });
 }
 
 /** After a failed run: a terminal state (refusal, deadline) or "again later". */
@@ -259,6 +268,7 @@ async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promi
           details: { resolvedFrom: 'completions' },
         },
       );
+      await exportUsed(env, id);
       return { done: true, state: 'committed' };
     }
   }

@@ -170,6 +170,26 @@ function writeDerLength(out: Buffer, p: number, n: number): number {
 }
 
 /**
+ * Parsed public keys by their exact SPKI bytes (base64 of them as the map key),
+ * so that verifying against a party's registered key does not parse its DER
+ * every time. Only keys that parsed are kept; bounded, oldest dropped first.
+ */
+const PUBLIC_KEYS = new Map<string, { key: KeyObject; scheme: KeyScheme | undefined }>();
+const PUBLIC_KEY_LIMIT = 1024;
+
+function publicKeyOf(spki: Uint8Array): { key: KeyObject; scheme: KeyScheme | undefined } {
+  const id = Buffer.from(spki.buffer, spki.byteOffset, spki.byteLength).toString('base64');
+  let e = PUBLIC_KEYS.get(id);
+  if (e === undefined) {
+    const key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+    e = { key, scheme: schemeOfKey(key) };
+    if (PUBLIC_KEYS.size >= PUBLIC_KEY_LIMIT) PUBLIC_KEYS.delete(PUBLIC_KEYS.keys().next().value!);
+    PUBLIC_KEYS.set(id, e);
+  }
+  return e;
+}
+
+/**
  * Verifies a signature the way Canton does: Ed25519 over the message;
  * ECDSA (DER) as SHA256withECDSA / SHA384withECDSA over the message.
  */
@@ -179,8 +199,8 @@ export function verifySignature(
   message: Uint8Array,
   signature: Uint8Array,
 ): boolean {
-  const key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
-  if (schemeOfKey(key) !== scheme) return false;
+  const { key, scheme: ofKey } = publicKeyOf(spki);
+  if (ofKey !== scheme) return false;
   try {
     if (scheme === 'ed25519') return signature.length === 64 && verify(null, message, key, signature);
     return verify(SCHEMES[scheme].digest!, message, { key, dsaEncoding: 'der' }, signature);

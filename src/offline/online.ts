@@ -11,8 +11,10 @@
  * pipeline (`signatureFor`), where they are verified once more.
  */
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { type AirGapExporter, AwaitingSignature, type TopologyExport } from '../flows/air-gap.js';
 import type { Verified } from '../flows/pipeline.js';
+import { Refusal } from '../flows/refusal.js';
 import { describeWindow } from '../flows/window.js';
 import { fingerprint } from '../hashing/canton-hash.js';
 import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
@@ -64,6 +66,8 @@ export interface ImportResult {
 export class OnlineAirGap {
   private readonly label: string;
   private exportKeyP: Promise<KeyDescription> | undefined;
+  /** The export whose imported signatures the code running now may use (see `withExport`). */
+  private readonly claim = new AsyncLocalStorage<string>();
 
   constructor(
     private readonly store: Store,
@@ -115,7 +119,7 @@ export class OnlineAirGap {
     const hashes = t.messages.map((m) => bytesToHex(m));
     const repo = this.store.airGap;
     const same = await repo.currentForHashes(t.key.fingerprint, hashes);
-    if (same && same.status === 'open') return awaiting(same);
+    if (same) return this.sameRequest(same, { ...scope, subject: `onboarding:${t.partyId}` });
     await this.exportKey();
     const now = this.now();
     const request: AirGapRequest = {
@@ -158,7 +162,7 @@ export class OnlineAirGap {
     const hash = bytesToHex(v.hash);
     const repo = this.store.airGap;
     const same = await repo.currentForHashes(v.party.fingerprint, [hash]);
-    if (same && same.status === 'open') return awaiting(same);
+    if (same) return this.sameRequest(same, scope);
     if (scope.withdrawalId) {
       // A new preparation supersedes the withdrawal's earlier request (its response would sign another hash).
       const cur = await repo.currentFor(scope.withdrawalId);
@@ -341,9 +345,38 @@ export class OnlineAirGap {
     return { export: done, response: r };
   }
 
-  /** The offline key backend's source: an imported signature of exactly `message` by the key. */
+  /**
+   * The same transaction (or topology) is already across the air gap: the
+   * caller waits for that request when it is its own, and is refused when
+   * it belongs to another withdrawal / request (an imported signature serves
+   * only the flow it was exported for).
+   */
+  private sameRequest(x: ExportRecord, scope: ExportScope): AwaitingSignature {
+    if (x.subject !== scope.subject)
+      throw new Refusal(
+        'bad_request',
+        `this transaction is already across the air gap for ${x.subject} (export ${x.id}); it is signed and submitted only by that flow`,
+        [],
+        { export: x.id },
+      );
+    return awaiting(x);
+  }
+
+  /**
+   * Runs `fn` with the imported signatures of export `id` available to the
+   * cold key (and no other export's): the flow the export was made for — the
+   * withdrawal's run, the import's own execution or onboarding — claims its
+   * signature; any other flow presenting the same hash finds none.
+   */
+  withExport<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    return this.claim.run(id, fn);
+  }
+
+  /** The offline key backend's source: the claimed export's imported signature of exactly `message`. */
   async signatureFor(key: { fingerprint: string }, message: Uint8Array): Promise<Uint8Array | undefined> {
-    const sig = await this.store.airGap.signatureFor(key.fingerprint, bytesToHex(message));
+    const id = this.claim.getStore();
+    if (id === undefined) return undefined;
+    const sig = await this.store.airGap.signatureFor(key.fingerprint, bytesToHex(message), id);
     return sig === undefined ? undefined : base64ToBytes(sig, 'imported signature');
   }
 }

@@ -190,8 +190,11 @@ export async function readQrPngs(
   for (const file of files) {
     let png: PNG;
     try {
-      png = PNG.sync.read(await readFile(file));
+      const bytes = await readFile(file);
+      checkPngSize(bytes, file);
+      png = PNG.sync.read(bytes);
     } catch (err) {
+      if (err instanceof QrTransportError) throw err;
       throw new QrTransportError(
         'unreadable_image',
         `${file} is not a readable PNG image: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
@@ -336,4 +339,28 @@ document.addEventListener('keydown',(e)=>{if(e.key===' '){paused=!paused;e.preve
 else if(e.key==='ArrowRight'){paused=true;show(i+1);}else if(e.key==='ArrowLeft'){paused=true;show(i-1);}});
 </script></body></html>
 `;
+}
+
+/** Images larger than this are refused before decoding (a small PNG can declare a huge canvas). */
+export const MAX_IMAGE_PIXELS = 4096 * 4096;
+export const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
+
+/** Refuses a file too large, or a PNG whose header declares more than MAX_IMAGE_PIXELS, before any decoding. */
+function checkPngSize(bytes: Buffer, file: string): void {
+  if (bytes.length > MAX_IMAGE_BYTES)
+    throw new QrTransportError(
+      'unreadable_image',
+      `${file} is ${bytes.length} bytes, more than the ${MAX_IMAGE_BYTES} a QR frame image may have`,
+      { file },
+    );
+  // PNG signature (8 bytes), then the IHDR chunk: length (4), type (4), width (4), height (4).
+  if (bytes.length < 24 || bytes.toString('latin1', 12, 16) !== 'IHDR') return; // pngjs names the problem
+  const width = bytes.readUInt32BE(16);
+  const height = bytes.readUInt32BE(20);
+  if (width * height > MAX_IMAGE_PIXELS)
+    throw new QrTransportError(
+      'unreadable_image',
+      `${file} declares ${width}×${height} pixels, more than a QR frame image may have (${MAX_IMAGE_PIXELS} pixels): refused before decoding`,
+      { file },
+    );
 }

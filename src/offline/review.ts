@@ -34,6 +34,7 @@ import {
   type TrustedExportKey,
   topologyMessages,
 } from './format.js';
+import { printable, printableDeep, printableText } from './printable.js';
 
 export interface ReviewOptions {
   /** The export keys this machine trusts; a request sealed by any other key is refused. */
@@ -252,16 +253,19 @@ function reviewPrepared(
     exporter: envelope.exportKey.fingerprint,
     summary: '',
   };
-  const report = inspectTransaction(verified.tx, verified.scheme);
-  review.summary = `${header(review, now, [
-    ['intent', intentText(request.intent)],
-    ['command id', request.commandId],
-    ['synchronizer', request.synchronizerId],
-    [
-      'hash',
-      `${bytesToHex(verified.hash)} (${request.hashingScheme.toUpperCase()}, recomputed here = claimed)`,
-    ],
-  ])}\nChecked here: the export seal, the transaction decoded strictly and re-hashed to the claimed hash, the intent, the command id, the window.\n\n${renderInspectText(report)}`;
+  // Everything the transaction or the request says is shown escaped: no control character reaches the terminal.
+  const report = printableDeep(inspectTransaction(verified.tx, verified.scheme));
+  review.summary = printableText(
+    `${header(review, now, [
+      ['intent', intentText(request.intent)],
+      ['command id', printable(request.commandId)],
+      ['synchronizer', printable(request.synchronizerId)],
+      [
+        'hash',
+        `${bytesToHex(verified.hash)} (${request.hashingScheme.toUpperCase()}, recomputed here = claimed)`,
+      ],
+    ])}\nChecked here: the export seal, the transaction decoded strictly and re-hashed to the claimed hash, the intent, the command id, the window.\n\n${renderInspectText(report)}`,
+  );
   return review;
 }
 
@@ -329,7 +333,9 @@ function reviewTopology(
   });
   lines.push('', `Hashes to sign (recomputed here = claimed):`);
   for (const m of messages) lines.push(`  ${bytesToHex(m)}`);
-  review.summary = `${header(review, now, [['synchronizer', request.synchronizerId]])}\nChecked here: the export seal, every transaction decoded strictly, the mappings are exactly this onboarding, the hashes, the window.\n\n${lines.join('\n')}\n`;
+  review.summary = printableText(
+    `${header(review, now, [['synchronizer', printable(request.synchronizerId)]])}\nChecked here: the export seal, every transaction decoded strictly, the mappings are exactly this onboarding, the hashes, the window.\n\n${lines.join('\n')}\n`,
+  );
   return review;
 }
 
@@ -339,7 +345,7 @@ function windowText(w: { earliest?: string; latest: string; latestSource: string
 
 function intentText(intent: Intent): string {
   return Object.entries(intent)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .map(([k, v]) => `${k}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
     .join(', ');
 }
 
@@ -347,14 +353,14 @@ function header(r: Review, now: bigint, extra: [string, string][]): string {
   const req = r.request;
   const rows: [string, string][] = [
     ['kind', r.kind],
-    ['party', req.partyId],
+    ['party', printable(req.partyId)],
     ['key', `${r.key.fingerprint} (${r.key.scheme})`],
     ...extra,
     [
       'window',
       `latest ${r.window.latest} (${r.window.latestSource}), ${formatDurationUs(r.window.latestUs - now)} left${r.window.earliest ? `; not before ${r.window.earliest}` : ''}`,
     ],
-    ['created at', req.createdAt],
+    ['created at', printable(req.createdAt)],
     ['exported by', `${r.exporter} (trusted export key, seal verified)`],
     ['request', `digest ${r.envelope.digest}, nonce ${req.nonce}`],
   ];

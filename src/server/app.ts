@@ -56,6 +56,21 @@ export const REDACT_PATHS = [
 
 export const API_VERSION = '1';
 
+/** Routes that sign for a party, so that a party whose key is held offline answers 202 (issue 7). */
+const AWAITS = /^\/v1\/(parties|sign|sign\/execute|offers\/.+)$/;
+const AWAITING_RESPONSE = out(
+  z.object({
+    code: z.literal('awaiting_offline_signature'),
+    message: z.string(),
+    exportId: z
+      .string()
+      .describe('the sealed request to carry to the offline signer: GET /v1/air-gap/exports/{id}'),
+    hashes: z.array(z.string()).describe('hex of the hashes it asks to be signed'),
+    windowLatest: z.string().describe('sign and import before this'),
+  }),
+  "the party's key is held offline: the request is across the air gap (docs/air-gap.md)",
+);
+
 const ERROR_RESPONSE = out(
   z
     .object({
@@ -88,7 +103,9 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
   app.addHook('onRoute', (route) => {
     const schema = route.schema as { hide?: boolean; response?: Record<string, unknown> } | undefined;
     if (!schema || schema.hide) return;
+    const signs = route.method === 'POST' && AWAITS.test(route.url);
     schema.response = {
+      ...(signs ? { 202: AWAITING_RESPONSE } : {}),
       ...schema.response,
       '4xx': schema.response?.['4xx'] ?? ERROR_RESPONSE,
       '5xx': schema.response?.['5xx'] ?? ERROR_RESPONSE,

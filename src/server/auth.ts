@@ -6,6 +6,9 @@
  * `Principal` (subject, roles, parties for a withdrawer). `installAuth` hooks
  * this and the route's role declaration (src/server/roles.ts) into fastify.
  * Errors are `AuthError`s with a stable code; no message contains the token.
+ * A token that verified is remembered (bounded LRU keyed by the exact token
+ * text) until it expires, so a client reusing its token is not verified again
+ * on every request; a token that failed is never remembered.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -81,6 +84,55 @@ export interface Verifier {
 export interface VerifierOptions {
   /** The clock (default: the system's). */
   now?: () => Date;
+  /**
+   * How many verified tokens to remember (default 1024; 0: verify every time).
+   * A remembered token is accepted without verifying its signature again until
+   * its `exp` (with the clock tolerance, as at verification) and for at most
+   * `cacheTtlMs`; its `nbf` is checked again on every use.
+   */
+  cacheSize?: number;
+  /**
+   * Longest time a verified token is remembered (default: the JWKS cache age
+   * with a JWKS URL, so that a key removed from the set stops working as soon
+   * as it would without this cache; 10 minutes with configured keys or secret).
+   */
+  cacheTtlMs?: number;
+}
+
+/** A verified token: its principal and the times (epoch seconds) that bound its use. */
+interface Remembered {
+  principal: Principal;
+  exp: number;
+  nbf: number | undefined;
+  /** Epoch ms after which the token is verified again. */
+  until: number;
+}
+
+/** Least-recently-used map of verified tokens (Map keeps insertion order; a hit moves to the end). */
+class TokenCache {
+  private readonly map = new Map<string, Remembered>();
+  constructor(private readonly max: number) {}
+  get(token: string): Remembered | undefined {
+    const r = this.map.get(token);
+    if (r !== undefined) {
+      this.map.delete(token);
+      this.map.set(token, r);
+    }
+    return r;
+  }
+  set(token: string, r: Remembered): void {
+    this.map.delete(token);
+    this.map.set(token, r);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+  }
+  delete(token: string): void {
+    this.map.delete(token);
+  }
+}
+
+/** A copy, so that nothing a caller does to a principal reaches the one remembered. */
+function copyPrincipal(p: Principal): Principal {
+  return { ...p, roles: [...p.roles], parties: [...p.parties] };
 }
 
 /** A claim by its exact name, else by a dotted path into nested objects (`realm_access.roles`). */
@@ -247,19 +299,52 @@ export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Ver
     }
   }
 
+  const cacheSize = opts.cacheSize ?? 1024;
+  const cacheTtlMs = opts.cacheTtlMs ?? (cfg.jwksUrl !== undefined ? cfg.jwksCacheSeconds * 1000 : 600_000);
+  const cache = cacheSize > 0 && cacheTtlMs > 0 ? new TokenCache(cacheSize) : undefined;
+  const tolerance = cfg.clockToleranceSeconds;
+
+  /** The remembered principal of `token` if it is still within the bounds it was verified under. */
+  function recall(token: string): Principal | undefined {
+    const r = cache?.get(token);
+    if (r === undefined) return undefined;
+    const nowMs = (opts.now ? opts.now() : new Date()).getTime();
+    const now = Math.floor(nowMs / 1000);
+    // The same comparisons as jose's: expired when exp <= now - tolerance, early when nbf > now + tolerance.
+    if (nowMs > r.until || r.exp <= now - tolerance || (r.nbf !== undefined && r.nbf > now + tolerance)) {
+      cache!.delete(token);
+      return undefined;
+    }
+    return copyPrincipal(r.principal);
+  }
+
   return {
     async verify(authorization) {
       if (authorization === undefined || authorization.trim() === '')
         throw new AuthError('missing_token', 'a bearer token is required (Authorization: Bearer <token>)');
       const m = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i.exec(authorization);
       if (!m) throw new AuthError('malformed', "the Authorization header must be 'Bearer <token>'");
+      const token = m[1]!;
+      const known = recall(token);
+      if (known) return known;
       let payload: JWTPayload;
       try {
-        payload = await verifyToken(m[1]!);
+        payload = await verifyToken(token);
       } catch (e) {
         throw mapJoseError(e);
       }
-      return principalOf(payload, cfg);
+      const principal = principalOf(payload, cfg);
+      // exp is required (requiredClaims) and a number once jose accepted the token.
+      if (cache && typeof payload.exp === 'number') {
+        const nowMs = (opts.now ? opts.now() : new Date()).getTime();
+        cache.set(token, {
+          principal: copyPrincipal(principal),
+          exp: payload.exp,
+          nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined,
+          until: nowMs + cacheTtlMs,
+        });
+      }
+      return principal;
     },
   };
 }

@@ -8,130 +8,48 @@
  * whose window closed goes stale and the withdrawal is prepared and exported
  * anew, and a sign request of a cold party is executed after the import.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base64ToBytes } from '../../src/hashing/input.js';
 import type { KeyBackend } from '../../src/keys/backend.js';
-import type { KeyScheme } from '../../src/keys/schemes.js';
-import type { Signer } from '../../src/keys/signer.js';
-import {
-  type AirGapResponse,
-  parseRequestEnvelope,
-  type TrustedExportKey,
-  trustedExportKey,
-} from '../../src/offline/format.js';
-import { reviewRequest, signReview } from '../../src/offline/review.js';
-import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
+import type { AirGapResponse } from '../../src/offline/format.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { preapprovalProposal, testSigner } from '../support/flow-env.js';
-import { type ServiceEnv, serviceEnv } from '../support/service.js';
+import { type AirGapEnv, airGapEnv } from '../support/air-gap-env.js';
+import { preapprovalProposal } from '../support/flow-env.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from '../support/softhsm.js';
 
-let env: ServiceEnv;
-let cold: Signer; // the offline machine's keystore
-let coldDir: string;
+let ag: AirGapEnv;
 let token: SoftHsmToken;
 let hsm: KeyBackend;
-let trusted: TrustedExportKey[];
 let operator: { authorization: string };
 let withdrawer: { authorization: string };
 
-async function inject(
-  method: 'GET' | 'POST',
-  url: string,
-  headers: Record<string, string>,
-  payload?: unknown,
-) {
-  const r = await env.service.app.inject({
-    method,
-    url,
-    headers,
-    ...(payload !== undefined ? { payload: payload as object } : {}),
-  });
-  return { status: r.statusCode, body: r.json() as Record<string, unknown> & { code?: string } };
-}
-
-/** A cold party: key generated on the offline machine, only its public key registered with the service. */
-async function coldParty(hint: string, label: string, scheme: KeyScheme, backend: 'file' | 'pkcs11') {
-  const key = await cold.generate({ label, scheme, backend });
-  const pub = await env.flow.signer.importPublicKey(`${label}-pub`, scheme, key.publicKeySpki);
-  const record: PartyRecord = sandboxPartyRecord(env.flow.net, hint, pub);
-  await env.store.parties.put(record);
-  hostExternalParty(env.flow.net, record, { fund: '1000' });
-  return record;
-}
-
-async function until<T>(f: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function withdrawalIn(id: string, states: string[]) {
-  return until(
-    async () => {
-      const w = await env.store.withdrawals.get(id);
-      return w && states.includes(w.state) ? w : undefined;
-    },
-    `withdrawal ${id} in ${states.join('/')}`,
-  );
-}
-
-async function createWithdrawal(party: string, amount = '5') {
-  const r = await inject(
-    'POST',
-    '/v1/withdrawals',
-    { ...operator, 'idempotency-key': `k-${Math.random()}` },
-    { party, receiver: env.flow.net.validatorParty, amount },
-  );
-  expect(r.status).toBe(201);
-  return String(r.body.id);
-}
-
-/** The offline machine: parse the file, review (every check again), sign. */
-async function signOffline(envelope: unknown, opts: { keyLabel?: string } = {}): Promise<AirGapResponse> {
-  const parsed = parseRequestEnvelope(JSON.stringify(envelope));
-  const review = reviewRequest(parsed, { trusted, minWindowMs: 60_000 });
-  return signReview(review, cold, opts);
-}
-
-async function exportOf(withdrawalId: string) {
-  const r = await inject('POST', '/v1/air-gap/exports', operator, { withdrawalId });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as { export: { id: string; hashes: string[]; status: string; keyFingerprint: string }; envelope: unknown };
-}
+const inject: AirGapEnv['inject'] = (...a) => ag.inject(...a);
+const coldParty = (
+  hint: string,
+  label: string,
+  scheme: 'ed25519' | 'ecdsa-p256',
+  backend: 'file' | 'pkcs11',
+) => ag.coldParty(hint, { label, scheme, backend });
+const withdrawalIn = (id: string, states: string[]) => ag.withdrawalIn(id, states);
+const createWithdrawal = (party: string) => ag.createWithdrawal(party);
+const exportOf = (id: string) => ag.exportOf(id);
+const signOffline = (envelope: unknown) => ag.signOffline(envelope);
 
 beforeAll(async () => {
   const module = requireSoftHsm();
   if (!module) throw new Error('SoftHSM2 is required for the air-gap loop (apt-get install softhsm2)');
-  env = await serviceEnv({ seed: 'air-gap-loop' });
-  coldDir = await mkdtemp(join(tmpdir(), 'canton-signer-cold-'));
   token = await createSoftHsmToken({ module });
   const { Pkcs11Backend } = await import('../../src/keys/pkcs11-backend.js');
   hsm = await Pkcs11Backend.open({ module, token: token.tokenLabel, pin: token.pin });
-  cold = testSigner(coldDir, 'cold-machine-passphrase', hsm);
-  operator = await env.auth(['operator']);
-  withdrawer = await env.auth(['withdrawer']);
-  const k = await inject('GET', '/v1/air-gap/export-key', operator);
-  expect(k.status).toBe(200);
-  trusted = [
-    trustedExportKey(k.body.scheme as KeyScheme, base64ToBytes(String(k.body.publicKey), 'export key')),
-  ];
-  expect(trusted[0]!.fingerprint).toBe(k.body.fingerprint);
+  ag = await airGapEnv({ seed: 'air-gap-loop', hsm });
+  operator = ag.operator;
+  withdrawer = await ag.env.auth(['withdrawer']);
 }, 60_000);
 
 afterAll(async () => {
-  await env?.close();
-  await cold?.close();
+  await ag?.close();
   await token?.cleanup();
-  if (coldDir) await rm(coldDir, { recursive: true, force: true });
 });
 
 describe('withdrawal of a cold party, across the air gap', () => {
@@ -146,7 +64,7 @@ describe('withdrawal of a cold party, across the air gap', () => {
       const parked = await withdrawalIn(id, ['awaiting_signature', 'failed', 'rejected']);
       expect(parked.state).toBe('awaiting_signature');
       // nothing was signed or submitted for it
-      expect(await env.store.artifacts.submissionsFor(parked.commandId)).toEqual([]);
+      expect(await ag.env.store.artifacts.submissionsFor(parked.commandId)).toEqual([]);
       const { export: x, envelope } = await exportOf(id);
       expect(x.status).toBe('open');
       const response = await signOffline(envelope);
@@ -157,9 +75,9 @@ describe('withdrawal of a cold party, across the air gap', () => {
       const done = await withdrawalIn(id, ['committed', 'failed', 'rejected']);
       expect(done.state, done.lastError).toBe('committed');
       expect(done.updateId).toBeTruthy();
-      const subs = await env.store.artifacts.submissionsFor(done.commandId);
+      const subs = await ag.env.store.artifacts.submissionsFor(done.commandId);
       expect(subs.map((s) => s.outcome)).toEqual(['committed']);
-      expect((await env.store.airGap.get(x.id))?.status).toBe('done');
+      expect((await ag.env.store.airGap.get(x.id))?.status).toBe('done');
       // the same response again: accepted once
       const again = await inject('POST', '/v1/air-gap/imports', operator, response);
       expect(again.status).toBe(409);
@@ -229,12 +147,12 @@ describe('import refuses a response that is not exactly the answer', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     expect(r.body.code).toBe(code);
     // still parked; the genuine response is still importable
-    expect((await env.store.withdrawals.get(id))?.state).toBe('awaiting_signature');
+    expect((await ag.env.store.withdrawals.get(id))?.state).toBe('awaiting_signature');
   });
 
   it('a signature by another key over the right hash → key_mismatch / signature_invalid', async () => {
-    const other = await cold.generate({ label: 'cold-other', scheme: 'ed25519', backend: 'file' });
-    const sig = await cold.sign(
+    const other = await ag.cold.generate({ label: 'cold-other', scheme: 'ed25519', backend: 'file' });
+    const sig = await ag.cold.sign(
       'cold-other',
       base64ToBytes(Buffer.from(good.hashes[0]!, 'hex').toString('base64')),
     );
@@ -268,17 +186,17 @@ describe('a window that closes before the import', () => {
     const first = await exportOf(id);
     const late = await signOffline(first.envelope);
     // the window closes (the request was carried too slowly)
-    await env.store.db.query(
+    await ag.env.store.db.query(
       `UPDATE air_gap_exports SET window_latest = now() - interval '1 second' WHERE id = $1`,
       [first.export.id],
     );
     const r = await inject('POST', '/v1/air-gap/imports', operator, late);
     expect(r.status).toBe(409);
     expect(r.body.code).toBe('window_closed');
-    expect((await env.store.airGap.get(first.export.id))?.status).toBe('stale');
+    expect((await ag.env.store.airGap.get(first.export.id))?.status).toBe('stale');
     // the worker prepares again and exports a new request for a new transaction
-    const second = await until(async () => {
-      const x = await env.store.airGap.currentFor(id);
+    const second = await ag.until(async () => {
+      const x = await ag.env.store.airGap.currentFor(id);
       return x && x.id !== first.export.id && x.status === 'open' ? x : undefined;
     }, 'a new export');
     expect(second.hashes).not.toEqual(first.export.hashes);
@@ -289,7 +207,7 @@ describe('a window that closes before the import', () => {
     const done = await withdrawalIn(id, ['committed', 'failed', 'rejected']);
     expect(done.state, done.lastError).toBe('committed');
     // the stale transaction was never submitted
-    const subs = await env.store.artifacts.submissionsFor(done.commandId);
+    const subs = await ag.env.store.artifacts.submissionsFor(done.commandId);
     expect(subs).toHaveLength(1);
   });
 });
@@ -302,11 +220,11 @@ describe('onboarding a cold party across the air gap', () => {
     '%s path, %s key: 202 with a topology request, signed offline, imported → onboarded',
     async (path, backend, scheme) => {
       // Allocating external parties and granting rights takes a participant admin user (Canton 3.4).
-      env.flow.net.users.get(LEDGER_API_USER)!.admin = true;
+      ag.env.flow.net.users.get(LEDGER_API_USER)!.admin = true;
       const label = `cold-onboard-${backend}`;
-      const key = await cold.generate({ label, scheme, backend });
-      await env.flow.signer.importPublicKey(`${label}-pub`, scheme, key.publicKeySpki);
-      const admin = await env.auth(['admin']);
+      const key = await ag.cold.generate({ label, scheme, backend });
+      await ag.env.flow.signer.importPublicKey(`${label}-pub`, scheme, key.publicKeySpki);
+      const admin = await ag.env.auth(['admin']);
       const body = { hint: `onb-${backend}`, keyLabel: `${label}-pub`, path };
       const first = await inject('POST', '/v1/parties', admin, body);
       expect(first.status, JSON.stringify(first.body)).toBe(202);
@@ -319,14 +237,14 @@ describe('onboarding a cold party across the air gap', () => {
       const x = got.body.export as { kind: string; party: string; hashes: string[] };
       expect(x.kind).toBe('topology-transactions');
       expect(x.hashes).toHaveLength(path === 'validator' ? 3 : 1);
-      expect(await env.store.parties.get(x.party)).toBeUndefined();
+      expect(await ag.env.store.parties.get(x.party)).toBeUndefined();
       const response = await signOffline(got.body.envelope);
       const imp = await inject('POST', '/v1/air-gap/imports', operator, response);
       expect(imp.status, JSON.stringify(imp.body)).toBe(200);
       expect(imp.body.onboarded).toEqual({ partyId: x.party, status: 'new' });
-      const booked = await env.store.parties.get(x.party);
+      const booked = await ag.env.store.parties.get(x.party);
       expect(booked?.fingerprint).toBe(key.fingerprint);
-      expect(env.flow.net.parties.get(x.party)?.keys[0]?.fingerprint).toBe(key.fingerprint);
+      expect(ag.env.flow.net.parties.get(x.party)?.keys[0]?.fingerprint).toBe(key.fingerprint);
     },
   );
 });
@@ -334,9 +252,9 @@ describe('onboarding a cold party across the air gap', () => {
 describe('a sign-and-execute request of a cold party', () => {
   it('answers 202 with a request; the import executes exactly that transaction', async () => {
     const party = await coldParty('cold-sign', 'cold-sign', 'ed25519', 'file');
-    const net = env.flow.net;
+    const net = ag.env.flow.net;
     const commandId = `air-gap-sign-${Date.now()}`;
-    const prep = await env.flow.ledger.prepare({
+    const prep = await ag.env.flow.ledger.prepare({
       synchronizerId: net.synchronizerId,
       commands: [preapprovalProposal(net, party.partyId, net.validatorParty)],
       userId: LEDGER_API_USER,
@@ -372,14 +290,14 @@ describe('cancelling a withdrawal that awaits its offline signature', () => {
     const c = await inject('POST', `/v1/withdrawals/${id}/cancel`, operator, {});
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body.state).toBe('cancelled');
-    expect((await env.store.airGap.get(x.id))?.status).toBe('cancelled');
+    expect((await ag.env.store.airGap.get(x.id))?.status).toBe('cancelled');
     const r = await inject('POST', '/v1/air-gap/imports', operator, response);
     expect(r.status).toBe(404);
     expect(r.body.code).toBe('unknown_request');
     expect(r.body.message).toContain('cancelled');
-    const w = await env.store.withdrawals.get(id);
+    const w = await ag.env.store.withdrawals.get(id);
     expect(w?.state).toBe('cancelled');
-    expect(await env.store.artifacts.submissionsFor(w!.commandId)).toEqual([]);
-    expect(await env.store.airGap.signatureFor(x.keyFingerprint, x.hashes[0]!)).toBeUndefined();
+    expect(await ag.env.store.artifacts.submissionsFor(w!.commandId)).toEqual([]);
+    expect(await ag.env.store.airGap.signatureFor(x.keyFingerprint, x.hashes[0]!, x.id)).toBeUndefined();
   });
 });

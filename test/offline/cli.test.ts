@@ -12,7 +12,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createPublicKey } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -31,7 +31,16 @@ import {
 import { readQrPngs, writeQrPngs } from '../../src/offline/qr.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import type { PartyRecord } from '../../src/store/parties.js';
-import { BIN, type CliKeystore, type CliRun, cliEnv, cliKeystore, ROOT, runCli } from '../support/cli.js';
+import {
+  BIN,
+  buildDist,
+  type CliKeystore,
+  type CliRun,
+  cliEnv,
+  cliKeystore,
+  ROOT,
+  runCli,
+} from '../support/cli.js';
 import { testSigner } from '../support/flow-env.js';
 import {
   copy,
@@ -56,26 +65,6 @@ let trustPem: string;
 let trustB64: string;
 let env: NodeJS.ProcessEnv;
 
-/** Compiles src/ into dist/ (type errors elsewhere do not stop tsc from emitting). */
-function build(): void {
-  spawnSync(
-    process.execPath,
-    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      stdio: 'ignore',
-    },
-  );
-  for (const f of ['cli/offline.js', 'offline/review.js', 'offline/format.js']) {
-    const out = join(ROOT, 'dist', f);
-    expect(existsSync(out), `${out} was not built`).toBe(true);
-    const src = join(ROOT, 'src', f.replace(/\.js$/, '.ts'));
-    expect(statSync(out).mtimeMs, `${out} is older than its source`).toBeGreaterThanOrEqual(
-      statSync(src).mtimeMs,
-    );
-  }
-}
-
 const p = (name: string) => join(dir, name);
 const offline = (args: string[], o: { input?: string; env?: NodeJS.ProcessEnv } = {}) =>
   runCli(['offline', ...args], { env: o.env ?? env, ...(o.input !== undefined ? { input: o.input } : {}) });
@@ -97,7 +86,7 @@ function expectSignedResponse(text: string, party: PartyRecord, hash: string) {
 }
 
 beforeAll(async () => {
-  build();
+  buildDist(['cli/offline.js', 'offline/review.js', 'offline/format.js']);
   dir = await mkdtemp(join(tmpdir(), 'canton-signer-offline-cli-'));
   sb = await startSandbox({ seed: 'offline-cli', timers: false });
   ks = await cliKeystore(sb, 'offline', PASS);

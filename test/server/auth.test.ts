@@ -455,6 +455,112 @@ describe('JWKS from a URL', () => {
     mode = 'ok';
   });
 
+  describe('remembered tokens', () => {
+    // jwksCacheSeconds 0: jose fetches the set on every verification, so a fetch counts a real verification.
+    let clock = 1_900_000_000_000;
+    const at = () => new Date(clock);
+    const remembering = (opts: { cacheSize?: number; cacheTtlMs?: number } = {}) =>
+      createVerifier(
+        authConfig({ jwksUrl: `${base}/jwks`, jwksCacheSeconds: 0, clockToleranceSeconds: 30 }),
+        {
+          now: at,
+          cacheTtlMs: 60_000,
+          ...opts,
+        },
+      );
+    const secs = () => Math.floor(clock / 1000);
+    const es = (over: JWTPayload = {}) =>
+      sign(pairs.ES256.privateKey, 'ES256', claims({ exp: secs() + 300, iat: secs(), ...over }), {
+        kid: 'k',
+      });
+
+    it('verifies a token once and then accepts the same token text without verifying it again', async () => {
+      mode = 'ok';
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      clock = 1_900_000_000_000;
+      const v = remembering();
+      const t = await es();
+      const before = fetches;
+      const p1 = await v.verify(`Bearer ${t}`);
+      expect(fetches - before).toBe(1);
+      // A principal changed by its receiver does not change the remembered one.
+      p1.roles.push('admin');
+      p1.parties.length = 0;
+      const p2 = await v.verify(`Bearer ${t}`);
+      expect(fetches - before).toBe(1);
+      expect(p2).toEqual<Principal>({
+        subject: 'bot-1',
+        roles: ['withdrawer'],
+        parties: [ALICE],
+        tokenId: 'token-1',
+      });
+      // Another token is verified (and a forged copy of the remembered one's payload is refused).
+      const [h, , sig] = t.split('.');
+      await expectCode(
+        v,
+        `${h}.${b64url(claims({ canton_signer_roles: ['admin'] }))}.${sig}`,
+        'bad_signature',
+      );
+    });
+
+    it('still refuses a remembered token once it expired or before its nbf, with the same tolerance', async () => {
+      mode = 'ok';
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      clock = 1_900_000_000_000;
+      const v = remembering();
+      const t = await es({ exp: secs() + 10, nbf: secs() - 5 });
+      await expect(v.verify(`Bearer ${t}`)).resolves.toMatchObject({ subject: 'bot-1' });
+      const before = fetches;
+      clock += 39_000; // exp + 29 s: within the 30 s tolerance
+      await expect(v.verify(`Bearer ${t}`)).resolves.toMatchObject({ subject: 'bot-1' });
+      expect(fetches).toBe(before);
+      clock += 1_000; // exp + 30 s: expired, as jose decides
+      await expectCode(v, t, 'expired');
+      clock = 1_900_000_000_000 - 36_000; // nbf - 31 s
+      await expectCode(v, t, 'not_yet_valid');
+    });
+
+    it('verifies again after the time limit: a key removed from the set stops working', async () => {
+      mode = 'ok';
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      clock = 1_900_000_000_000;
+      const v = remembering({ cacheTtlMs: 5_000 });
+      const t = await es();
+      await expect(v.verify(`Bearer ${t}`)).resolves.toBeDefined();
+      keys = [{ ...others.ES256.jwk, kid: 'k2' }];
+      clock += 4_000;
+      await expect(v.verify(`Bearer ${t}`)).resolves.toBeDefined();
+      clock += 2_000;
+      await expectCode(v, t, 'bad_signature');
+      // A refused token is not remembered: it stays refused.
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      const before = fetches;
+      await expect(v.verify(`Bearer ${t}`)).resolves.toBeDefined();
+      expect(fetches - before).toBe(1);
+    });
+
+    it('remembers at most cacheSize tokens, and none by default when the JWKS itself is not cached', async () => {
+      mode = 'ok';
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      clock = 1_900_000_000_000;
+      const v = remembering({ cacheSize: 1 });
+      const a = await es({ jti: 'a' });
+      const b = await es({ jti: 'b' });
+      let before = fetches;
+      await v.verify(`Bearer ${a}`);
+      await v.verify(`Bearer ${b}`);
+      await v.verify(`Bearer ${a}`); // b pushed a out
+      expect(fetches - before).toBe(3);
+      await v.verify(`Bearer ${a}`);
+      expect(fetches - before).toBe(3);
+      const plain = createVerifier(authConfig({ jwksUrl: `${base}/jwks`, jwksCacheSeconds: 0 }), { now: at });
+      before = fetches;
+      await plain.verify(`Bearer ${a}`);
+      await plain.verify(`Bearer ${a}`);
+      expect(fetches - before).toBe(2);
+    });
+  });
+
   it('refuses alg none and HS256 before asking the JWKS', async () => {
     mode = 'ok';
     keys = [{ ...pairs.RS256.jwk, kid: 'r' }];

@@ -5,11 +5,13 @@
  * it runs), and a temp keystore folder whose keys' parties are hosted on an
  * in-process sandbox and written to its party book (`cliKeystore`).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import type { RunningSandbox } from '../../src/sandbox/server.js';
 import { FilePartyBook, type PartyRecord } from '../../src/store/parties.js';
@@ -87,4 +89,25 @@ export async function cliKeystore(
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Compiles src/ into dist/ (type errors elsewhere do not stop tsc from
+ * emitting), then checks that each of `files` (paths under dist/) is there
+ * and not older than its source.
+ */
+export function buildDist(files: readonly string[]): void {
+  spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: ROOT, stdio: 'ignore' },
+  );
+  for (const f of files) {
+    const out = join(ROOT, 'dist', f);
+    expect(existsSync(out), `${out} was not built`).toBe(true);
+    const src = join(ROOT, 'src', f.replace(/\.js$/, '.ts'));
+    expect(statSync(out).mtimeMs, `${out} is older than its source`).toBeGreaterThanOrEqual(
+      statSync(src).mtimeMs,
+    );
+  }
 }

@@ -7,7 +7,7 @@
  * (src/offline/online.ts) and then carries the flow on: the withdrawal goes
  * back to the worker, a sign request is executed now.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { onboardViaLedgerApi, onboardViaValidator } from '../../flows/onboard.js';
 import { signAndExecute } from '../../flows/sign-execute.js';
@@ -214,51 +214,92 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
     async (request) => {
       const actor = actorOf(request);
       const { export: x } = await deps.airGap.importResponse(request.body, actor);
-      if (x.withdrawalId) {
-        const w = await resumeAfterImport(deps.store, x, actor, (id) => deps.worker.kick(id));
-        return { export: exportView(x), ...(w ? { withdrawal: withdrawalView(w) } : {}) };
-      }
-      if (x.kind === 'topology-transactions') {
-        const o = x.context.onboarding as
-          | { hint: string; keyLabel: string; path: 'validator' | 'ledger-api'; synchronizerId?: string }
-          | undefined;
-        if (!o) return { export: exportView(x) };
-        const ctx = flowsFor(deps, request, { writesParties: true });
-        const r =
-          o.path === 'validator'
-            ? await onboardViaValidator(ctx, { hint: o.hint, keyLabel: o.keyLabel })
-            : await onboardViaLedgerApi(ctx, {
-                hint: o.hint,
-                keyLabel: o.keyLabel,
-                ...(o.synchronizerId ? { synchronizerId: o.synchronizerId } : {}),
-              });
-        await deps.store.airGap.settle(x.id, 'done', actor, { partyId: r.party.partyId, status: r.status });
-        const done = (await deps.store.airGap.get(x.id)) ?? x;
-        return { export: exportView(done), onboarded: { partyId: r.party.partyId, status: r.status } };
-      }
-      // A sign-only request (POST /sign) ends here: the response holds the signature.
-      if (x.kind === 'prepared-transaction' && x.context.flow !== 'sign') {
-        const req = (x.envelope as { request: Record<string, unknown> }).request;
-        const r = await signAndExecute(flowsFor(deps, request), {
-          partyId: x.party,
-          preparedTransaction: String(req.preparedTransaction),
-          claimedHash: String(req.claimedHash),
-          scheme: req.hashingScheme === 'v3' ? 'v3' : 'v2',
-          intent: req.intent,
-          commandId: String(req.commandId),
-        });
-        await deps.store.airGap.settle(x.id, 'done', actor, { updateId: r.result.updateId });
-        const done = (await deps.store.airGap.get(x.id)) ?? x;
-        return {
-          export: exportView(done),
-          executed: {
-            updateId: r.result.updateId,
-            commandId: r.result.commandId,
-            completionOffset: r.result.completionOffset,
-          },
-        };
-      }
-      return { export: exportView(x) };
+      return carryOn(deps, request, x);
     },
   );
+
+  app.post(
+    '/air-gap/exports/:id/continue',
+    {
+      config: { roles: CARRIERS },
+      schema: {
+        tags: ['air-gap'],
+        summary:
+          'Carry an imported export on again (after its import answered an error while executing or onboarding); 409 unless imported',
+        params: s(IdParams),
+        response: { 200: out(ImportResult) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const x = await deps.store.airGap.get(id);
+      if (!x) throw new ApiError(404, 'not_found', `export ${id} not found`, 'params.id');
+      if (x.status !== 'imported')
+        throw new ApiError(409, 'invalid_state', `export ${id} is ${x.status}, not imported`, 'params.id');
+      return carryOn(deps, request, x);
+    },
+  );
+}
+
+/**
+ * What an imported response leads to: a withdrawal goes back to the worker;
+ * an onboarding or a sign-and-execute request runs now, with the export's
+ * signature claimed for exactly that run (`withExport`); a sign-only request
+ * ends (the response holds the signature).
+ */
+async function carryOn(
+  deps: ServiceDeps,
+  request: FastifyRequest,
+  x: ExportRecord,
+): Promise<z.output<typeof ImportResult>> {
+  const actor = actorOf(request);
+  if (x.withdrawalId) {
+    const w = await resumeAfterImport(deps.store, x, actor, (id) => deps.worker.kick(id));
+    return { export: exportView(x), ...(w ? { withdrawal: withdrawalView(w) } : {}) };
+  }
+  const finish = async (details: Record<string, string>) => {
+    await deps.store.airGap.settle(x.id, 'done', actor, details);
+    return exportView((await deps.store.airGap.get(x.id)) ?? x);
+  };
+  if (x.kind === 'topology-transactions') {
+    const o = x.context.onboarding as
+      | { hint: string; keyLabel: string; path: 'validator' | 'ledger-api'; synchronizerId?: string }
+      | undefined;
+    if (!o) return { export: await finish({ reason: 'no onboarding recorded' }) };
+    const ctx = flowsFor(deps, request, { writesParties: true });
+    const r = await deps.airGap.withExport(x.id, () =>
+      o.path === 'validator'
+        ? onboardViaValidator(ctx, { hint: o.hint, keyLabel: o.keyLabel })
+        : onboardViaLedgerApi(ctx, {
+            hint: o.hint,
+            keyLabel: o.keyLabel,
+            ...(o.synchronizerId ? { synchronizerId: o.synchronizerId } : {}),
+          }),
+    );
+    return {
+      export: await finish({ partyId: r.party.partyId, status: r.status }),
+      onboarded: { partyId: r.party.partyId, status: r.status },
+    };
+  }
+  if (x.context.flow === 'sign')
+    return { export: await finish({ reason: 'sign-only: the response is the result' }) };
+  const req = (x.envelope as { request: Record<string, unknown> }).request;
+  const r = await deps.airGap.withExport(x.id, () =>
+    signAndExecute(flowsFor(deps, request), {
+      partyId: x.party,
+      preparedTransaction: String(req.preparedTransaction),
+      claimedHash: String(req.claimedHash),
+      scheme: req.hashingScheme === 'v3' ? 'v3' : 'v2',
+      intent: req.intent,
+      commandId: String(req.commandId),
+    }),
+  );
+  return {
+    export: await finish({ updateId: r.result.updateId }),
+    executed: {
+      updateId: r.result.updateId,
+      commandId: r.result.commandId,
+      completionOffset: r.result.completionOffset,
+    },
+  };
 }

@@ -28,7 +28,8 @@ import { bookedParty, flowsFor, PartyIdSchema, withKnownParty } from './context.
 /** What the body accepts as a prepared transaction (the strict decoder refuses URL-safe or unpadded text). */
 const BASE64ISH = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
-const SignBody = z.strictObject({
+/** The body of the /sign routes (exported for bench/verify-profile.js). */
+export const SignBody = z.strictObject({
   party: PartyIdSchema.describe('the external party that signs (booked in this signer)'),
   preparedTransaction: z
     .string()

@@ -238,16 +238,16 @@ export class AirGapRepo {
   }
 
   /**
-   * The imported signature of `hash` by key `keyFingerprint` (base64), from
-   * an export whose response was accepted and not yet used, cancelled or
-   * gone stale: what an offline key signs with.
+   * The imported signature of `hash` by key `keyFingerprint` (base64) in
+   * export `exportId`, if its response was accepted and it was not yet used,
+   * cancelled or gone stale: what an offline key signs with.
    */
-  async signatureFor(keyFingerprint: string, hash: string): Promise<string | undefined> {
+  async signatureFor(keyFingerprint: string, hash: string, exportId: string): Promise<string | undefined> {
+    if (!UUID.test(exportId)) return undefined;
     const r = await this.db.query<{ hashes: string[]; response: { signatures: { signature: string }[] } }>(
       `SELECT hashes, response FROM air_gap_exports
-        WHERE key_fingerprint = $1 AND status = 'imported' AND hashes @> $2::jsonb
-        ORDER BY imported_at DESC LIMIT 1`,
-      [keyFingerprint, JSON.stringify([hash])],
+        WHERE id = $3 AND key_fingerprint = $1 AND status = 'imported' AND hashes @> $2::jsonb`,
+      [keyFingerprint, JSON.stringify([hash]), exportId],
     );
     const row = r.rows[0];
     if (!row) return undefined;
