@@ -13,12 +13,17 @@
  * response file that is not a response.
  */
 import { createPublicKey } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import { fingerprint } from '../hashing/canton-hash.js';
 import { AirGapError, parseRequestEnvelope, parseResponse } from '../offline/format.js';
-import { isDirectory, readPayloadText, UsageError } from './input.js';
-import { writeNew, writePayload } from './offline.js';
+import { readPayloadText, UsageError } from './input.js';
+import {
+  checkPayloadTargets,
+  type QrOutputOpts,
+  qrOutputOptions,
+  writeNew,
+  writePayload,
+} from './offline.js';
 import { CliExit } from './options.js';
 
 export const URL_ENV = 'CANTON_SIGNER_URL';
@@ -28,7 +33,6 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_TIMEOUT_S = 30;
 
 /** The frame files src/offline/qr.ts writes. */
-const QR_FRAME = /^frame-\d+-of-\d+\.png$/;
 
 interface ClientOpts {
   url?: string;
@@ -176,14 +180,6 @@ function connectionOptions(c: Command): Command {
     .addOption(new Option('--timeout <seconds>', `per request (default ${DEFAULT_TIMEOUT_S})`));
 }
 
-/** Refuses, before any request, an --out that exists (without --force) and a --qr folder already holding frames. */
-function checkTargets(out: string | undefined, force: boolean | undefined, qr?: string): void {
-  if (out !== undefined && !force && existsSync(out))
-    throw new UsageError(`${out} already exists: not overwritten (give another --out, or --force)`);
-  if (qr !== undefined && isDirectory(qr) && readdirSync(qr).some((f) => QR_FRAME.test(f)))
-    throw new UsageError(`${qr} already holds QR frames: give an empty or new folder to --qr`);
-}
-
 interface ExportView {
   id: string;
   kind: string;
@@ -276,7 +272,7 @@ export function registerAirGap(program: Command): void {
       .option('--out <file>', 'write the PEM here (default: stdout); an existing file is not overwritten')
       .option('--force', 'overwrite an existing --out file'),
   ).action(async (opts: ClientOpts & { out?: string; force?: boolean }) => {
-    checkTargets(opts.out, opts.force);
+    checkPayloadTargets({ ...(opts.out !== undefined ? { out: opts.out } : {}), force: opts.force === true });
     const client = clientFrom(opts);
     const k = checkExportKey(await client.call<ExportKeyView>('GET', '/v1/air-gap/export-key'), client.shown);
     if (opts.out !== undefined) await writeNew(opts.out, k.pem, opts.force === true);
@@ -336,7 +332,7 @@ export function registerAirGap(program: Command): void {
     },
   );
 
-  connectionOptions(
+  const exportCmd = connectionOptions(
     program
       .command('export')
       .description(
@@ -345,15 +341,22 @@ export function registerAirGap(program: Command): void {
       .option('--withdrawal <id>', 'the withdrawal (in awaiting_signature)')
       .option('--export <id>', 'an export by its id (any status)')
       .option('--out <file>', 'write the request here (default: stdout); an existing file is not overwritten')
-      .option('--force', 'overwrite an existing --out file')
-      .option('--qr <dir>', 'also write the request as QR frame PNGs into this (empty or new) folder'),
-  ).action(
+      .option('--force', 'overwrite an existing --out file'),
+  );
+  qrOutputOptions(exportCmd, 'request').action(
     async (
-      opts: ClientOpts & { withdrawal?: string; export?: string; out?: string; force?: boolean; qr?: string },
+      opts: ClientOpts &
+        QrOutputOpts & {
+          withdrawal?: string;
+          export?: string;
+          out?: string;
+          force?: boolean;
+          qrInterval?: number;
+        },
     ) => {
       if ((opts.withdrawal === undefined) === (opts.export === undefined))
         throw new UsageError('give either --withdrawal ID or --export ID');
-      checkTargets(opts.out, opts.force, opts.qr);
+      checkPayloadTargets(opts);
       const client = clientFrom(opts);
       const r =
         opts.withdrawal !== undefined
@@ -375,7 +378,11 @@ export function registerAirGap(program: Command): void {
         throw e;
       }
       const text = `${JSON.stringify(r.envelope, null, 2)}\n`;
-      const where = await writePayload(text, opts, 'request');
+      const where = await writePayload(
+        text,
+        { ...opts, ...(opts.qrInterval !== undefined ? { qrIntervalMs: opts.qrInterval } : {}) },
+        'request',
+      );
       const x = r.export;
       process.stderr.write(
         `export ${x.id} (${x.status}) party ${x.party}${x.withdrawalId ? ` withdrawal ${x.withdrawalId}` : ''} window latest ${x.windowLatest} hashes ${x.hashes.join(',')}${where.length ? `; ${where.join('; ')}` : ''}\n`,

@@ -175,20 +175,85 @@ async function confirmOnTerminal(r: Review): Promise<boolean> {
  */
 export async function writePayload(
   text: string,
-  opts: { out?: string; force?: boolean; qr?: string },
+  opts: QrOutputOpts & { out?: string; force?: boolean },
   what: string,
 ): Promise<string[]> {
   if (opts.out !== undefined) await writeNew(opts.out, text, opts.force === true);
   else process.stdout.write(text);
-  let frames: string[] = [];
-  if (opts.qr !== undefined) {
-    const { writeQrPngs } = await import('../offline/qr.js');
-    frames = await writeQrPngs(text, opts.qr);
+  const where = [opts.out !== undefined ? `${what} written to ${opts.out}` : ''];
+  if (opts.qr !== undefined || opts.qrHtml !== undefined || opts.qrShow) {
+    const qr = await import('../offline/qr.js');
+    if (opts.qr !== undefined) {
+      const frames = await qr.writeQrPngs(text, opts.qr);
+      where.push(`${frames.length} QR frame(s) in ${opts.qr}`);
+    }
+    if (opts.qrHtml !== undefined) {
+      await writeNew(opts.qrHtml, await qr.renderHtmlAnimation(text), opts.force === true);
+      where.push(`animated QR page ${opts.qrHtml}`);
+    }
+    if (opts.qrShow) {
+      // The frames cycle on the terminal (stderr) until Ctrl-C, or for --qr-loops passes.
+      const stop = new AbortController();
+      const onInt = () => stop.abort();
+      process.once('SIGINT', onInt);
+      try {
+        const frames = qr.renderTerminalFrames(text);
+        await qr.animate(frames, (t) => process.stderr.write(t), opts.qrIntervalMs ?? 700, stop.signal, {
+          ...(opts.qrLoops !== undefined ? { loops: opts.qrLoops } : {}),
+        });
+        where.push(`${frames.length} QR frame(s) shown`);
+      } finally {
+        process.off('SIGINT', onInt);
+      }
+    }
   }
-  return [
-    opts.out !== undefined ? `${what} written to ${opts.out}` : '',
-    frames.length > 0 ? `${frames.length} QR frame(s) in ${opts.qr}` : '',
-  ].filter(Boolean);
+  return where.filter(Boolean);
+}
+
+const QR_FRAME = /^frame-\d+-of-\d+\.png$/;
+
+/**
+ * Refuses, before anything is signed or asked of a service, an output that
+ * would overwrite a file (without --force) or mix frames into a folder that
+ * already holds some: nothing is written half-way.
+ */
+export function checkPayloadTargets(opts: QrOutputOpts & { out?: string; force?: boolean }): void {
+  for (const [file, flag] of [
+    [opts.out, '--out'],
+    [opts.qrHtml, '--qr-html'],
+  ] as const)
+    if (file !== undefined && !opts.force && existsSync(file))
+      throw new UsageError(`${file} already exists: not overwritten (give another ${flag}, or --force)`);
+  if (opts.qr !== undefined && isDirectory(opts.qr) && readdirSync(opts.qr).some((f) => QR_FRAME.test(f)))
+    throw new UsageError(`${opts.qr} already holds QR frames: give an empty or new folder to --qr`);
+}
+
+export interface QrOutputOpts {
+  qr?: string;
+  qrHtml?: string;
+  qrShow?: boolean;
+  qrLoops?: number;
+  qrIntervalMs?: number;
+}
+
+/** The QR output options of `offline sign` and `export`. */
+export function qrOutputOptions(c: Command, what: string): Command {
+  return c
+    .option('--qr <dir>', `also write the ${what} as QR frame PNGs into this (empty or new) folder`)
+    .option('--qr-html <file>', `also write a page that shows the ${what}'s QR frames one after another`)
+    .option('--qr-show', `show the ${what}'s QR frames one after another on this terminal (Ctrl-C stops)`)
+    .option('--qr-loops <n>', 'with --qr-show: stop after this many passes', (v) =>
+      positiveInt(v, '--qr-loops'),
+    )
+    .option('--qr-interval <ms>', 'with --qr-show: milliseconds per frame (default 700)', (v) =>
+      positiveInt(v, '--qr-interval'),
+    );
+}
+
+function positiveInt(v: string, name: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new UsageError(`${name}: a whole number from 1`);
+  return n;
 }
 
 export async function writeNew(path: string, text: string, force: boolean): Promise<void> {
@@ -225,7 +290,6 @@ function refusedExit(e: unknown): never {
 }
 
 /** The frame files src/offline/qr.ts writes. */
-const QR_FRAME = /^frame-\d+-of-\d+\.png$/;
 
 const collect = (v: string, prev: string[] | undefined): string[] => [...(prev ?? []), v];
 
@@ -269,15 +333,20 @@ export function registerOffline(program: Command): void {
       );
     });
 
-  offline
-    .command('sign')
-    .description(
-      'Check a request, show it, ask for confirmation ("sign") and sign it with the party\'s key (file keystore or HSM)',
-    )
-    .argument('[request]', 'request file; "-" for stdin; or a folder of QR frame PNGs')
-    .option('--out <file>', 'write the response here (default: stdout); an existing file is not overwritten')
-    .option('--force', 'overwrite an existing --out file')
-    .option('--qr <dir>', 'also write the response as QR frame PNGs into this (empty or new) folder')
+  qrOutputOptions(
+    offline
+      .command('sign')
+      .description(
+        'Check a request, show it, ask for confirmation ("sign") and sign it with the party\'s key (file keystore or HSM)',
+      )
+      .argument('[request]', 'request file; "-" for stdin; or a folder of QR frame PNGs')
+      .option(
+        '--out <file>',
+        'write the response here (default: stdout); an existing file is not overwritten',
+      )
+      .option('--force', 'overwrite an existing --out file'),
+    'response',
+  )
     .addOption(trustOpt())
     .option('--key <label>', "the key to sign with (default: the key here with the request's fingerprint)")
     .addOption(minWindowOpt())
@@ -287,25 +356,17 @@ export function registerOffline(program: Command): void {
     .action(
       async (
         request: string | undefined,
-        opts: CommonOpts & {
-          out?: string;
-          force?: boolean;
-          qr?: string;
-          key?: string;
-          keystore?: string;
-          yes?: boolean;
-        },
+        opts: CommonOpts &
+          QrOutputOpts & {
+            out?: string;
+            force?: boolean;
+            qrInterval?: number;
+            key?: string;
+            keystore?: string;
+            yes?: boolean;
+          },
       ) => {
-        if (opts.out !== undefined && !opts.force && existsSync(opts.out))
-          throw new UsageError(
-            `${opts.out} already exists: not overwritten (give another --out, or --force)`,
-          );
-        if (
-          opts.qr !== undefined &&
-          isDirectory(opts.qr) &&
-          readdirSync(opts.qr).some((f) => QR_FRAME.test(f))
-        )
-          throw new UsageError(`${opts.qr} already holds QR frames: give an empty or new folder to --qr`);
+        checkPayloadTargets(opts);
         try {
           const r = await review(request, opts);
           process.stderr.write(`${r.summary}\n`);
@@ -325,7 +386,11 @@ export function registerOffline(program: Command): void {
           } finally {
             await signer.close();
           }
-          const where = await writePayload(text, opts, 'response');
+          const where = await writePayload(
+            text,
+            { ...opts, ...(opts.qrInterval !== undefined ? { qrIntervalMs: opts.qrInterval } : {}) },
+            'response',
+          );
           const line = `signed ${r.hashes.length} hash${r.hashes.length === 1 ? '' : 'es'} for ${r.party.partyId}${where.length ? `; ${where.join('; ')}` : ''}\n`;
           // stdout carries the response when there is no --out; the note then goes to stderr.
           (opts.out !== undefined ? process.stdout : process.stderr).write(line);

@@ -28,7 +28,7 @@ import {
   type PreparedAirGapRequest,
   parseResponse,
 } from '../../src/offline/format.js';
-import { readQrPngs, writeQrPngs } from '../../src/offline/qr.js';
+import { ANSI_HOME_CLEAR, readQrPngs, renderTerminalFrames, writeQrPngs } from '../../src/offline/qr.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import {
@@ -366,6 +366,55 @@ describe('offline sign', () => {
     // a folder given as REQUEST works the same
     const v = await offline(['verify', qrIn, '--trust', trustPem]);
     expect(v.status, v.stderr).toBe(0);
+  });
+
+  it('--qr-show cycles the response frames on the terminal; --qr-html writes a page that shows them', async () => {
+    const out = p('shown.json');
+    const html = p('shown.html');
+    const r = await offline([
+      'sign',
+      requestFile,
+      '--trust',
+      trustPem,
+      '--out',
+      out,
+      '--qr-html',
+      html,
+      '--qr-show',
+      '--qr-loops',
+      '2',
+      '--qr-interval',
+      '1',
+      '--yes',
+    ]);
+    expect(r.status, r.stderr).toBe(0);
+    const text = readFileSync(out, 'utf8');
+    const frames = renderTerminalFrames(text);
+    expect(frames.length).toBeGreaterThan(1);
+    // every frame, twice, each after a clear screen, in order
+    const shown = r.stderr.split(ANSI_HOME_CLEAR).slice(1);
+    expect(shown).toHaveLength(2 * frames.length);
+    expect(shown[0]).toContain(frames[0]!);
+    expect(shown[frames.length]).toContain(frames[0]!);
+    expect(r.stdout).toContain(`${frames.length} QR frame(s) shown`);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toMatch(/<svg/);
+    expect(page.match(/<svg/g)?.length).toBeGreaterThanOrEqual(2);
+    // an existing page is not overwritten
+    const again = await offline([
+      'sign',
+      requestFile,
+      '--trust',
+      trustPem,
+      '--out',
+      p('shown-2.json'),
+      '--qr-html',
+      html,
+      '--yes',
+    ]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toMatch(/--qr-html/);
+    expect(existsSync(p('shown-2.json'))).toBe(false);
   });
 });
 
