@@ -7,6 +7,9 @@
  * committed is recorded). A second child without the hook resumes it.
  * Each withdrawal must end committed with exactly one ledger transaction
  * under its command id, and the sender's funds must move exactly once.
+ * The same for a cold party's withdrawal after its offline signature was
+ * imported (issue 7): the exported transaction is submitted exactly once and
+ * the offline signature is never asked for again.
  * Needs dist/ (`npm test` builds first; locally `npm run build`).
  */
 import { spawn } from 'node:child_process';
@@ -16,8 +19,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
+import { resumeAfterImport } from '../../src/flows/withdrawal-air-gap.js';
 import type { WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
 import type { Signer } from '../../src/keys/signer.js';
+import { parseRequestEnvelope, trustedExportKey } from '../../src/offline/format.js';
+import { OnlineAirGap } from '../../src/offline/online.js';
+import { reviewRequest, signReview } from '../../src/offline/review.js';
+import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import type { PartyRecord } from '../../src/store/parties.js';
@@ -45,7 +53,11 @@ interface ChildRun {
   stderr: string;
 }
 
-function child(withdrawalId: string, crashAt?: WithdrawalPoint): Promise<ChildRun> {
+function child(
+  withdrawalId: string,
+  crashAt?: WithdrawalPoint,
+  extra: Record<string, string> = {},
+): Promise<ChildRun> {
   const config = {
     databaseUrl: db.url,
     keystore,
@@ -63,6 +75,7 @@ function child(withdrawalId: string, crashAt?: WithdrawalPoint): Promise<ChildRu
         CRASH_CONFIG: JSON.stringify(config),
         WITHDRAWAL_ID: withdrawalId,
         ...(crashAt ? { CRASH_AT: crashAt } : {}),
+        ...extra,
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -150,5 +163,82 @@ describe.runIf(hasPg)('withdrawals survive SIGKILL at every step (PostgreSQL)', 
   it('none lost: every withdrawal committed, none left unfinished', async () => {
     for (const id of ids) expect((await store.withdrawals.get(id))?.state).toBe('committed');
     expect(await store.withdrawals.unfinished()).toEqual([]);
+  });
+
+  describe("a cold party's withdrawal, after its offline signature was imported", () => {
+    let cold: Signer;
+    let coldDir: string;
+    let carol: PartyRecord;
+    let airGap: OnlineAirGap;
+
+    beforeAll(async () => {
+      coldDir = await mkdtemp(join(tmpdir(), 'canton-signer-crash-cold-'));
+      cold = testSigner(coldDir, 'cold machine passphrase');
+      const key = await cold.generate({ label: 'crash-carol', scheme: 'ed25519', backend: 'file' });
+      const pub = await signer.importPublicKey('crash-carol-pub', 'ed25519', key.publicKeySpki);
+      carol = sandboxPartyRecord(env.net, 'carol', pub);
+      await store.parties.put(carol);
+      hostExternalParty(env.net, carol, { fund: '1000' });
+      airGap = new OnlineAirGap(store, signer);
+    }, 60_000);
+    afterAll(async () => {
+      await cold?.close();
+      if (coldDir) await rm(coldDir, { recursive: true, force: true });
+    });
+
+    /** The offline machine signs the withdrawal's export; the import is checked and the withdrawal resumed. */
+    async function signAndImport(id: string): Promise<string> {
+      const x = await store.airGap.currentFor(id);
+      expect(x?.status).toBe('open');
+      const k = await airGap.exportKey();
+      const trusted = [trustedExportKey(k.scheme, k.publicKeySpki)];
+      const review = reviewRequest(parseRequestEnvelope(JSON.stringify(x!.envelope)), {
+        trusted,
+        minWindowMs: 0,
+      });
+      const response = await signReview(review, cold);
+      const { export: imported } = await airGap.importResponse(response, 'test');
+      expect((await resumeAfterImport(store, imported, 'test', () => {}))?.state).toBe('prepared');
+      return imported.id;
+    }
+
+    const expected: Record<WithdrawalPoint, { state: WithdrawalState; onLedger: number }> = {
+      received: { state: 'prepared', onLedger: 0 },
+      prepared: { state: 'prepared', onLedger: 0 },
+      signed: { state: 'signed', onLedger: 0 },
+      submitted: { state: 'submitted', onLedger: 0 },
+      executed: { state: 'submitted', onLedger: 1 },
+    };
+
+    for (const [i, point] of (Object.keys(expected) as WithdrawalPoint[]).entries())
+      it(`parked, signed offline, imported, killed after "${point}", restarted: committed once`, async () => {
+        const amount = `${i + 1}.5`;
+        const { withdrawal: w } = await store.withdrawals.create({
+          idempotencyKey: `cold-crash-${point}`,
+          caller: 'bot',
+          body: { party: carol.partyId, receiver: bob.partyId, amount },
+        });
+        const parked = await child(w.id, undefined, { STOP_AWAITING: '1' });
+        expect(parked.status, parked.stderr).toBe(0);
+        expect((await store.withdrawals.get(w.id))?.state).toBe('awaiting_signature');
+        expect(updatesOf(w.commandId)).toHaveLength(0);
+        const exportId = await signAndImport(w.id);
+
+        const crashed = await child(w.id, point);
+        expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
+        expect((await store.withdrawals.get(w.id))?.state).toBe(expected[point].state);
+        expect(updatesOf(w.commandId)).toHaveLength(expected[point].onLedger);
+
+        const resumed = await child(w.id);
+        expect(resumed.status, resumed.stderr).toBe(0);
+        const done = await store.withdrawals.get(w.id);
+        expect(done?.state).toBe('committed');
+        const ups = updatesOf(w.commandId);
+        expect(ups).toHaveLength(1);
+        expect(done?.updateId).toBe(ups[0]!.updateId);
+        expect((await store.airGap.get(exportId))?.status).toBe('done');
+        // the one export: the offline signature was never asked for again
+        expect(await store.airGap.list({ withdrawalId: w.id })).toHaveLength(1);
+      }, 120_000);
   });
 });

@@ -6,13 +6,20 @@
  * right after that step of withdrawal WITHDRAWAL_ID; without it, the worker
  * runs until that withdrawal is finished and prints its final state.
  * Configuration comes in the CRASH_CONFIG environment variable (JSON).
+ * Cold parties (issue 7): the signer has the keystore's offline (public-only)
+ * keys, whose signatures come from the air-gap exports in the database; with
+ * STOP_AWAITING set, the child also stops once the withdrawal awaits its
+ * offline signature.
  */
+import { join } from 'node:path';
 import { LedgerApiClient } from '../../dist/canton/ledger-api/client.js';
 import { ScanClient } from '../../dist/canton/scan/client.js';
 import { ValidatorClient } from '../../dist/canton/validator/client.js';
 import { createWithdrawalWorker } from '../../dist/flows/withdrawal.js';
 import { FileBackend } from '../../dist/keys/file-backend.js';
+import { OfflineBackend } from '../../dist/keys/offline-backend.js';
 import { Signer } from '../../dist/keys/signer.js';
+import { OnlineAirGap } from '../../dist/offline/online.js';
 import { openStore } from '../../dist/store/index.js';
 
 const cfg = JSON.parse(process.env.CRASH_CONFIG ?? '{}');
@@ -26,8 +33,11 @@ const signer = new Signer({
     passphrase: () => cfg.passphrase,
     scrypt: { N: 2 ** 14, r: 8, p: 1 },
   }),
+  offline: new OfflineBackend({ dir: join(cfg.keystore, 'offline') }),
   stateDir: cfg.keystore,
 });
+const airGap = new OnlineAirGap(store, signer);
+signer.offline().setSignatureSource(airGap);
 const retry = { attempts: 1 };
 const ctx = {
   signer,
@@ -42,6 +52,7 @@ const ctx = {
 const worker = createWithdrawalWorker({
   ctx,
   store,
+  airGap,
   pollMs: 50,
   retryMs: 50,
   leaseMs: 1000,
@@ -52,6 +63,7 @@ const worker = createWithdrawalWorker({
 await worker.start();
 worker.kick(target);
 const terminal = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
+if (process.env.STOP_AWAITING) terminal.push('awaiting_signature');
 const deadline = Date.now() + 60_000;
 for (;;) {
   const w = await store.withdrawals.get(target);
