@@ -1,5 +1,5 @@
 /**
- * `canton-signer serve [--config FILE] [--dev]`: loads and validates the
+ * `canton-signer serve [--config FILE] [--dev] [--workers N]`: loads and validates the
  * configuration (file + CANTON_SIGNER_* environment; a bad one exits 2 naming
  * every bad setting, never a secret value), assembles the service, listens
  * and logs JSON lines (pino, secrets redacted; the configuration only in its
@@ -7,7 +7,16 @@
  * in-flight requests finished, the withdrawal worker's steps finished, then
  * the clients, keys and database closed; exit 0. A second signal exits at
  * once (1). `--dev` is development mode (src/server/dev.ts).
+ *
+ * `--workers N` runs N service processes (node:cluster) sharing the listen
+ * port, one per core: each is a whole service (routes, withdrawal worker with
+ * its database leases) over one PostgreSQL — the built-in sandbox and the
+ * embedded PGlite live in one process, so they are refused. The primary
+ * process only supervises: it replaces a worker that dies (giving up after
+ * repeated failures) and, on SIGTERM/SIGINT, asks every worker to shut down
+ * gracefully and exits once all have.
  */
+import cluster, { type Worker } from 'node:cluster';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { CliExit } from './options.js';
@@ -15,6 +24,20 @@ import { CliExit } from './options.js';
 interface ServeCliOptions {
   config?: string;
   dev?: boolean;
+  workers?: number;
+}
+
+/** The message a cluster primary sends a worker instead of a second signal. */
+const SHUTDOWN_MESSAGE = 'canton-signer:shutdown';
+/** More worker deaths than this within RESTART_WINDOW_MS and the primary gives up. */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
+
+function parseWorkers(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new CliExit(2, `--workers: a whole number from 1 to 64, not ${JSON.stringify(v)}`);
+  return n;
 }
 
 /** How long in-flight work may take to finish after a signal before the process gives up on it. */
@@ -29,9 +52,15 @@ export function registerServe(program: Command): void {
       '--dev',
       'development mode: built-in sandbox, ./data, ./keystore with a development passphrase, demo token',
     )
+    .option(
+      '--workers <n>',
+      'service processes sharing the port, e.g. one per core (default 1; more needs PostgreSQL and real network URLs)',
+      parseWorkers,
+    )
     .action(async (opts: ServeCliOptions) => {
       try {
-        await serve(opts);
+        if ((opts.workers ?? 1) > 1 && cluster.isPrimary) await supervise(opts);
+        else await serve(opts);
       } finally {
         // Whatever still holds the event loop open after an orderly stop must not keep the process alive.
         setTimeout(() => process.exit(), 5000).unref();
@@ -53,13 +82,20 @@ function onSignals(log: Logger): { first: Promise<NodeJS.Signals>; remove(): voi
     seen = true;
     resolveFirst(signal);
   };
+  // A cluster worker: the primary's request to stop is a first signal, never a second one (Ctrl-C on a
+  // terminal reaches the workers and the primary both).
+  const fromPrimary = (m: unknown) => {
+    if (m === SHUTDOWN_MESSAGE && !seen) handler('SIGTERM');
+  };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  if (cluster.isWorker) process.on('message', fromPrimary);
   return {
     first,
     remove() {
       process.off('SIGTERM', handler);
       process.off('SIGINT', handler);
+      process.off('message', fromPrimary);
     },
   };
 }
@@ -139,4 +175,103 @@ async function serve(opts: ServeCliOptions): Promise<void> {
   } finally {
     signals.remove();
   }
+}
+
+/** The cluster primary: checks the configuration allows several processes, starts and supervises them. */
+async function supervise(opts: ServeCliOptions & { workers?: number }): Promise<void> {
+  const n = opts.workers ?? 1;
+  if (opts.dev)
+    throw new CliExit(
+      2,
+      '--workers: development mode runs the sandbox network inside the one service process',
+    );
+  const { ConfigError, formatProblem, loadConfig } = await import('../server/config.js');
+  const { serviceLogger } = await import('../server/service.js');
+  let config: Awaited<ReturnType<typeof loadConfig>>;
+  try {
+    config = await loadConfig({
+      ...(opts.config !== undefined ? { file: opts.config } : {}),
+      env: process.env,
+    });
+  } catch (e) {
+    if (e instanceof ConfigError)
+      throw new CliExit(2, `invalid configuration: ${e.problems.map(formatProblem).join('; ')}`);
+    throw e;
+  }
+  if (!config.database.url)
+    throw new CliExit(
+      2,
+      `--workers ${n}: database.url must name a PostgreSQL server (CANTON_SIGNER_DATABASE_URL): the embedded database belongs to one process`,
+    );
+  if (config.network.sandbox)
+    throw new CliExit(
+      2,
+      `--workers ${n}: network.sandbox runs a network inside one process; give the validator, participant and scan URLs`,
+    );
+  const log = serviceLogger(config).child({ role: 'primary' });
+  log.info({ workers: n }, 'canton-signer starting worker processes');
+  let stopping = false;
+  const deaths: number[] = [];
+  /** Exit codes of the workers that stopped when asked. */
+  const codes: number[] = [];
+  let gaveUp = false;
+  let allGone!: () => void;
+  const gone = new Promise<void>((r) => {
+    allGone = r;
+  });
+  const live = new Set<Worker>();
+  const start = () => {
+    const w = cluster.fork();
+    live.add(w);
+    w.on('exit', (code, signal) => {
+      live.delete(w);
+      if (stopping) {
+        codes.push(code ?? 1);
+        if (live.size === 0) allGone();
+        return;
+      }
+      const now = Date.now();
+      deaths.push(now);
+      while (deaths.length > 0 && deaths[0]! < now - RESTART_WINDOW_MS) deaths.shift();
+      if (deaths.length > MAX_RESTARTS) {
+        log.error({ pid: w.process.pid, code, signal }, 'workers keep dying: stopping the service');
+        gaveUp = true;
+        stopAll();
+        return;
+      }
+      log.error({ pid: w.process.pid, code, signal }, 'a worker process died: starting another');
+      setTimeout(() => {
+        if (!stopping) start();
+      }, 1000).unref();
+    });
+  };
+  const stopAll = () => {
+    if (stopping) return;
+    stopping = true;
+    if (live.size === 0) allGone();
+    for (const w of live) if (w.isConnected()) w.send(SHUTDOWN_MESSAGE);
+  };
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      log.warn({ signal }, 'second signal: stopping the workers without waiting');
+      for (const w of live) w.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    log.info({ signal }, 'shutting down: the workers finish their in-flight work');
+    stopAll();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  for (let i = 0; i < n; i++) start();
+  try {
+    await gone;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+  const failed = gaveUp || codes.some((c) => c !== 0);
+  log.info({ exitCodes: codes }, 'stopped');
+  if (failed) throw new CliExit(1, 'the service stopped after worker processes failed');
 }
