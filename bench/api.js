@@ -15,57 +15,83 @@
  *      with the worker stopped, so that only acceptance is measured.
  * Prints a table with req/s, p99, ratios to /health and to the targets.
  *
+ * Worker mode, BENCH_WORKERS=N: the service is `canton-signer serve
+ * [--workers N] --config FILE` (N processes sharing the port; 1 runs serve
+ * without --workers), over a throw-away PostgreSQL database. This process
+ * runs the sandbox network (the services reach it by its URLs), sets up the
+ * database, keystore and parties, and drives the same measures; withdrawal
+ * counts come from the database; for the accepted measure, the workers
+ * (which cannot be stopped from outside) are kept off the new withdrawals by
+ * a trigger that leases each to the bench as it is inserted.
+ *
  * Environment: BENCH_DURATION (s per autocannon run, default 10),
  * BENCH_CONNECTIONS (default 32), BENCH_WITHDRAWALS (default 500),
  * BENCH_PARTIES (sending parties, default 16), BENCH_CONCURRENCY (worker,
- * default = parties), BENCH_DB (memory | dir | postgres: a throw-away database
- * on BENCH_PG_ADMIN_URL, default postgresql://postgres@127.0.0.1:5432/postgres;
- * default memory), BENCH_PROF
- * (a folder: CPU profile of the service process).
+ * default = parties; not in worker mode, where serve's default applies),
+ * BENCH_DB (memory | dir | postgres: a throw-away database on
+ * BENCH_PG_ADMIN_URL, default postgresql://postgres@127.0.0.1:5432/postgres;
+ * default memory; postgres in worker mode), BENCH_WORKERS (see above),
+ * BENCH_PROF (a folder: CPU profile of the service process; default mode).
  */
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { benchService, verifyBodyFrom } from './common.js';
+import {
+  BENCH_PASSPHRASE,
+  benchConfig,
+  benchService,
+  benchToken,
+  inProcessTimings,
+  throwAwayPostgres,
+  verifyBodyFrom,
+} from './common.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WITHDRAWALS = Number(process.env.BENCH_WITHDRAWALS ?? 500);
 const PARTIES = Number(process.env.BENCH_PARTIES ?? 16);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? PARTIES);
-const DB = process.env.BENCH_DB ?? 'memory';
+const WORKERS = process.env.BENCH_WORKERS === undefined ? 0 : Number(process.env.BENCH_WORKERS);
+if (!Number.isInteger(WORKERS) || WORKERS < 0 || WORKERS > 64)
+  throw new Error(
+    `BENCH_WORKERS: a whole number of service processes from 1 to 64, not ${process.env.BENCH_WORKERS}`,
+  );
+if (WORKERS > 0 && process.env.BENCH_DB !== undefined && process.env.BENCH_DB !== 'postgres')
+  throw new Error(`BENCH_WORKERS needs BENCH_DB=postgres (or unset), not ${process.env.BENCH_DB}`);
+const DB = WORKERS > 0 ? 'postgres' : (process.env.BENCH_DB ?? 'memory');
 const PG_ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const SECRET = 'bench-shared-secret-0123456789-0123456789';
 const TARGETS = { verify: 2000, verifyP99: 20, accepted: 1000, completed: 200 };
+const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
 
-// ------------------------------------------------------------------ the service (child process)
+/** The sending parties (funded), the receiver and the verifier (funded), hosted and booked through `host`. */
+async function hostParties(host) {
+  const senders = [];
+  for (let i = 0; i < PARTIES; i++) senders.push(await host(`sender${i}`, '1000000'));
+  const receiver = await host('receiver');
+  const verifier = await host('verifier', '1000');
+  return { senders, receiver, verifier };
+}
+
+// ------------------------------------------------------------------ the service (child process, default mode)
 
 async function serverMain() {
-  const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
-  const { openPglite, openPostgres } = await import(dist('store/index.js'));
+  const { openPglite } = await import(dist('store/index.js'));
   const { transfer } = await import(dist('flows/transfer.js'));
-  const { SignJWT } = await import('jose');
 
   const dir = await mkdtemp(join(tmpdir(), 'canton-signer-bench-api-'));
   let dropDb = async () => {};
   let db;
   if (DB === 'postgres') {
     // A throw-away database on the PostgreSQL server (BENCH_PG_ADMIN_URL).
-    const { default: pg } = await import('pg');
-    const name = `cs_bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const u = new URL(PG_ADMIN_URL);
-    u.pathname = `/${name}`;
-    db = await openPostgres(u.toString(), { max: 10 });
-    dropDb = async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    };
+    const pg = await throwAwayPostgres(dist, PG_ADMIN_URL);
+    db = pg.db;
+    dropDb = pg.drop;
   } else {
     db = await openPglite(DB === 'memory' ? 'memory' : join(dir, 'db'));
   }
@@ -75,40 +101,17 @@ async function serverMain() {
     secret: SECRET,
     concurrency: CONCURRENCY,
   });
-  const senders = [];
-  for (let i = 0; i < PARTIES; i++) senders.push(await host(`sender${i}`, '1000000'));
-  const receiver = await host('receiver');
-  const verifier = await host('verifier', '1000');
+  const { senders, receiver, verifier } = await hostParties(host);
 
   // A real prepared transfer: the transfer flow's own prepare, captured on its way.
-  const verifyBody = await verifyBodyFrom(service, transfer, verifier, receiver);
+  const verifyBody = await verifyBodyFrom(service.deps.flows, transfer, verifier, receiver);
   // The pipeline alone (decode, re-hash, intent, window), no HTTP: where the verify route's time goes.
-  const { verifyOnly } = await import(dist('flows/sign-execute.js'));
-  const { withKnownParty } = await import(dist('server/routes/context.js'));
-  const record = await store.parties.get(verifier);
-  const direct = () =>
-    verifyOnly(withKnownParty(service.deps.flows, record), {
-      partyId: verifier,
-      preparedTransaction: verifyBody.preparedTransaction,
-      claimedHash: verifyBody.hash,
-      scheme: verifyBody.hashingScheme,
-      intent: verifyBody.intent,
-    });
-  for (let i = 0; i < 200; i++) await direct();
-  let t0 = performance.now();
-  for (let i = 0; i < 1000; i++) await direct();
-  const pipelineMs = (performance.now() - t0) / 1000;
-  t0 = performance.now();
-  for (let i = 0; i < 1000; i++) await store.parties.get(verifier);
-  const partyGetMs = (performance.now() - t0) / 1000;
-  const token = await new SignJWT({ canton_signer_roles: ['operator'] })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setSubject('bench')
-    .setIssuer('bench')
-    .setAudience('bench')
-    .setIssuedAt()
-    .setExpirationTime('2h')
-    .sign(new TextEncoder().encode(SECRET));
+  const { pipelineMs, partyGetMs } = await inProcessTimings(dist, {
+    flows: service.deps.flows,
+    store,
+    verifyBody,
+  });
+  const token = await benchToken(SECRET);
   const url = await service.listen();
 
   process.on('message', async (m) => {
@@ -128,20 +131,7 @@ async function serverMain() {
   process.send({ type: 'ready', url, token, verifyBody, senders, receiver, pipelineMs, partyGetMs });
 }
 
-// ------------------------------------------------------------------ the driver
-
-function rpc(child, type, answer) {
-  return new Promise((resolve) => {
-    const on = (m) => {
-      if (m.type === answer) {
-        child.off('message', on);
-        resolve(m);
-      }
-    };
-    child.on('message', on);
-    child.send({ type });
-  });
-}
+// ------------------------------------------------------------------ the measures (both modes)
 
 async function cannon(autocannon, opts) {
   const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, pipelining: 1, ...opts });
@@ -157,8 +147,122 @@ async function cannon(autocannon, opts) {
 
 const FINAL = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
 
-async function driverMain() {
+/**
+ * Every measure against the service at `url`, in order: health, verify (32
+ * and 4 connections), withdrawals completed (`counts()`: withdrawals by
+ * state), withdrawals accepted (after `stopWorker()`, which keeps the
+ * withdrawal worker off what is accepted next).
+ */
+async function measure({ url, token, verifyBody, senders, receiver, counts, stopWorker }) {
   const { default: autocannon } = await import('autocannon');
+  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
+
+  // 0. the floor
+  await warm({ url: `${url}/health` });
+  const health = await cannon(autocannon, { url: `${url}/health` });
+
+  // 1. verification only
+  const check = await fetch(`${url}/v1/sign/verify`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify(verifyBody),
+  });
+  const report = await check.json();
+  if (check.status !== 200 || report.ok !== true)
+    throw new Error(`verify setup: ${check.status} ${JSON.stringify(report).slice(0, 500)}`);
+  const verifyOpts = {
+    url: `${url}/v1/sign/verify`,
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify(verifyBody),
+  };
+  await warm(verifyOpts);
+  const verify = await cannon(autocannon, verifyOpts);
+  // The same at light load: latency without queueing behind 32 connections.
+  const verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
+
+  // 2. completed end to end (worker on)
+  const body = (i) =>
+    JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` });
+  const t0 = performance.now();
+  let next = 0;
+  let createErrors = 0;
+  const create = async () => {
+    while (next < WITHDRAWALS) {
+      const i = next++;
+      const r = await fetch(`${url}/v1/withdrawals`, {
+        method: 'POST',
+        headers: { ...auth, 'idempotency-key': `e2e-${i}` },
+        body: body(i),
+      });
+      if (r.status !== 201 && r.status !== 200) createErrors++;
+      await r.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, create));
+  const createdMs = performance.now() - t0;
+  let byState = {};
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    byState = await counts();
+    const done = FINAL.reduce((n, s) => n + (byState[s] ?? 0), 0);
+    if (done >= WITHDRAWALS - createErrors || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const e2eMs = performance.now() - t0;
+  const committed = byState.committed ?? 0;
+  const completed = {
+    perSecond: committed / (e2eMs / 1000),
+    committed,
+    counts: byState,
+    e2eMs,
+    createdMs,
+    createErrors,
+  };
+
+  // 3. accepted (worker stopped or held off)
+  await stopWorker();
+  let n = 0;
+  const acceptOpts = {
+    url: `${url}/v1/withdrawals`,
+    requests: [
+      {
+        method: 'POST',
+        headers: auth,
+        setupRequest: (req) => {
+          const i = n++;
+          return {
+            ...req,
+            headers: { ...req.headers, 'idempotency-key': randomUUID() },
+            body: JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1' }),
+          };
+        },
+      },
+    ],
+  };
+  await warm(acceptOpts);
+  const accepted = await cannon(autocannon, acceptOpts);
+  return { health, verify, verifyLight, accepted, completed };
+}
+
+// ------------------------------------------------------------------ default mode: one service child process
+
+function rpc(child, type, answer) {
+  return new Promise((resolve) => {
+    const on = (m) => {
+      if (m.type === answer) {
+        child.off('message', on);
+        resolve(m);
+      }
+    };
+    child.on('message', on);
+    child.send({ type });
+  });
+}
+
+async function driverMain() {
+  const load = loadavg()[0];
   const child = fork(fileURLToPath(import.meta.url), ['--server'], {
     stdio: 'inherit',
     // BENCH_PROF=<dir>: a V8 CPU profile of the service process, for finding where the time goes.
@@ -168,98 +272,20 @@ async function driverMain() {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`service exited (${code}) before it was ready`)));
   });
-  const { url, token, verifyBody, senders, receiver, pipelineMs, partyGetMs } = ready;
-  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
-
+  const { pipelineMs, partyGetMs } = ready;
   try {
-    // 0. the floor
-    await warm({ url: `${url}/health` });
-    const health = await cannon(autocannon, { url: `${url}/health` });
-
-    // 1. verification only
-    const check = await fetch(`${url}/v1/sign/verify`, {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify(verifyBody),
+    const results = await measure({
+      ...ready,
+      counts: async () => (await rpc(child, 'counts', 'counts')).counts,
+      stopWorker: () => rpc(child, 'pause', 'paused'),
     });
-    const report = await check.json();
-    if (check.status !== 200 || report.ok !== true)
-      throw new Error(`verify setup: ${check.status} ${JSON.stringify(report).slice(0, 500)}`);
-    const verifyOpts = {
-      url: `${url}/v1/sign/verify`,
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify(verifyBody),
-    };
-    await warm(verifyOpts);
-    const verify = await cannon(autocannon, verifyOpts);
-    // The same at light load: latency without queueing behind 32 connections.
-    const verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
-
-    // 2. completed end to end (worker on)
-    const body = (i) =>
-      JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` });
-    const t0 = performance.now();
-    let next = 0;
-    let createErrors = 0;
-    const create = async () => {
-      while (next < WITHDRAWALS) {
-        const i = next++;
-        const r = await fetch(`${url}/v1/withdrawals`, {
-          method: 'POST',
-          headers: { ...auth, 'idempotency-key': `e2e-${i}` },
-          body: body(i),
-        });
-        if (r.status !== 201 && r.status !== 200) createErrors++;
-        await r.arrayBuffer();
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, create));
-    const createdMs = performance.now() - t0;
-    let counts = {};
-    const deadline = Date.now() + 300_000;
-    for (;;) {
-      counts = (await rpc(child, 'counts', 'counts')).counts;
-      const done = FINAL.reduce((n, s) => n + (counts[s] ?? 0), 0);
-      if (done >= WITHDRAWALS - createErrors || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const e2eMs = performance.now() - t0;
-    const committed = counts.committed ?? 0;
-    const completed = {
-      perSecond: committed / (e2eMs / 1000),
-      committed,
-      counts,
-      e2eMs,
-      createdMs,
-      createErrors,
-    };
-
-    // 3. accepted (worker stopped)
-    await rpc(child, 'pause', 'paused');
-    let n = 0;
-    const acceptOpts = {
-      url: `${url}/v1/withdrawals`,
-      requests: [
-        {
-          method: 'POST',
-          headers: auth,
-          setupRequest: (req) => {
-            const i = n++;
-            return {
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': randomUUID() },
-              body: JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1' }),
-            };
-          },
-        },
-      ],
-    };
-    await warm(acceptOpts);
-    const accepted = await cannon(autocannon, acceptOpts);
-
-    report_(health, verify, verifyLight, accepted, completed, { pipelineMs, partyGetMs });
+    report_(results, {
+      mode: `one service child process (createService, built-in sandbox inside it), database ${DB}`,
+      load,
+      worker: `worker concurrency ${CONCURRENCY}`,
+      inProcess: { where: 'in the service process', pipelineMs, partyGetMs },
+      acceptedNote: 'the withdrawal worker stopped: acceptance alone',
+    });
   } finally {
     // autocannon stops mid-request at the end of a run; let those handlers finish first.
     await new Promise((r) => setTimeout(r, 1000));
@@ -268,7 +294,175 @@ async function driverMain() {
   }
 }
 
-function report_(health, verify, verifyLight, accepted, completed, inProcess) {
+// ------------------------------------------------------------------ worker mode: `canton-signer serve`
+
+/** A port nothing listens on right now. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once `url`/ready answers 200; rejects when `child` exits first or after `timeoutMs`. */
+async function untilReady(url, child, timeoutMs = 60_000) {
+  let exited;
+  const onExit = (code, signal) => {
+    exited = `${code ?? signal}`;
+  };
+  child.once('exit', onExit);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      if (exited !== undefined) throw new Error(`canton-signer serve exited (${exited}) before it was ready`);
+      const r = await fetch(`${url}/ready`).catch(() => undefined);
+      if (r?.status === 200) return;
+      await r?.arrayBuffer();
+      if (Date.now() > deadline) throw new Error(`canton-signer serve not ready after ${timeoutMs / 1000} s`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  } finally {
+    child.off('exit', onExit);
+  }
+}
+
+/**
+ * From now on, every new withdrawal is born leased (for an hour) to an owner no
+ * worker is, so the workers of the service processes, which cannot be stopped
+ * from outside, claim none of them: the accepted measure then measures
+ * acceptance alone, as the default mode does with its worker stopped.
+ */
+async function holdNewWithdrawals(db) {
+  await db.query(`CREATE FUNCTION bench_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      NEW.lease_owner := 'bench-hold';
+      NEW.lease_until := now() + interval '1 hour';
+      RETURN NEW;
+    END $$`);
+  await db.query(
+    'CREATE TRIGGER bench_hold BEFORE INSERT ON withdrawals FOR EACH ROW EXECUTE FUNCTION bench_hold()',
+  );
+}
+
+/** The number of child processes of `pid` (Linux /proc; undefined elsewhere). */
+async function childCount(pid) {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : text.split(/\s+/).filter(Boolean).length;
+}
+
+async function workersMain() {
+  const load = loadavg()[0];
+  const { startSandbox } = await import(dist('sandbox/server.js'));
+  const { LEDGER_API_USER } = await import(dist('sandbox/network.js'));
+  const { transfer } = await import(dist('flows/transfer.js'));
+
+  // The network in this process, so that every service process reaches the same one by its URLs.
+  const sandbox = await startSandbox({ seed: 'bench-api' });
+  const dir = await mkdtemp(join(tmpdir(), 'canton-signer-bench-api-'));
+  let pg;
+  let store;
+  let child;
+  try {
+    pg = await throwAwayPostgres(dist, PG_ADMIN_URL, { max: 4 });
+    // Set-up through a service of this process (not listening, no worker) over the same database
+    // and keystore: migrate, keys, parties, the verify body, the in-process timings.
+    const setup = await benchService(dist, {
+      db: pg.db,
+      dir,
+      secret: SECRET,
+      concurrency: CONCURRENCY,
+      sandbox,
+      worker: false,
+    });
+    store = setup.store;
+    const { senders, receiver, verifier } = await hostParties(setup.host);
+    const verifyBody = await verifyBodyFrom(setup.service.deps.flows, transfer, verifier, receiver);
+    const inProcess = await inProcessTimings(dist, { flows: setup.service.deps.flows, store, verifyBody });
+    await setup.service.close();
+    await setup.signer.close?.();
+    const token = await benchToken(SECRET);
+
+    const port = await freePort();
+    const configFile = join(dir, 'config.json');
+    const config = benchConfig({ dir, sandbox, ledgerApiUser: LEDGER_API_USER, databaseUrl: pg.url, port });
+    // Secrets through the environment only: the file holds none.
+    await writeFile(configFile, `${JSON.stringify(config, null, 2)}\n`);
+    const args = [
+      fileURLToPath(new URL('../bin/canton-signer.js', import.meta.url)),
+      'serve',
+      ...(WORKERS > 1 ? ['--workers', String(WORKERS)] : []),
+      '--config',
+      configFile,
+    ];
+    child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        CANTON_SIGNER_PASSPHRASE: BENCH_PASSPHRASE,
+        CANTON_SIGNER_AUTH_SHARED_SECRET: SECRET,
+      },
+    });
+    // Its log lines (level warn: only problems) go on to this process's stderr.
+    createInterface({ input: child.stdout }).on('line', (l) => process.stderr.write(`serve: ${l}\n`));
+    const url = `http://127.0.0.1:${port}`;
+    await untilReady(url, child);
+    // Readiness is one process answering; with several, let the others finish starting too.
+    if (WORKERS > 1) {
+      const until = Date.now() + 30_000;
+      while (((await childCount(child.pid)) ?? WORKERS) < WORKERS && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+
+    const results = await measure({
+      url,
+      token,
+      verifyBody,
+      senders,
+      receiver,
+      counts: () => store.withdrawals.countByState(),
+      stopWorker: () => holdNewWithdrawals(pg.db),
+    });
+    report_(results, {
+      mode:
+        `\`canton-signer serve${WORKERS > 1 ? ` --workers ${WORKERS}` : ''}\` (${WORKERS} service process${WORKERS > 1 ? 'es' : ''}), ` +
+        'sandbox network and autocannon in this process, database postgres',
+      load,
+      worker: "worker concurrency serve's default per process",
+      inProcess: { where: 'in the bench process', ...inProcess },
+      acceptedNote:
+        'the withdrawal workers running but kept off every new withdrawal (a trigger on the throw-away ' +
+        'database leases each to the bench as it is inserted; each request still costs one failing claim): acceptance alone',
+    });
+  } finally {
+    // autocannon stops mid-request at the end of a run; let those handlers finish first.
+    await new Promise((r) => setTimeout(r, 1000));
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      const { code, signal } = await exited;
+      clearTimeout(timer);
+      if (code !== 0) console.error(`canton-signer serve exited with ${code ?? signal} after SIGTERM`);
+    }
+    await store?.close();
+    await pg?.drop();
+    await sandbox.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Prints the table. `run`: the mode (processes, database), the load average at start, the
+ * withdrawal worker's setting, the in-process timings and what ran during the accepted measure.
+ */
+function report_({ health, verify, verifyLight, accepted, completed }, run) {
+  const { inProcess } = run;
   const f0 = (x) => x.toFixed(0);
   const pct = (a, b) => `${((a / b) * 100).toFixed(0)}%`;
   const rows = [
@@ -310,8 +504,9 @@ function report_(health, verify, verifyLight, accepted, completed, inProcess) {
   console.log(
     `\nREST API benchmark: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`,
   );
+  console.log(`mode: ${run.mode}; load average ${run.load.toFixed(2)} at start`);
   console.log(
-    `autocannon: ${CONNECTIONS} connections, ${DURATION} s per run; database ${DB}; ${PARTIES} sending parties, worker concurrency ${CONCURRENCY}\n`,
+    `autocannon: ${CONNECTIONS} connections, ${DURATION} s per run; database ${DB}; ${PARTIES} sending parties, ${run.worker}\n`,
   );
   console.log(`| ${head.join(' | ')} |`);
   console.log(`|${head.map(() => '---').join('|')}|`);
@@ -321,11 +516,13 @@ function report_(health, verify, verifyLight, accepted, completed, inProcess) {
       `(all created after ${(completed.createdMs / 1000).toFixed(2)} s); final states ${JSON.stringify(completed.counts)}`,
   );
   console.log(
-    `in the service process, no HTTP: verification pipeline ${inProcess.pipelineMs.toFixed(3)} ms ` +
+    `${inProcess.where}, no HTTP: verification pipeline ${inProcess.pipelineMs.toFixed(3)} ms ` +
       `(${(1000 / inProcess.pipelineMs).toFixed(0)}/s on one core); party book lookup ${inProcess.partyGetMs.toFixed(3)} ms`,
   );
   console.log(`p50: health ${health.p50} ms, verify ${verify.p50} ms, accepted ${accepted.p50} ms`);
+  console.log(`accepted measured with ${run.acceptedNote}`);
 }
 
 if (process.argv[2] === '--server') await serverMain();
+else if (WORKERS > 0) await workersMain();
 else await driverMain();

@@ -156,7 +156,7 @@ async function main() {
   const verifier = await host('verifier', '1000');
 
   // A real prepared transfer: the transfer flow's own prepare, captured on its way.
-  const verifyBody = await verifyBodyFrom(service, transfer, verifier, receiver);
+  const verifyBody = await verifyBodyFrom(service.deps.flows, transfer, verifier, receiver);
   const payload = JSON.stringify(verifyBody);
   if (process.env.BENCH_SAVE_TX) await writeFile(process.env.BENCH_SAVE_TX, verifyBody.preparedTransaction);
   const token = await new SignJWT({ canton_signer_roles: ['operator'] })
@@ -197,7 +197,7 @@ async function main() {
     validatedIntent: intent,
   };
   await measure('pipeline', () => verifyOnly(withKnownParty(service.deps.flows, record), request));
-  const jwt = createVerifier(config.auth);
+  const jwt = createVerifier(service.deps.config.auth);
   await measure('jwt', () => jwt.verify(headers.authorization));
   await measure('json.parse', () => JSON.parse(payload));
   const { SignBody } = await import(dist('server/routes/sign.js'));

@@ -246,6 +246,14 @@ export const configSchema = z
         minWindowSeconds: z.number().min(0).default(0),
       })
       .prefault({}),
+    worker: z
+      .strictObject({
+        /** Withdrawals carried at once by this process (one at a time per sending party). */
+        concurrency: z.number().int().min(1).max(256).default(8),
+        /** How often unfinished withdrawals are looked for without a kick (ms). */
+        pollMs: z.number().int().min(50).max(600_000).default(2000),
+      })
+      .prefault({}),
     airGap: z
       .strictObject({
         /** Label of the key that seals exported signing requests (created as Ed25519 on first use). */
@@ -367,6 +375,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
   { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },
   { path: 'pipeline.minWindowSeconds', env: ['CANTON_SIGNER_MIN_WINDOW_SECONDS'], kind: 'number' },
+  { path: 'worker.concurrency', env: ['CANTON_SIGNER_WORKER_CONCURRENCY'], kind: 'number' },
+  { path: 'worker.pollMs', env: ['CANTON_SIGNER_WORKER_POLL_MS'], kind: 'number' },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];

@@ -204,6 +204,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             airGap,
             observe: (flow, outcome, seconds) => metrics.flowDuration.observe({ flow, outcome }, seconds),
             logger: log,
+            concurrency: config.worker.concurrency,
+            pollMs: config.worker.pollMs,
             ...opts.workerOptions,
           });
     const deps: ServiceDeps = {

@@ -375,6 +375,47 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
     });
   });
 
+  describe('leases across owners', () => {
+    it("one sending party's withdrawals are carried by one owner at a time", async () => {
+      const party = `lease-${Date.now()}::1220aa`;
+      const other = `lease-other-${Date.now()}::1220bb`;
+      const make = async (p: string) =>
+        (await repo.create({ idempotencyKey: key(), caller: 'bot', body: body({ party: p }) })).withdrawal.id;
+      const [a, b, c] = [await make(party), await make(party), await make(other)];
+      expect(await repo.claim(a, 'one', 60_000)).toBeDefined();
+      // another owner cannot take the same party's other withdrawal while that lease runs
+      expect(await repo.claim(b, 'two', 60_000)).toBeUndefined();
+      // the same owner can (it serialises its own runs per party), and another party is free
+      expect(await repo.claim(b, 'one', 60_000)).toBeDefined();
+      expect(await repo.claim(c, 'two', 60_000)).toBeDefined();
+      await repo.releaseLease(b, 'one');
+      expect(await repo.claim(b, 'two', 60_000)).toBeUndefined(); // a is still held by 'one'
+      // once a is final, its lease no longer blocks the party
+      await repo.transition(a, ['received'], 'failed', { lastError: 'test' });
+      expect(await repo.claim(b, 'two', 60_000)).toBeDefined();
+      // an expired lease blocks nothing
+      const d = await make(other);
+      await db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [c]);
+      expect(await repo.claim(d, 'one', 60_000)).toBeDefined();
+    });
+
+    it('concurrent claims of one party by two owners: exactly one wins', async () => {
+      const party = `race-${Date.now()}::1220cc`;
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++)
+        ids.push(
+          (await repo.create({ idempotencyKey: key(), caller: 'bot', body: body({ party }) })).withdrawal.id,
+        );
+      const results = await Promise.all(ids.map((id, i) => repo.claim(id, i % 2 === 0 ? 'x' : 'y', 60_000)));
+      expect(results.some((w) => w !== undefined)).toBe(true);
+      const owners = await db.query<{ o: string }>(
+        'SELECT DISTINCT lease_owner AS o FROM withdrawals WHERE party = $1 AND lease_owner IS NOT NULL',
+        [party],
+      );
+      expect(owners.rows).toHaveLength(1);
+    });
+  });
+
   describe('resume and listing', () => {
     it('unfinished() lists exactly the non-terminal withdrawals, oldest first', async () => {
       const fresh = await driver.fresh();

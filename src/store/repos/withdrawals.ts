@@ -642,19 +642,33 @@ export class WithdrawalRepo {
 
   /**
    * Takes the lease on an unfinished withdrawal for `owner` for `ms`, if no
-   * other owner holds an unexpired one. The withdrawal, or undefined when it
-   * is finished, unknown or leased by another owner.
+   * other owner holds an unexpired one on it or on another unfinished
+   * withdrawal of the same sending party. The withdrawal, or undefined when it
+   * is finished, unknown, or leased (itself or its party) by another owner.
    */
   async claim(id: string, owner: string, ms: number): Promise<Withdrawal | undefined> {
     if (!UUID.test(id)) return undefined;
-    const r = await this.db.query<Row>(
-      `UPDATE withdrawals SET lease_owner = $2, lease_until = now() + $3::int * interval '1 millisecond'
-        WHERE id = $1 AND state IN ('received', 'prepared', 'signed', 'submitted')
-          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $2)
-        RETURNING *`,
-      [id, owner, Math.max(1, Math.round(ms))],
-    );
-    return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+    return this.db.transaction(async (tx) => {
+      // One sending party's withdrawals are carried by one owner at a time, across processes and
+      // instances: they spend the same holdings. Claims for one party are serialised by this lock.
+      await tx.query(
+        `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
+        [id],
+      );
+      const r = await tx.query<Row>(
+        `UPDATE withdrawals w SET lease_owner = $2, lease_until = now() + $3::int * interval '1 millisecond'
+          WHERE w.id = $1 AND w.state IN ('received', 'prepared', 'signed', 'submitted')
+            AND (w.lease_until IS NULL OR w.lease_until < now() OR w.lease_owner = $2)
+            AND NOT EXISTS (
+              SELECT 1 FROM withdrawals o
+               WHERE o.party = w.party AND o.id <> w.id
+                 AND o.state IN ('received', 'prepared', 'signed', 'submitted')
+                 AND o.lease_owner <> $2 AND o.lease_until >= now())
+          RETURNING *`,
+        [id, owner, Math.max(1, Math.round(ms))],
+      );
+      return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+    });
   }
 
   /** Extends `owner`'s lease; false when it no longer holds it. */
