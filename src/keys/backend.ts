@@ -20,6 +20,21 @@ export interface BackendKey {
   createdAt: string;
 }
 
+/** The BackendKey of a key file's public part (file keystore, offline keys: the same fields). */
+export function backendKeyOf(f: {
+  label: string;
+  scheme: KeyScheme;
+  publicKeySpki: string;
+  createdAt: string;
+}): BackendKey {
+  return {
+    label: f.label,
+    scheme: f.scheme,
+    spki: new Uint8Array(Buffer.from(f.publicKeySpki, 'base64')),
+    createdAt: f.createdAt,
+  };
+}
+
 export interface KeyBackend {
   readonly kind: BackendKind;
   /** Schemes this backend can generate and sign with (after probing, for an HSM). */

@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
-import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
+import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import { KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey } from './schemes.js';
 
 export const KEY_FILE_FORMAT = 'canton-signer/key';
@@ -276,7 +276,7 @@ export class FileBackend implements KeyBackend {
   async find(label: string): Promise<BackendKey | undefined> {
     checkLabel(label);
     const f = await this.readFileOf(label);
-    return f && describeFile(f);
+    return f && backendKeyOf(f);
   }
 
   async list(): Promise<BackendKey[]> {
@@ -295,7 +295,7 @@ export class FileBackend implements KeyBackend {
         const label = n.slice(0, -'.key.json'.length);
         checkLabel(label);
         const f = await this.readFileOf(label);
-        if (f) out.push(describeFile(f));
+        if (f) out.push(backendKeyOf(f));
       } catch (e) {
         // One damaged file must not hide the other keys: it is reported, not listed.
         if (!(e instanceof KeyError)) throw e;
@@ -430,15 +430,6 @@ export class FileBackend implements KeyBackend {
     this.unlocked.clear();
     this.ready.clear();
   }
-}
-
-function describeFile(f: KeyFile): BackendKey {
-  return {
-    label: f.label,
-    scheme: f.scheme,
-    spki: new Uint8Array(Buffer.from(f.publicKeySpki, 'base64')),
-    createdAt: f.createdAt,
-  };
 }
 
 export function parseKeyFile(text: string, label: string): KeyFile {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
-import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
+import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { KeyFileProblem } from './file-backend.js';
 import { isKeyScheme, KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey, spkiFromRaw } from './schemes.js';
 
@@ -139,7 +139,7 @@ export class OfflineBackend implements KeyBackend {
       fingerprint: fingerprint(der),
     };
     await this.writeExclusive(label, `${JSON.stringify(file, null, 2)}\n`);
-    return describe(file);
+    return backendKeyOf(file);
   }
 
   async list(): Promise<BackendKey[]> {
@@ -158,7 +158,7 @@ export class OfflineBackend implements KeyBackend {
         const label = n.slice(0, -SUFFIX.length);
         checkLabel(label);
         const f = await this.read(label);
-        if (f) out.push(describe(f));
+        if (f) out.push(backendKeyOf(f));
       } catch (e) {
         if (!(e instanceof KeyError)) throw e;
         problems.push({ file: join('offline', n), code: e.code, message: e.message });
@@ -176,7 +176,7 @@ export class OfflineBackend implements KeyBackend {
   async find(label: string): Promise<BackendKey | undefined> {
     checkLabel(label);
     const f = await this.read(label);
-    return f && describe(f);
+    return f && backendKeyOf(f);
   }
 
   /** The signature that came back through the air gap for exactly `message`; never made here. */
@@ -256,15 +256,6 @@ export class OfflineBackend implements KeyBackend {
       await unlink(temp).catch(() => {});
     }
   }
-}
-
-function describe(f: OfflineKeyFile): BackendKey {
-  return {
-    label: f.label,
-    scheme: f.scheme,
-    spki: new Uint8Array(Buffer.from(f.publicKeySpki, 'base64')),
-    createdAt: f.createdAt,
-  };
 }
 
 /** Parses and checks an offline public key file: label, scheme and fingerprint must match the key. */

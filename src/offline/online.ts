@@ -138,23 +138,11 @@ export class OnlineAirGap {
       createdAt: now.toISOString(),
       nonce: newNonce(),
     };
-    const envelope = await sealRequest(request, this.signer, this.label);
-    const x = await repo.create(
-      {
-        nonce: request.nonce,
-        digest: envelope.digest,
-        kind: request.kind,
-        party: request.partyId,
-        keyFingerprint: request.key.fingerprint,
-        hashes,
-        subject: `onboarding:${t.partyId}`,
-        context: { flow: 'onboard', onboarding: t.onboarding, ...scope.context },
-        envelope: envelope as unknown as Json,
-        windowLatest: request.window.latest,
-      },
-      scope.actor,
-    );
-    return awaiting(x);
+    return this.record(request, hashes, {
+      subject: `onboarding:${t.partyId}`,
+      context: { flow: 'onboard', onboarding: t.onboarding, ...scope.context },
+      ...(scope.actor ? { actor: scope.actor } : {}),
+    });
   }
 
   /** Seals and records a request for `v`; an export already in play for the same hash is reused. */
@@ -189,20 +177,32 @@ export class OnlineAirGap {
       createdAt: this.now().toISOString(),
       nonce: newNonce(),
     };
+    return this.record(request, [hash], {
+      ...scope,
+      context: { flow: v.flow, ...scope.context },
+    });
+  }
+
+  /** Seals `request` with the export key and records it as an open export. */
+  private async record(
+    request: AirGapRequest,
+    hashes: string[],
+    scope: ExportScope,
+  ): Promise<AwaitingSignature> {
     const envelope = await sealRequest(request, this.signer, this.label);
-    const x = await repo.create(
+    const x = await this.store.airGap.create(
       {
         nonce: request.nonce,
         digest: envelope.digest,
         kind: request.kind,
         party: request.partyId,
         keyFingerprint: request.key.fingerprint,
-        hashes: [hash],
+        hashes,
         ...(scope.withdrawalId ? { withdrawalId: scope.withdrawalId } : {}),
         subject: scope.subject,
-        context: { flow: v.flow, ...scope.context },
+        context: scope.context ?? {},
         envelope: envelope as unknown as Json,
-        windowLatest: window.latest,
+        windowLatest: request.window.latest,
       },
       scope.actor,
     );
