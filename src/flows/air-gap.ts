@@ -28,10 +28,6 @@ export class AwaitingSignature extends Error {
   }
 }
 
-export function isAwaitingSignature(e: unknown): e is AwaitingSignature {
-  return e instanceof AwaitingSignature;
-}
-
 /** Onboarding topology of a party whose key is held offline, checked and ready to be signed. */
 export interface TopologyExport {
   partyId: string;

@@ -168,11 +168,11 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
   run.definitelyNot = false;
 
   // An offline key's signature came back through the air gap: submit exactly the exported transaction.
-  let signedOffline: ExportRecord | undefined;
+  let signedOffline: { x: ExportRecord; airGap: OnlineAirGap } | undefined;
   if (env.airGap) {
     const x = await env.store.airGap.currentFor(w.id);
     if (x?.status === 'imported') {
-      if (stillOpen(x, SUBMIT_MARGIN_MS)) signedOffline = x;
+      if (stillOpen(x, SUBMIT_MARGIN_MS)) signedOffline = { x, airGap: env.airGap };
       else
         await env.store.airGap.settle(x.id, 'stale', 'worker', { reason: 'window closed before submission' });
     }
@@ -192,8 +192,8 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     : base;
   try {
     if (signedOffline) {
-      const x = signedOffline;
-      await (env.airGap?.withExport(x.id, () => exportedTransfer(ctx, w, x)) ?? exportedTransfer(ctx, w, x));
+      const { x, airGap } = signedOffline;
+      await airGap.withExport(x.id, () => exportedTransfer(ctx, w, x));
       await exportUsed(env, w.id);
       return { done: true, state: 'committed' };
     }

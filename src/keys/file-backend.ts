@@ -27,13 +27,13 @@ import {
   scrypt,
   timingSafeEqual,
 } from 'node:crypto';
-import { constants } from 'node:fs';
-import { chmod, link, mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
 import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
+import { ioError, writeExclusive } from './key-files.js';
 import { KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey } from './schemes.js';
 
 export const KEY_FILE_FORMAT = 'canton-signer/key';
@@ -235,31 +235,12 @@ export class FileBackend implements KeyBackend {
     return { label, scheme, spki: new Uint8Array(spki), createdAt: header.createdAt };
   }
 
-  /** Temp file (0600), fsync, then a hard link to the final name: atomic, and fails if the key exists. */
+  /** Atomic, and `key_exists` when the label is taken (src/keys/key-files.ts). */
   private async writeExclusive(label: string, text: string): Promise<void> {
-    const final = this.path(label);
-    const temp = join(this.opts.dir, `.${label}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      try {
-        await fh.writeFile(text, 'utf8');
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      try {
-        await link(temp, final);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST')
-          throw new KeyError('key_exists', `a key labelled ${label} already exists in ${this.opts.dir}`);
-        throw e;
-      }
-    } catch (e) {
-      if (e instanceof KeyError) throw e;
-      throw ioError(`cannot write key file for ${label}`, e);
-    } finally {
-      await unlink(temp).catch(() => {});
-    }
+    await writeExclusive(this.opts.dir, label, this.path(label), text, {
+      exists: `a key labelled ${label} already exists in ${this.opts.dir}`,
+      fail: `cannot write key file for ${label}`,
+    });
   }
 
   private async readFileOf(label: string): Promise<KeyFile | undefined> {
@@ -515,9 +496,4 @@ export function parsePrivateKey(material: Uint8Array | string): KeyObject {
       'not a readable private key (PKCS#8 PEM/DER, or a 32-byte Ed25519 seed in hex)',
     );
   }
-}
-
-function ioError(what: string, e: unknown): KeyError {
-  const code = (e as NodeJS.ErrnoException)?.code;
-  return new KeyError('keystore_io', `${what}${code ? ` (${code})` : ''}`);
 }

@@ -9,15 +9,15 @@
  * machine (`canton-signer keys create` there) and registered here with
  * `keys import-public`. Format: docs/keys.md ("Cold keys").
  */
-import { createPublicKey, type KeyObject, randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
 import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { KeyFileProblem } from './file-backend.js';
+import { ioError, writeExclusive } from './key-files.js';
 import { isKeyScheme, KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey, spkiFromRaw } from './schemes.js';
 
 export const OFFLINE_KEY_FORMAT = 'canton-signer/offline-public-key';
@@ -223,38 +223,17 @@ export class OfflineBackend implements KeyBackend {
     return parseOfflineKeyFile(text, label);
   }
 
-  /** Temp file, fsync, then a hard link to the final name: atomic, and fails if the label exists. */
+  /** Atomic, and `key_exists` when the label is taken (src/keys/key-files.ts). */
   private async writeExclusive(label: string, text: string): Promise<void> {
     try {
       await mkdir(this.opts.dir, { recursive: true, mode: 0o700 });
     } catch (e) {
       throw ioError(`cannot prepare offline key folder ${this.opts.dir}`, e);
     }
-    const temp = join(this.opts.dir, `.${label}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      try {
-        await fh.writeFile(text, 'utf8');
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      try {
-        await link(temp, this.path(label));
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST')
-          throw new KeyError(
-            'key_exists',
-            `an offline key labelled ${label} already exists in ${this.opts.dir}`,
-          );
-        throw e;
-      }
-    } catch (e) {
-      if (e instanceof KeyError) throw e;
-      throw ioError(`cannot write offline key file for ${label}`, e);
-    } finally {
-      await unlink(temp).catch(() => {});
-    }
+    await writeExclusive(this.opts.dir, label, this.path(label), text, {
+      exists: `an offline key labelled ${label} already exists in ${this.opts.dir}`,
+      fail: `cannot write offline key file for ${label}`,
+    });
   }
 }
 
@@ -295,9 +274,4 @@ export function parseOfflineKeyFile(text: string, label: string): OfflineKeyFile
       `offline key file ${label}: the fingerprint does not match the public key`,
     );
   return f;
-}
-
-function ioError(what: string, e: unknown): KeyError {
-  const code = (e as NodeJS.ErrnoException)?.code;
-  return new KeyError('keystore_io', `${what}${code ? ` (${code})` : ''}`);
 }

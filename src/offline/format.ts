@@ -28,7 +28,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { fingerprint, multiHash, topologyTransactionHash } from '../hashing/canton-hash.js';
-import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
+import { base64ToBytes, bytesToHex } from '../hashing/input.js';
 import { IntentSchema } from '../intent/model.js';
 import { SCHEMES, verifySignature } from '../keys/schemes.js';
 import type { CantonSignature, Signer } from '../keys/signer.js';
@@ -379,15 +379,6 @@ export function openEnvelope(
   return envelope.request;
 }
 
-/** Hex of 32 bytes or a 34-byte multihash, as messages are written in requests and responses. */
-export function messageHex(m: Uint8Array): string {
-  return bytesToHex(m);
-}
-
-export function messageBytes(hex: string, field: string): Uint8Array {
-  return hexToBytes(hex, field);
-}
-
 /** The response the offline signer writes for `envelope`, from the signatures it made. */
 export function buildResponse(
   envelope: AirGapRequestEnvelope,
@@ -409,7 +400,7 @@ export function buildResponse(
     requestDigest: envelope.digest,
     nonce: envelope.request.nonce,
     partyId: envelope.request.partyId,
-    hashes: hashes.map(messageHex),
+    hashes: hashes.map(bytesToHex),
     signatures: [...signatures],
     signerFingerprint: signer,
     signedAt: signedAt.toISOString(),
