@@ -31,7 +31,9 @@
  * BENCH_DB (memory | dir | postgres: a throw-away database on
  * BENCH_PG_ADMIN_URL, default postgresql://postgres@127.0.0.1:5432/postgres;
  * default memory; postgres in worker mode), BENCH_WORKERS (see above),
- * BENCH_PROF (a folder: CPU profile of the service process; default mode).
+ * BENCH_PROF (a folder: CPU profiles of the service process(es)),
+ * BENCH_ONLY (a comma-separated subset of health, verify, completed,
+ * accepted: the measures to run; default all).
  */
 import { fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -63,6 +65,10 @@ if (!Number.isInteger(WORKERS) || WORKERS < 0 || WORKERS > 64)
   );
 if (WORKERS > 0 && process.env.BENCH_DB !== undefined && process.env.BENCH_DB !== 'postgres')
   throw new Error(`BENCH_WORKERS needs BENCH_DB=postgres (or unset), not ${process.env.BENCH_DB}`);
+/** BENCH_ONLY=health,verify,completed,accepted: run only these measures (the others print as skipped). */
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : undefined;
+const runs = (m) => ONLY === undefined || ONLY.has(m);
+const SKIPPED = { rps: 0, p50: 0, p99: 0, ok: 0, bad: 0, skipped: true };
 const DB = WORKERS > 0 ? 'postgres' : (process.env.BENCH_DB ?? 'memory');
 const PG_ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const SECRET = 'bench-shared-secret-0123456789-0123456789';
@@ -159,8 +165,11 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
   const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
 
   // 0. the floor
-  await warm({ url: `${url}/health` });
-  const health = await cannon(autocannon, { url: `${url}/health` });
+  let health = SKIPPED;
+  if (runs('health')) {
+    await warm({ url: `${url}/health` });
+    health = await cannon(autocannon, { url: `${url}/health` });
+  }
 
   // 1. verification only
   const check = await fetch(`${url}/v1/sign/verify`, {
@@ -177,12 +186,25 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
     headers: auth,
     body: JSON.stringify(verifyBody),
   };
-  await warm(verifyOpts);
-  const verify = await cannon(autocannon, verifyOpts);
-  // The same at light load: latency without queueing behind 32 connections.
-  const verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
+  let verify = SKIPPED;
+  let verifyLight = SKIPPED;
+  if (runs('verify')) {
+    await warm(verifyOpts);
+    verify = await cannon(autocannon, verifyOpts);
+    // The same at light load: latency without queueing behind 32 connections.
+    verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
+  }
+  const completed = runs('completed')
+    ? await completeAll({ url, auth, senders, receiver, counts })
+    : { perSecond: 0, committed: 0, counts: {}, e2eMs: 0, createdMs: 0, createErrors: 0, skipped: true };
+  const accepted = runs('accepted')
+    ? await acceptMany({ url, auth, senders, receiver, stopWorker })
+    : SKIPPED;
+  return { health, verify, verifyLight, accepted, completed };
+}
 
-  // 2. completed end to end (worker on)
+/** Withdrawals completed end to end (worker on): WITHDRAWALS created over HTTP, timed until all are final. */
+async function completeAll({ url, auth, senders, receiver, counts }) {
   const body = (i) =>
     JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` });
   const t0 = performance.now();
@@ -212,7 +234,7 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
   }
   const e2eMs = performance.now() - t0;
   const committed = byState.committed ?? 0;
-  const completed = {
+  return {
     perSecond: committed / (e2eMs / 1000),
     committed,
     counts: byState,
@@ -220,8 +242,12 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
     createdMs,
     createErrors,
   };
+}
 
-  // 3. accepted (worker stopped or held off)
+/** POST /v1/withdrawals accepted, with the worker stopped or held off (`stopWorker`). */
+async function acceptMany({ url, auth, senders, receiver, stopWorker }) {
+  const { default: autocannon } = await import('autocannon');
+  const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
   await stopWorker();
   let n = 0;
   const acceptOpts = {
@@ -242,8 +268,7 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
     ],
   };
   await warm(acceptOpts);
-  const accepted = await cannon(autocannon, acceptOpts);
-  return { health, verify, verifyLight, accepted, completed };
+  return cannon(autocannon, acceptOpts);
 }
 
 // ------------------------------------------------------------------ default mode: one service child process
@@ -393,6 +418,7 @@ async function workersMain() {
     // Secrets through the environment only: the file holds none.
     await writeFile(configFile, `${JSON.stringify(config, null, 2)}\n`);
     const args = [
+      ...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []),
       fileURLToPath(new URL('../bin/canton-signer.js', import.meta.url)),
       'serve',
       ...(WORKERS > 1 ? ['--workers', String(WORKERS)] : []),
@@ -510,7 +536,10 @@ function report_({ health, verify, verifyLight, accepted, completed }, run) {
   );
   console.log(`| ${head.join(' | ')} |`);
   console.log(`|${head.map(() => '---').join('|')}|`);
-  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  const measured = [health, verify, verifyLight, accepted, completed];
+  rows.forEach((r, i) => {
+    if (!measured[i].skipped) console.log(`| ${r.join(' | ')} |`);
+  });
   console.log(
     `\nend to end: ${completed.committed} committed of ${WITHDRAWALS} in ${(completed.e2eMs / 1000).toFixed(2)} s ` +
       `(all created after ${(completed.createdMs / 1000).toFixed(2)} s); final states ${JSON.stringify(completed.counts)}`,

@@ -13,6 +13,9 @@
  *                     execute is called)
  *   journal committed → committed with the update id.
  *
+ * The journal record of each of the last three steps is written in the same
+ * transaction as the move it causes.
+ *
  * Resuming a `submitted` row looks for the truth first (completions of the
  * command id after the recorded ledger end): committed → committed;
  * definitely not committed → prepared and run again; unknown → run again
@@ -169,7 +172,8 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
 
   // An offline key's signature came back through the air gap: submit exactly the exported transaction.
   let signedOffline: { x: ExportRecord; airGap: OnlineAirGap } | undefined;
-  if (env.airGap) {
+  // (Nothing moves back to `received`: a withdrawal still there was never exported.)
+  if (env.airGap && w.state !== 'received') {
     const x = await env.store.airGap.currentFor(w.id);
     if (x?.status === 'imported') {
       if (stillOpen(x, SUBMIT_MARGIN_MS)) signedOffline = { x, airGap: env.airGap };
@@ -407,7 +411,11 @@ function withdrawalContext(
   };
   async function step(r: Omit<JournalRecord, 'at'>): Promise<void> {
     if (r.step === 'committed') await at('executed');
-    await base?.record(r);
+    // The journal record of a step that moves the row is written in the move's own transaction
+    // (both committed, or neither); any other record on its own.
+    const moves = r.step === 'signed' || r.step === 'committed' || (r.step === 'submitted' && !run.stay);
+    const journal = moves && base instanceof DbRecorder ? { audit: [base.entry(r)] } : undefined;
+    if (!journal) await base?.record(r);
     switch (r.step) {
       case 'signed': {
         const sig = run.signed;
@@ -434,10 +442,11 @@ function withdrawalContext(
             { incrementAttempts: true },
             {
               details: { ...details, resubmission: true },
+              ...journal,
               ...(also ? { also } : {}),
             },
           );
-        else await move(['prepared'], 'signed', {}, { details, ...(also ? { also } : {}) });
+        else await move(['prepared'], 'signed', {}, { details, ...journal, ...(also ? { also } : {}) });
         await at('signed');
         return;
       }
@@ -453,6 +462,7 @@ function withdrawalContext(
             {},
             {
               details: { hash: r.hash ?? null, ledgerEndBefore: end },
+              ...journal,
               also: (tx) => repo.setLookupFrom(id, end, tx),
             },
           );
@@ -460,10 +470,15 @@ function withdrawalContext(
         return;
       }
       case 'committed':
-        await move(['submitted'], 'committed', {
-          ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
-          lastError: null,
-        });
+        await move(
+          ['submitted'],
+          'committed',
+          {
+            ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
+            lastError: null,
+          },
+          journal ?? {},
+        );
         return;
       case 'rejected':
         // After a successful execute, or a failed write of ours, a "rejection" is not the ledger's.

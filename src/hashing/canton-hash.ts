@@ -150,8 +150,24 @@ function checkKey(spki: Buffer) {
 
 /** Canton fingerprint of a public key: hex of CantonHash(12, key bytes), 68 characters starting `1220`. */
 export function fingerprint(publicKey: Uint8Array): string {
-  return bytesToHex(cantonHash(HashPurpose.PublicKeyFingerprint, parsePublicKey(publicKey).fingerprintBytes));
+  const id = Buffer.from(publicKey.buffer, publicKey.byteOffset, publicKey.byteLength).toString('base64');
+  let fp = FINGERPRINTS.get(id);
+  if (fp === undefined) {
+    fp = bytesToHex(cantonHash(HashPurpose.PublicKeyFingerprint, parsePublicKey(publicKey).fingerprintBytes));
+    if (FINGERPRINTS.size >= FINGERPRINT_LIMIT) FINGERPRINTS.delete(FINGERPRINTS.keys().next().value!);
+    FINGERPRINTS.set(id, fp);
+  }
+  return fp;
 }
+
+/**
+ * Fingerprints by the exact key bytes they were computed from (base64 of them),
+ * so that the pipeline's check of a party's registered key before each
+ * signature does not parse and re-encode its DER every time. Only keys that
+ * parsed are kept; bounded, oldest dropped first.
+ */
+const FINGERPRINTS = new Map<string, string>();
+const FINGERPRINT_LIMIT = 1024;
 
 const HINT = /^[A-Za-z0-9:\-_ ]+$/;
 /** A Canton key fingerprint in hex: the 34-byte SHA-256 multihash, 68 lowercase hex characters. */

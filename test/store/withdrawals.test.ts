@@ -751,4 +751,132 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       expect(n.rows[0]!.n).toBe(500);
     });
   });
+  describe('group commit (concurrent moves share one transaction)', () => {
+    let gdb: Db;
+    let grepo: WithdrawalRepo;
+    beforeAll(async () => {
+      gdb = await driver.fresh();
+      grepo = new WithdrawalRepo(gdb, { actor: 'test' });
+    });
+    const created = async (count: number, r = grepo) =>
+      (
+        await Promise.all(
+          Array.from({ length: count }, () =>
+            r.create({ idempotencyKey: key(), caller: 'bot-m', body: body() }),
+          ),
+        )
+      ).map((x) => x.withdrawal.id);
+
+    it('moves issued together commit in one transaction; a refused or unknown move fails alone', async () => {
+      const ids = await created(24);
+      const moved = await Promise.allSettled([
+        ...ids.map((id, i) =>
+          i === 5
+            ? grepo.transition(id, ['prepared'], 'signed') // it is received: refused
+            : grepo.transition(id, ['received'], 'prepared', { incrementAttempts: true }, { details: { i } }),
+        ),
+        grepo.transition('00000000-0000-4000-8000-000000000000', ['received'], 'prepared'),
+      ]);
+      expect(moved.map((m) => m.status)).toEqual([
+        ...ids.map((_, i) => (i === 5 ? 'rejected' : 'fulfilled')),
+        'rejected',
+      ]);
+      expect((moved[5] as PromiseRejectedResult).reason).toBeInstanceOf(WithdrawalStateError);
+      expect((moved[5] as PromiseRejectedResult).reason.current).toBe('received');
+      expect((moved[24] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+      const done = moved
+        .slice(0, 24)
+        .flatMap((m) =>
+          m.status === 'fulfilled' ? [(m as PromiseFulfilledResult<{ updatedAt: string }>).value] : [],
+        );
+      // one transaction: one now()
+      expect(new Set(done.map((w) => w.updatedAt)).size).toBe(1);
+      for (const [i, id] of ids.entries()) {
+        const w = await grepo.get(id);
+        const trail = await listAudit(gdb, { subject: `withdrawal:${id}` });
+        if (i === 5) {
+          expect(w).toMatchObject({ state: 'received', attempts: 0 });
+          expect(trail.map((a) => a.action)).toEqual(['withdrawal.create']);
+        } else {
+          expect(w).toMatchObject({ state: 'prepared', attempts: 1 });
+          expect(trail.map((a) => a.action)).toEqual(['withdrawal.create', 'withdrawal.prepared']);
+          expect(trail[1]!.details).toMatchObject({ from: 'received', to: 'prepared', attempts: 1, i });
+        }
+      }
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it("a move's own audit entries are written just before its entry, and not at all when it is refused", async () => {
+      const [a, b] = await created(2);
+      const journal = (id: string) => [
+        { actor: 'worker', action: 'flow.signed', subject: `withdrawal:${id}`, details: { hash: 'ab' } },
+      ];
+      const [ok, refused] = await Promise.allSettled([
+        grepo.transition(a!, ['received'], 'prepared', {}, { audit: journal(a!) }),
+        grepo.transition(b!, ['signed'], 'submitted', {}, { audit: journal(b!) }),
+      ]);
+      expect(ok.status).toBe('fulfilled');
+      expect(refused.status).toBe('rejected');
+      expect((await listAudit(gdb, { subject: `withdrawal:${a}` })).map((x) => x.action)).toEqual([
+        'withdrawal.create',
+        'flow.signed',
+        'withdrawal.prepared',
+      ]);
+      expect((await listAudit(gdb, { subject: `withdrawal:${b}` })).map((x) => x.action)).toEqual([
+        'withdrawal.create',
+      ]);
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it('a batch that fails in the database is retried one by one: only the bad move fails', async () => {
+      const ids = await created(6);
+      const bad = ids[2]!;
+      const results = await Promise.allSettled(
+        ids.map((id) =>
+          grepo.transition(
+            id,
+            ['received'],
+            'prepared',
+            {},
+            {
+              also: async (tx) => {
+                // a statement the database refuses, inside the shared transaction
+                if (id === bad) await tx.query('SELECT 1 / 0');
+              },
+            },
+          ),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual(ids.map((id) => (id === bad ? 'rejected' : 'fulfilled')));
+      expect((results[2] as PromiseRejectedResult).reason.message).toMatch(/division by zero/);
+      for (const id of ids) {
+        expect((await grepo.get(id))?.state).toBe(id === bad ? 'received' : 'prepared');
+        const trail = await listAudit(gdb, { subject: `withdrawal:${id}` });
+        expect(trail.length).toBe(id === bad ? 1 : 2);
+      }
+      expect((await verifyAudit(gdb)).ok).toBe(true);
+    });
+
+    it('200 withdrawals moved to committed by two instances at once, in opposite orders: all moved once, the chain verifies', async () => {
+      const fdb = await driver.fresh();
+      const handles = driver.another ? [fdb, await driver.another()] : [fdb];
+      const repos = handles.map((h) => new WithdrawalRepo(h));
+      const ids = await created(200, repos[0]);
+      const path: WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted', 'committed'];
+      // Each instance carries every other withdrawal; the two walk the ids in opposite orders.
+      const carry = async (r: WithdrawalRepo, mine: string[]) => {
+        for (let s = 1; s < path.length; s++)
+          await Promise.all(mine.map((id) => r.transition(id, [path[s - 1]!], path[s]!)));
+      };
+      const first = ids.filter((_, i) => i % 2 === 0);
+      const second = ids.filter((_, i) => i % 2 === 1).reverse();
+      await Promise.all([carry(repos[0]!, first), carry(repos[repos.length - 1]!, second)]);
+      const states = await fdb.query<{ state: string; n: number }>(
+        'SELECT state, count(*)::int8 AS n FROM withdrawals GROUP BY state',
+      );
+      expect(states.rows).toEqual([{ state: 'committed', n: 200 }]);
+      const v = await verifyAudit(fdb, { batch: 113 });
+      expect(v).toMatchObject({ ok: true, rows: 200 * 5 });
+    });
+  });
 });

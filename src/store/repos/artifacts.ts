@@ -80,20 +80,22 @@ export class ArtifactRepo {
     p: Omit<PreparedRecord, 'id' | 'createdAt' | 'attempt'> & { attempt?: number },
     q: Queryable = this.db,
   ): Promise<PreparedRecord> {
-    const r = await q.query<Nullable<PreparedRecord>>(
+    const row = {
+      id: randomUUID(),
+      withdrawalId: p.withdrawalId ?? null,
+      requestId: p.requestId ?? null,
+      attempt: p.attempt ?? 0,
+      hash: p.hash,
+      hashingScheme: p.hashingScheme,
+      bytes: p.bytes,
+    };
+    // Only the default is read back: the bytes (tens of KB) are what was sent.
+    const r = await q.query<{ createdAt: string }>(
       `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${PREPARED}`,
-      [
-        randomUUID(),
-        p.withdrawalId ?? null,
-        p.requestId ?? null,
-        p.attempt ?? 0,
-        p.hash,
-        p.hashingScheme,
-        p.bytes,
-      ],
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at AS "createdAt"`,
+      [row.id, row.withdrawalId, row.requestId, row.attempt, row.hash, row.hashingScheme, row.bytes],
     );
-    return defined(r.rows[0]!);
+    return defined({ ...row, createdAt: r.rows[0]!.createdAt });
   }
 
   /** The prepared transactions of a withdrawal, oldest first. */

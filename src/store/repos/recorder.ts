@@ -7,7 +7,7 @@
  * intent and the reason. Subject: the one given to the recorder (a worker
  * passes `withdrawal:<id>`), else `command:<commandId>`, else `party:<id>`.
  */
-import { appendAudit, listAudit } from '../audit.js';
+import { type AuditEntry, appendAudit, listAudit } from '../audit.js';
 import type { Db } from '../db.js';
 import type { FlowRecorder, JournalRecord } from '../journal.js';
 
@@ -34,13 +34,22 @@ export class DbRecorder implements FlowRecorder {
   }
 
   async record(r: Omit<JournalRecord, 'at'>): Promise<void> {
+    await appendAudit(this.db, this.entry(r));
+  }
+
+  /**
+   * The audit entry of a record, for a caller that writes it inside a
+   * transaction of its own (a withdrawal's move: the record and the move it
+   * causes are committed together). The observer sees the record here.
+   */
+  entry(r: Omit<JournalRecord, 'at'>): AuditEntry {
     this.opts.observe?.(r);
-    await appendAudit(this.db, {
+    return {
       actor: this.opts.actor ?? 'system',
       action: `flow.${r.step}`,
       subject: this.subjectOf(r),
       details: { ...r },
-    });
+    };
   }
 
   /** The journal records of one subject, in order (from the audit log). */

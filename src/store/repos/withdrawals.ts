@@ -28,10 +28,11 @@
  * resumed withdrawal submits under the same id and the ledger deduplicates.
  */
 import { randomUUID } from 'node:crypto';
-import { type AuditEntry, appendAudit, appendAuditBatch } from '../audit.js';
+import { type AuditEntry, appendAuditBatch } from '../audit.js';
 import { canonicalJson, type Json, sha256Hex, storable } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
 import { BadRequestError, IdempotencyConflictError, NotFoundError, WithdrawalStateError } from '../errors.js';
+import { Failed, GroupCommit } from '../group-commit.js';
 
 export const WITHDRAWAL_STATES = [
   'received',
@@ -213,6 +214,12 @@ export interface TransitionOptions {
   details?: Record<string, unknown>;
   /** Runs in the same transaction after the update (e.g. record the prepared transaction). */
   also?: (tx: Queryable, w: Withdrawal) => Promise<void>;
+  /**
+   * Audit entries that belong with this move (a flow's journal record of the
+   * step that causes it), appended just before the move's own entry, in the
+   * same transaction: both are committed, or neither.
+   */
+  audit?: readonly AuditEntry[];
 }
 
 export interface ListOptions {
@@ -263,20 +270,7 @@ interface PendingCreate {
   body: WithdrawalBody;
   requestHash: string;
   actor: string;
-  resolve: (r: CreateResult) => void;
-  reject: (e: unknown) => void;
 }
-
-type Outcome = CreateResult | { error: Error };
-
-function settle(p: PendingCreate, o: Outcome | undefined): void {
-  if (!o) p.reject(new Error('withdrawal batch lost a result'));
-  else if ('error' in o) p.reject(o.error);
-  else p.resolve(o);
-}
-
-/** At most this many creates share one transaction. */
-const MAX_BATCH = 256;
 
 const INSERT_SQL = `INSERT INTO withdrawals (id, caller, idempotency_key, request_hash, party, receiver, amount,
     instrument_admin, instrument_id, memo, options, command_id)
@@ -303,7 +297,10 @@ const slot = (caller: string, key: string) => `${caller}\u0000${key}`;
  * batch are answered like a repeat: same request → that withdrawal
  * (created:false), another request → IdempotencyConflictError.
  */
-async function insertBatch(tx: Queryable, batch: readonly PendingCreate[]): Promise<Outcome[]> {
+async function insertBatch(
+  tx: Queryable,
+  batch: readonly PendingCreate[],
+): Promise<(CreateResult | Failed)[]> {
   const first = new Map<string, PendingCreate>();
   for (const p of batch) if (!first.has(slot(p.caller, p.key))) first.set(slot(p.caller, p.key), p);
   const order = [...first.values()].sort((a, b) =>
@@ -353,7 +350,7 @@ async function insertBatch(tx: Queryable, batch: readonly PendingCreate[]): Prom
     for (const r of (await tx.query<Row>(EXISTING_SQL, [JSON.stringify(missing)])).rows)
       existing.set(slot(r.caller, r.idempotency_key), r);
   }
-  const outcomes: Outcome[] = [];
+  const outcomes: (CreateResult | Failed)[] = [];
   const audit: AuditEntry[] = [];
   for (const p of batch) {
     const s = slot(p.caller, p.key);
@@ -361,7 +358,7 @@ async function insertBatch(tx: Queryable, batch: readonly PendingCreate[]): Prom
     const row = mine ?? existing.get(s);
     if (!row) throw new Error('withdrawal insert conflicted but no row holds the key');
     if (row.request_hash !== p.requestHash) {
-      outcomes.push({ error: new IdempotencyConflictError(p.key, row.id) });
+      outcomes.push(new Failed(new IdempotencyConflictError(p.key, row.id)));
       continue;
     }
     const w = fromRow(row);
@@ -385,11 +382,101 @@ async function insertBatch(tx: Queryable, batch: readonly PendingCreate[]): Prom
   return outcomes;
 }
 
+/** A validated move waiting for its batch. */
+interface PendingMove {
+  id: string;
+  from: readonly WithdrawalState[];
+  to: WithdrawalState;
+  patch: TransitionPatch;
+  opts: TransitionOptions;
+  actor: string;
+}
+
+/**
+ * Locks the row (the CTE waits for a concurrent writer and then reads the
+ * latest state) and moves it only from an allowed state, returning the new
+ * row and the state it left.
+ */
+const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 FOR UPDATE)
+  UPDATE withdrawals w SET state = $3, updated_at = now(),
+      attempts = w.attempts + $4,
+      last_error = CASE WHEN $5 THEN $6 ELSE w.last_error END,
+      update_id = COALESCE($7, w.update_id)
+    FROM cur
+   WHERE w.id = cur.id AND cur.state = ANY($2::text[])
+  RETURNING w.*, cur.state AS from_state`;
+
+/**
+ * One batch of moves in the transaction `tx`, one outcome per move in order:
+ * one statement per move (rows locked in id order, so that concurrent batches
+ * of several processes lock in the same order), each move's `also`, then the
+ * audit entries of every move chained in one append (one head lock). A move
+ * whose withdrawal is missing or in another state is answered with its error
+ * and leaves the others (and the transaction) untouched.
+ */
+async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<(Withdrawal | Failed)[]> {
+  const out: (Withdrawal | Failed)[] = new Array(batch.length);
+  const order = batch.map((_, i) => i).sort((a, b) => compareIds(batch[a]?.id ?? '', batch[b]?.id ?? ''));
+  const audit: AuditEntry[] = [];
+  for (const i of order) {
+    const m = batch[i] as PendingMove;
+    const { patch } = m;
+    const r = await tx.query<Row & { from_state: WithdrawalState }>(MOVE_SQL, [
+      m.id,
+      [...m.from],
+      m.to,
+      patch.incrementAttempts ? 1 : 0,
+      patch.lastError !== undefined,
+      patch.lastError ?? null,
+      patch.updateId ?? null,
+    ]);
+    const row = r.rows[0];
+    if (!row) {
+      const cur = (
+        await tx.query<{ state: WithdrawalState }>('SELECT state FROM withdrawals WHERE id = $1', [m.id])
+      ).rows[0];
+      out[i] = new Failed(
+        cur ? new WithdrawalStateError(m.id, cur.state, m.to) : new NotFoundError(`withdrawal ${m.id}`),
+      );
+      continue;
+    }
+    const w = fromRow(row);
+    if (m.opts.also) await m.opts.also(tx, w);
+    audit.push(...(m.opts.audit ?? []), {
+      actor: m.actor,
+      action: `withdrawal.${m.to}`,
+      subject: `withdrawal:${m.id}`,
+      details: {
+        from: row.from_state,
+        to: m.to,
+        attempts: w.attempts,
+        ...(patch.lastError !== undefined ? { lastError: patch.lastError } : {}),
+        ...(patch.updateId !== undefined ? { updateId: patch.updateId } : {}),
+        ...((m.opts.details ?? {}) as Record<string, Json>),
+      },
+    });
+    out[i] = w;
+  }
+  await appendAuditBatch(tx, audit);
+  return out;
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export class WithdrawalRepo {
+  /** Creates, and moves between states, each written in group-committed batches (group-commit.ts). */
+  private readonly creates: GroupCommit<PendingCreate, CreateResult>;
+  private readonly moves: GroupCommit<PendingMove, Withdrawal>;
+
   constructor(
     private readonly db: Db,
     private readonly opts: { actor?: string } = {},
-  ) {}
+  ) {
+    this.creates = new GroupCommit(db, insertBatch);
+    this.moves = new GroupCommit(db, moveBatch);
+  }
 
   private actor(a?: string): string {
     return a ?? this.opts.actor ?? 'system';
@@ -402,10 +489,8 @@ export class WithdrawalRepo {
    * also from other instances sharing the database.
    *
    * Group commit: creates that arrive in the same event-loop turn, or while a
-   * batch is being written, join the next batch, and a batch is one
-   * transaction (see `insertBatch`). A create
-   * resolves only after its row and audit row are committed. A batch that
-   * fails is retried one create at a time, so that each gets its own outcome.
+   * batch is being written, share one transaction (see `insertBatch`). A
+   * create resolves only after its row and audit row are committed.
    */
   create(req: {
     idempotencyKey: string;
@@ -413,7 +498,7 @@ export class WithdrawalRepo {
     body: WithdrawalBody;
     actor?: string;
   }): Promise<CreateResult> {
-    let p: Omit<PendingCreate, 'resolve' | 'reject'>;
+    let p: PendingCreate;
     try {
       const key = text(req.idempotencyKey, 'Idempotency-Key', 255);
       const caller = text(req.caller, 'caller', 255);
@@ -428,48 +513,7 @@ export class WithdrawalRepo {
     } catch (e) {
       return Promise.reject(e);
     }
-    return new Promise<CreateResult>((resolve, reject) => {
-      this.queue.push({ ...p, resolve, reject });
-      this.schedule();
-    });
-  }
-
-  private readonly queue: PendingCreate[] = [];
-  private writing = false;
-
-  /**
-   * The next batch is written after the current event-loop turn (setImmediate),
-   * so that the creates of every request that arrives in that turn join it.
-   * With PGlite this is what makes batches at all: its queries run on this
-   * thread without yielding to I/O, so no request arrives during a batch.
-   */
-  private schedule(): void {
-    if (this.writing || this.queue.length === 0) return;
-    this.writing = true;
-    setImmediate(() => void this.writeBatch());
-  }
-
-  /** Writes one batch of queued creates and settles each of them; never throws. */
-  private async writeBatch(): Promise<void> {
-    const batch = this.queue.splice(0, MAX_BATCH);
-    try {
-      const outcomes = await this.db.transaction((tx) => insertBatch(tx, batch));
-      for (const [i, p] of batch.entries()) settle(p, outcomes[i]);
-    } catch (e) {
-      if (batch.length === 1) batch[0]?.reject(e);
-      // Nothing of the batch was committed: each create again alone, with its own outcome.
-      else
-        for (const p of batch) {
-          try {
-            settle(p, (await this.db.transaction((tx) => insertBatch(tx, [p])))[0]);
-          } catch (e1) {
-            p.reject(e1);
-          }
-        }
-    } finally {
-      this.writing = false;
-      this.schedule();
-    }
+    return this.creates.submit(p);
   }
 
   async get(id: string, q: Queryable = this.db): Promise<Withdrawal | undefined> {
@@ -487,10 +531,12 @@ export class WithdrawalRepo {
   }
 
   /**
-   * Moves the withdrawal from one of `from` to `to`, atomically (row lock,
-   * then `UPDATE … WHERE state = ANY(from)`), and audits it. Throws
-   * WithdrawalStateError when the current state is not in `from`, and
-   * refuses (before touching the database) an edge the state machine lacks.
+   * Moves the withdrawal from one of `from` to `to`, atomically (one
+   * statement locks the row and updates it only if its state is one of
+   * `from`), and audits it. Throws WithdrawalStateError when the current
+   * state is not in `from`, and refuses (before touching the database) an
+   * edge the state machine lacks. Moves of concurrent withdrawals are group
+   * committed (see `moveBatch`); a move resolves once it is committed.
    */
   async transition(
     id: string,
@@ -504,49 +550,7 @@ export class WithdrawalRepo {
     for (const f of from)
       if (!WITHDRAWAL_STATES.includes(f) || !canTransition(f, to)) throw new WithdrawalStateError(id, f, to);
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
-    return this.db.transaction(async (tx) => {
-      const cur = (
-        await tx.query<{ state: WithdrawalState }>('SELECT state FROM withdrawals WHERE id = $1 FOR UPDATE', [
-          id,
-        ])
-      ).rows[0];
-      if (!cur) throw new NotFoundError(`withdrawal ${id}`);
-      const upd = await tx.query<Row>(
-        `UPDATE withdrawals SET state = $3, updated_at = now(),
-           attempts = attempts + $4,
-           last_error = CASE WHEN $5 THEN $6 ELSE last_error END,
-           update_id = COALESCE($7, update_id)
-         WHERE id = $1 AND state = ANY($2::text[])
-         RETURNING *`,
-        [
-          id,
-          [...from],
-          to,
-          patch.incrementAttempts ? 1 : 0,
-          patch.lastError !== undefined,
-          patch.lastError ?? null,
-          patch.updateId ?? null,
-        ],
-      );
-      const row = upd.rows[0];
-      if (!row) throw new WithdrawalStateError(id, cur.state, to);
-      const w = fromRow(row);
-      if (opts.also) await opts.also(tx, w);
-      await appendAudit(tx, {
-        actor: this.actor(opts.actor),
-        action: `withdrawal.${to}`,
-        subject: `withdrawal:${id}`,
-        details: {
-          from: cur.state,
-          to,
-          attempts: w.attempts,
-          ...(patch.lastError !== undefined ? { lastError: patch.lastError } : {}),
-          ...(patch.updateId !== undefined ? { updateId: patch.updateId } : {}),
-          ...((opts.details ?? {}) as Record<string, Json>),
-        },
-      });
-      return w;
-    });
+    return this.moves.submit({ id, from, to, patch, opts, actor: this.actor(opts.actor) });
   }
 
   /**
