@@ -159,7 +159,7 @@ const FINAL = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
  * state), withdrawals accepted (after `stopWorker()`, which keeps the
  * withdrawal worker off what is accepted next).
  */
-async function measure({ url, token, verifyBody, senders, receiver, counts, stopWorker }) {
+async function measure({ url, token, verifyBody, senders, receiver, counts, stopWorker, servicePid }) {
   const { default: autocannon } = await import('autocannon');
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
@@ -195,7 +195,7 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
     verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
   }
   const completed = runs('completed')
-    ? await completeAll({ url, auth, senders, receiver, counts })
+    ? await completeAll({ url, auth, senders, receiver, counts, servicePid })
     : { perSecond: 0, committed: 0, counts: {}, e2eMs: 0, createdMs: 0, createErrors: 0, skipped: true };
   const accepted = runs('accepted')
     ? await acceptMany({ url, auth, senders, receiver, stopWorker })
@@ -204,9 +204,10 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
 }
 
 /** Withdrawals completed end to end (worker on): WITHDRAWALS created over HTTP, timed until all are final. */
-async function completeAll({ url, auth, senders, receiver, counts }) {
+async function completeAll({ url, auth, senders, receiver, counts, servicePid }) {
   const body = (i) =>
     JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` });
+  const cpu0 = await cpuMs(servicePid);
   const t0 = performance.now();
   let next = 0;
   let createErrors = 0;
@@ -233,8 +234,11 @@ async function completeAll({ url, auth, senders, receiver, counts }) {
     await new Promise((r) => setTimeout(r, 100));
   }
   const e2eMs = performance.now() - t0;
+  const cpu1 = await cpuMs(servicePid);
   const committed = byState.committed ?? 0;
+  const per = (k) => (cpu1[k] - cpu0[k]) / Math.max(1, committed);
   return {
+    cpuPerWithdrawal: { service: per('service'), postgres: per('postgres'), bench: per('bench') },
     perSecond: committed / (e2eMs / 1000),
     committed,
     counts: byState,
@@ -302,6 +306,7 @@ async function driverMain() {
     const results = await measure({
       ...ready,
       counts: async () => (await rpc(child, 'counts', 'counts')).counts,
+      servicePid: child.pid,
       stopWorker: () => rpc(child, 'pause', 'paused'),
     });
     report_(results, {
@@ -371,6 +376,42 @@ async function holdNewWithdrawals(db) {
   await db.query(
     'CREATE TRIGGER bench_hold BEFORE INSERT ON withdrawals FOR EACH ROW EXECUTE FUNCTION bench_hold()',
   );
+}
+
+/** The child process ids of `pid` (Linux /proc; [] elsewhere). */
+async function childrenOf(pid) {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  return text.split(/\s+/).filter(Boolean).map(Number);
+}
+
+/**
+ * CPU time (user + system, ms) used so far by `pid` and its descendants, and by every
+ * PostgreSQL server process (Linux /proc; zeros elsewhere): what one measure cost.
+ */
+async function cpuMs(pid) {
+  const { readFile, readdir } = await import('node:fs/promises');
+  const ticks = async (p) => {
+    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => undefined);
+    if (!stat) return 0;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  };
+  let service = 0;
+  for (const todo = [pid]; todo.length > 0; ) {
+    const p = todo.pop();
+    service += await ticks(p);
+    todo.push(...(await childrenOf(p)));
+  }
+  let postgres = 0;
+  for (const d of await readdir('/proc').catch(() => [])) {
+    if (!/^\d+$/.test(d)) continue;
+    const comm = await readFile(`/proc/${d}/comm`, 'utf8').catch(() => '');
+    if (comm.startsWith('postgres')) postgres += await ticks(d);
+  }
+  const own = process.cpuUsage();
+  // /proc counts in clock ticks (100 per second on Linux).
+  return { service: service * 10, postgres: postgres * 10, bench: (own.user + own.system) / 1000 };
 }
 
 /** The number of child processes of `pid` (Linux /proc; undefined elsewhere). */
@@ -452,6 +493,7 @@ async function workersMain() {
       senders,
       receiver,
       counts: () => store.withdrawals.countByState(),
+      servicePid: child.pid,
       stopWorker: () => holdNewWithdrawals(pg.db),
     });
     report_(results, {
@@ -544,6 +586,15 @@ function report_({ health, verify, verifyLight, accepted, completed }, run) {
     `\nend to end: ${completed.committed} committed of ${WITHDRAWALS} in ${(completed.e2eMs / 1000).toFixed(2)} s ` +
       `(all created after ${(completed.createdMs / 1000).toFixed(2)} s); final states ${JSON.stringify(completed.counts)}`,
   );
+  if (completed.cpuPerWithdrawal) {
+    const c = completed.cpuPerWithdrawal;
+    console.log(
+      `CPU per committed withdrawal (creation included): service ${c.service.toFixed(1)} ms, ` +
+        `PostgreSQL ${c.postgres.toFixed(1)} ms, bench process ${c.bench.toFixed(1)} ms ` +
+        `(${run.mode.includes('sandbox network and autocannon in this process') ? 'the sandbox network and the HTTP clients' : 'the HTTP clients'}); ` +
+        `${(c.service + c.postgres + c.bench).toFixed(1)} ms in all, against ${((cpus().length * 1000) / TARGETS.completed).toFixed(0)} ms that ${TARGETS.completed}/s on ${cpus().length} cores allows`,
+    );
+  }
   console.log(
     `${inProcess.where}, no HTTP: verification pipeline ${inProcess.pipelineMs.toFixed(3)} ms ` +
       `(${(1000 / inProcess.pipelineMs).toFixed(0)}/s on one core); party book lookup ${inProcess.partyGetMs.toFixed(3)} ms`,

@@ -25,8 +25,12 @@ export type { WithdrawalPoint } from './withdrawal-run.js';
 
 /** The background worker that carries accepted withdrawals to a definite outcome. */
 export interface WithdrawalWorker {
-  /** A withdrawal was recorded (or changed): look at it soon. Never throws. */
-  kick(id: string): void;
+  /**
+   * A withdrawal was recorded (or changed): look at it soon. `party`, its
+   * sending party, when known: lets the worker start another party's
+   * withdrawal first while one of this party is running. Never throws.
+   */
+  kick(id: string, party?: string): void;
   /** Resumes every unfinished withdrawal and starts polling. */
   start(): Promise<void>;
   /** Stops taking work and waits for the withdrawal steps in progress to finish. */
@@ -74,8 +78,11 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     ...(opts.at ? { at: opts.at } : {}),
   };
 
-  const queue = new Set<string>();
+  /** Withdrawals to look at, with their sending party where known. */
+  const queue = new Map<string, string | undefined>();
   const active = new Map<string, Promise<void>>();
+  /** Sending parties with a withdrawal being carried, and how many. */
+  const busy = new Map<string, number>();
   const notBefore = new Map<string, number>();
   const errors = new Map<string, number>();
   const partyTails = new Map<string, Promise<void>>();
@@ -106,17 +113,18 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     }
   }
 
-  function later(id: string, outcome: Extract<RunOutcome, { done: false }>): void {
+  function later(id: string, party: string, outcome: Extract<RunOutcome, { done: false }>): void {
     const n = (errors.get(id) ?? 0) + 1;
     errors.set(id, n);
     notBefore.set(id, Date.now() + Math.min(30_000, retryMs * 2 ** (n - 1)));
-    queue.add(id);
+    queue.set(id, party);
     warn({ withdrawal: id, attempt: n, reason: outcome.reason }, 'withdrawal will be retried');
   }
 
   async function carry(id: string): Promise<void> {
     const claimed = await repo.claim(id, owner, leaseMs);
     if (!claimed) return;
+    busy.set(claimed.party, (busy.get(claimed.party) ?? 0) + 1);
     const heartbeat = setInterval(() => {
       repo.renewLease(id, owner, leaseMs).then(
         (ok) => ok || warn({ withdrawal: id }, 'withdrawal lease lost'),
@@ -183,30 +191,40 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           errors.delete(id);
           return;
         }
-        later(id, outcome);
+        later(id, claimed.party, outcome);
       });
     } finally {
+      const n = (busy.get(claimed.party) ?? 1) - 1;
+      if (n > 0) busy.set(claimed.party, n);
+      else busy.delete(claimed.party);
       clearInterval(heartbeat);
       if (final) finishedDuringPoll.add(id);
       else await repo.releaseLease(id, owner).catch(() => {});
     }
   }
 
+  /**
+   * Starts queued withdrawals up to `concurrency`, those of a sending party
+   * with none running first: one of a busy party would only wait for it
+   * (one at a time per party) and hold a slot meanwhile.
+   */
   function pump(): void {
     if (!running) return;
     const now = Date.now();
-    for (const id of queue) {
-      if (active.size >= concurrency) return;
-      if (active.has(id) || (notBefore.get(id) ?? 0) > now) continue;
-      queue.delete(id);
-      const p = carry(id)
-        .catch((e) => warn({ withdrawal: id, err: String(e) }, 'withdrawal run failed'))
-        .finally(() => {
-          active.delete(id);
-          pump();
-        });
-      active.set(id, p);
-    }
+    for (const pass of ['idle parties', 'any'] as const)
+      for (const [id, party] of queue) {
+        if (active.size >= concurrency) return;
+        if (active.has(id) || (notBefore.get(id) ?? 0) > now) continue;
+        if (pass === 'idle parties' && party !== undefined && busy.has(party)) continue;
+        queue.delete(id);
+        const p = carry(id)
+          .catch((e) => warn({ withdrawal: id, err: String(e) }, 'withdrawal run failed'))
+          .finally(() => {
+            active.delete(id);
+            pump();
+          });
+        active.set(id, p);
+      }
   }
 
   async function poll(): Promise<void> {
@@ -216,13 +234,13 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
       try {
         // Not the ones in hand (our own leases are claimable) nor those finished meanwhile: the
         // next claim of either would only fail.
-        for (const id of await repo.claimable(owner, Math.max(100, concurrency * 4)))
-          if (!active.has(id) && !finishedDuringPoll.has(id)) queue.add(id);
+        for (const { id, party } of await repo.claimable(owner, Math.max(100, concurrency * 4)))
+          if (!active.has(id) && !finishedDuringPoll.has(id)) queue.set(id, party);
       } catch (e) {
         warn({ err: String(e) }, 'polling unfinished withdrawals failed');
       }
       try {
-        await sweepAirGap(store, opts.airGap, (id) => queue.add(id), 0);
+        await sweepAirGap(store, opts.airGap, (id) => queue.set(id, undefined), 0);
       } catch (e) {
         warn({ err: String(e) }, 'looking at withdrawals awaiting an offline signature failed');
       }
@@ -234,9 +252,9 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   }
 
   return {
-    kick(id) {
+    kick(id, party) {
       if (!running) return;
-      queue.add(id);
+      queue.set(id, party);
       pump();
     },
     async start() {

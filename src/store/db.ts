@@ -2,22 +2,34 @@
  * The database handle the store uses: one tiny `Db` interface with two
  * drivers, embedded PGlite (a data folder, or in memory) and a PostgreSQL
  * server through a `pg` pool. Both run the SAME SQL text ($1 parameters) and
- * return the same JavaScript values, because both install the same parsers:
+ * return the same JavaScript values, because both prepare parameters with
+ * node-postgres and parse columns with its type parsers plus these:
  * `timestamptz` → ISO-8601 UTC string with milliseconds (every timestamp
  * column is `timestamptz(3)`, so the string is exact), `int8` → number
  * (refused beyond 2^53), `numeric` → string, json/jsonb → parsed.
  *
  * Transactions: `transaction(fn)` runs `fn` with a handle that must be used
  * for every statement of the transaction. PGlite has one session, so its
- * transactions are serial by construction; on PostgreSQL they run at READ
+ * statements and transactions are serialised; on PostgreSQL they run at READ
  * COMMITTED and the store takes explicit locks (row locks, advisory locks,
  * unique constraints) where it needs them; a serialization failure or a
  * deadlock is retried a few times with the whole `fn`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { serialize } from 'pg-protocol';
+import type {
+  BackendMessage,
+  CommandCompleteMessage,
+  DatabaseError,
+  DataRowMessage,
+  RowDescriptionMessage,
+} from 'pg-protocol/dist/messages.js';
+import { Parser } from 'pg-protocol/dist/parser.js';
 import { migrate } from './migrations.js';
 
 export interface QueryResult<T> {
@@ -37,6 +49,11 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** How node-postgres turns a JavaScript value into a parameter's text (arrays, dates, JSON, …): both drivers use it. */
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
+  prepareValue: (value: unknown) => string | Buffer | null;
+};
 
 const OID = { int8: 20, numeric: 1700, timestamptz: 1184, timestamp: 1114, json: 114, jsonb: 3802 } as const;
 
@@ -82,36 +99,135 @@ export function sqlState(e: unknown): string | undefined {
 
 // ---- PGlite ---------------------------------------------------------------------------------------
 
+/**
+ * PGlite through its wire protocol, one call into the engine per statement:
+ * Parse, Bind, Describe, Execute and Sync sent together (PGlite's own
+ * `query` makes six calls per statement, each with its own overhead, which
+ * made it the largest cost of a withdrawal). Values go in as node-postgres
+ * prepares them and come back through the same type parsers as the
+ * PostgreSQL driver's, so both drivers return the same JavaScript values.
+ *
+ * PGlite has one session: statements and transactions are serialised here
+ * (`exclusive`). A transaction holds the session until it ends; a statement
+ * issued through the Db (not the handle) from inside a transaction's own
+ * callbacks runs in that transaction, as PGlite's single session always did.
+ */
 class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
+  private tail: Promise<unknown> = Promise.resolve();
+  private readonly inTransaction = new AsyncLocalStorage<true>();
+
   constructor(
     private readonly pg: PGlite,
     readonly location: string,
   ) {}
 
+  /** Runs `fn` once every earlier statement or transaction finished. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** One statement in one call into the engine; throws the database's error (with its SQLSTATE `code`). */
+  private async run<T>(sql: string, params: readonly unknown[], sync: boolean): Promise<QueryResult<T>> {
+    const message = Buffer.concat([
+      serialize.parse({ text: sql }),
+      serialize.bind({ values: params.map((v) => prepareValue(v)) }),
+      serialize.describe({ type: 'P' }),
+      serialize.execute({}),
+      serialize.sync(),
+    ]);
+    const out = await this.pg.execProtocolRaw(message, { syncToFs: sync });
+    return readResult<T>(out, sql);
+  }
+
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    const r = await this.pg.query<T>(sql, params);
-    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+    if (this.inTransaction.getStore()) return this.run<T>(sql, params, false);
+    return this.exclusive(() => this.run<T>(sql, params, true));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pg.transaction(async (t) =>
-      fn({
-        query: async <R>(sql: string, params: unknown[] = []) => {
-          const r = await t.query<R>(sql, params);
-          return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
-        },
+    if (this.inTransaction.getStore())
+      return Promise.reject(new Error('a PGlite transaction cannot be started inside another one'));
+    return this.exclusive(() =>
+      this.inTransaction.run(true, async () => {
+        await this.run('BEGIN', [], false);
+        let result: T;
+        try {
+          result = await fn({
+            query: <R>(sql: string, params: unknown[] = []) => this.run<R>(sql, params, false),
+          });
+        } catch (e) {
+          // The first error is the one that matters; a failing ROLLBACK does not replace it.
+          await this.run('ROLLBACK', [], true).catch(() => {});
+          throw e;
+        }
+        await this.run('COMMIT', [], true);
+        return result;
       }),
     );
   }
 
   dump(): Promise<Blob> {
-    return this.pg.dumpDataDir('gzip') as Promise<Blob>;
+    return this.exclusive(() => this.pg.dumpDataDir('gzip') as Promise<Blob>);
   }
 
   async close(): Promise<void> {
-    if (!this.pg.closed) await this.pg.close();
+    await this.exclusive(async () => {
+      if (!this.pg.closed) await this.pg.close();
+    });
   }
+}
+
+/** The text-format parser of a column type: the same as the PostgreSQL driver's. */
+function typeParser(oid: number): (text: string) => unknown {
+  return PARSERS[oid] ?? (pg.types.getTypeParser(oid, 'text') as (text: string) => unknown);
+}
+
+/** A statement's answer, from the backend messages PGlite wrote; its ErrorResponse thrown. */
+function readResult<T>(data: Uint8Array, sql: string): QueryResult<T> {
+  const rows: Record<string, unknown>[] = [];
+  let fields: { name: string; parse: (text: string) => unknown }[] = [];
+  let rowCount: number | undefined;
+  let error: Error | undefined;
+  new Parser().parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength), (msg: BackendMessage) => {
+    switch (msg.name) {
+      case 'rowDescription':
+        fields = (msg as RowDescriptionMessage).fields.map((f) => ({
+          name: f.name,
+          parse: typeParser(f.dataTypeID),
+        }));
+        break;
+      case 'dataRow': {
+        const values = (msg as DataRowMessage).fields;
+        const row: Record<string, unknown> = {};
+        for (let i = 0; i < fields.length; i++) {
+          const f = fields[i]!;
+          const v = values[i];
+          row[f.name] = v === null || v === undefined ? null : f.parse(v);
+        }
+        rows.push(row);
+        break;
+      }
+      case 'commandComplete': {
+        const n = /(\d+)$/.exec((msg as CommandCompleteMessage).text);
+        if (n) rowCount = Number(n[1]);
+        break;
+      }
+      case 'error':
+        error ??= msg as DatabaseError;
+        break;
+      default:
+        break;
+    }
+  });
+  if (error) {
+    // The statement, for whoever reads the error; never its parameters (they may carry secrets).
+    Object.assign(error, { query: sql });
+    throw error;
+  }
+  return { rows: rows as T[], rowCount: rowCount ?? rows.length };
 }
 
 /**
@@ -128,7 +244,6 @@ export async function openPglite(dir: string | 'memory', opts: { loadDataDir?: B
   // One options object: PGlite ignores a second argument when the first is not a string.
   const db = new PGlite({
     ...(where ? { dataDir: where } : {}),
-    parsers: PARSERS,
     ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
   });
   await db.waitReady;

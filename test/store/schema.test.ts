@@ -124,6 +124,89 @@ describe.each(drivers)('schema on $name', (driver) => {
     expect(r.rows[0]).toEqual({ t: '2024-02-29T18:29:59.500Z', n: 9007199254740991, d: '1.5000000000' });
     await expect(db.query('SELECT 9007199254740993::int8 AS n')).rejects.toThrow(/2\^53/);
   });
+
+  it('parameters and columns of every type the store uses come back the same on both drivers', async () => {
+    const db = await driver.fresh();
+    const r = await db.query(
+      `SELECT $1::text AS s, $2::int4 AS i, $3::boolean AS b, $4::text[] AS a, $5::jsonb AS j, $6::text AS nul,
+              $7::uuid AS u, 'x'::text = ANY($4::text[]) AS inside, NULL::text AS none`,
+      [
+        'é \u0001 \'"',
+        42,
+        true,
+        ['a', 'b,c', 'd"e', 'x'],
+        JSON.stringify({ k: [1, 'two'] }),
+        null,
+        '6e5a3c53-8f53-4db6-a13b-173f529f57aa',
+      ],
+    );
+    expect(r).toEqual({
+      rows: [
+        {
+          s: 'é \u0001 \'"',
+          i: 42,
+          b: true,
+          a: ['a', 'b,c', 'd"e', 'x'],
+          j: { k: [1, 'two'] },
+          nul: null,
+          u: '6e5a3c53-8f53-4db6-a13b-173f529f57aa',
+          inside: true,
+          none: null,
+        },
+      ],
+      rowCount: 1,
+    });
+    await db.query('CREATE TABLE t_count (v int)');
+    expect((await db.query('INSERT INTO t_count SELECT generate_series(1, 3)')).rowCount).toBe(3);
+    expect((await db.query('UPDATE t_count SET v = v + 1 WHERE v > 1')).rowCount).toBe(2);
+  });
+
+  it('a database error carries its SQLSTATE and the statement, never the parameters', async () => {
+    const db = await driver.fresh();
+    const e = await db.query('SELECT 1 / $1::int AS x', [0]).catch((x: unknown) => x);
+    expect(e).toMatchObject({ code: '22012' });
+    expect(String((e as Error).message)).toMatch(/division by zero/);
+    // the same session goes on working after an error, inside and outside transactions
+    expect((await db.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query('SELECT 1 / 0');
+      }),
+    ).rejects.toMatchObject({ code: '22012' });
+    expect((await db.query('SELECT 3 AS three')).rows).toEqual([{ three: 3 }]);
+    // (PostgreSQL itself quotes a value it cannot convert; the driver adds no parameter of its own)
+    const secret = 'not-for-errors-0123456789';
+    const e2 = await db.query('SELECT $2::text AS s, 1 / $1::int AS x', [0, secret]).catch((x: unknown) => x);
+    expect(e2).toMatchObject({ code: '22012' });
+    expect(e2).not.toHaveProperty('params');
+    expect(JSON.stringify(e2, Object.getOwnPropertyNames(e2))).not.toContain(secret);
+  });
+
+  it('a statement issued outside an open transaction is not part of it', async () => {
+    const db = await driver.fresh();
+    await db.query('CREATE TABLE t_iso (v text)');
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => {
+      entered = r;
+    });
+    const tx = db.transaction(async (q) => {
+      await q.query(`INSERT INTO t_iso VALUES ('rolled back')`);
+      entered();
+      await held;
+      throw new Error('roll back');
+    });
+    await inside;
+    // issued while the transaction is open, from another flow: must survive its rollback
+    const outside = db.query(`INSERT INTO t_iso VALUES ('kept')`);
+    release();
+    await expect(tx).rejects.toThrow('roll back');
+    await outside;
+    expect((await db.query('SELECT v FROM t_iso ORDER BY v')).rows).toEqual([{ v: 'kept' }]);
+  });
 });
 
 describe('timestamptz parsing', () => {

@@ -165,7 +165,7 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
           ...(body.executeBefore !== undefined ? { options: { executeBefore: body.executeBefore } } : {}),
         },
       });
-      if (created) deps.worker.kick(withdrawal.id);
+      if (created) deps.worker.kick(withdrawal.id, withdrawal.party);
       else reply.header('idempotent-replayed', 'true');
       return reply.status(created ? 201 : 200).send(withdrawalView(withdrawal));
     },

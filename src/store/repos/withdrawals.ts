@@ -692,15 +692,15 @@ export class WithdrawalRepo {
     );
   }
 
-  /** Ids of unfinished withdrawals no other owner holds a lease on, oldest first. */
-  async claimable(owner: string, limit = 100): Promise<string[]> {
-    const r = await this.db.query<{ id: string }>(
-      `SELECT id FROM withdrawals WHERE state IN ('received', 'prepared', 'signed', 'submitted')
+  /** Unfinished withdrawals no other owner holds a lease on (id and sending party), oldest first. */
+  async claimable(owner: string, limit = 100): Promise<{ id: string; party: string }[]> {
+    const r = await this.db.query<{ id: string; party: string }>(
+      `SELECT id, party FROM withdrawals WHERE state IN ('received', 'prepared', 'signed', 'submitted')
           AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
         ORDER BY created_at, id LIMIT $2`,
       [owner, limit],
     );
-    return r.rows.map((x) => x.id);
+    return r.rows;
   }
 
   /** Remembers (the first) ledger end read before submitting; `q` is the transition's transaction. */
