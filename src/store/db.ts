@@ -88,7 +88,7 @@ const PARSERS: Record<number, (text: string) => unknown> = {
   [OID.jsonb]: (t) => JSON.parse(t),
 };
 
-/** PostgreSQL error codes that mean "run the transaction again". */
+/** PostgreSQL error codes that mean "run the transaction again" (and a stale prepared plan, below). */
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /** The SQLSTATE of a database error, when it has one. */
@@ -259,16 +259,58 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 
 // ---- PostgreSQL server ----------------------------------------------------------------------------
 
+/** At most this many statement texts are kept prepared per connection; later ones run unnamed. */
+const PREPARED_LIMIT = 256;
+/** A prepared `SELECT *` after a migration changed the table: run the text unnamed (and its transaction again). */
+function isStalePlan(e: unknown): boolean {
+  return sqlState(e) === '0A000' && /cached plan must not change result type/.test(String((e as Error).message));
+}
+
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
+  /**
+   * Statement texts with parameters → the name they are prepared under on each
+   * connection (node-postgres prepares a named statement once per connection),
+   * so that the server parses and plans the store's few dozen statements once
+   * instead of on every call. A text whose prepared plan went stale (the
+   * schema changed under a running instance) runs unnamed from then on.
+   */
+  private readonly names = new Map<string, string | null>();
+
   constructor(
     private readonly pool: pg.Pool,
     readonly location: string,
   ) {}
 
+  private config(sql: string, params: unknown[]): pg.QueryConfig {
+    if (params.length === 0) return { text: sql };
+    let name = this.names.get(sql);
+    if (name === undefined && this.names.size < PREPARED_LIMIT) {
+      name = `cs_${this.names.size}`;
+      this.names.set(sql, name);
+    }
+    return name ? { name, text: sql, values: params } : { text: sql, values: params };
+  }
+
+  /** Runs on `on` (the pool or a client); a stale prepared plan marks the text unnamed and is rethrown. */
+  private async run<T>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[]): Promise<QueryResult<T>> {
+    try {
+      const r = await on.query(this.config(sql, params));
+      return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
+    } catch (e) {
+      if (isStalePlan(e) && this.names.get(sql)) this.names.set(sql, null);
+      throw e;
+    }
+  }
+
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    const r = await this.pool.query(sql, params);
-    return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
+    try {
+      return await this.run<T>(this.pool, sql, params);
+    } catch (e) {
+      // Once more, unnamed, when the prepared plan went stale.
+      if (isStalePlan(e) && this.names.get(sql) === null) return this.run<T>(this.pool, sql, params);
+      throw e;
+    }
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -278,10 +320,7 @@ class PostgresDb implements Db {
       try {
         await client.query('BEGIN');
         const result = await fn({
-          query: async <R>(sql: string, params: unknown[] = []) => {
-            const r = await client.query(sql, params);
-            return { rows: r.rows as R[], rowCount: r.rowCount ?? r.rows.length };
-          },
+          query: <R>(sql: string, params: unknown[] = []) => this.run<R>(client, sql, params),
         });
         await client.query('COMMIT');
         return result;
@@ -292,7 +331,7 @@ class PostgresDb implements Db {
           broken = true;
         }
         const state = sqlState(e);
-        if (state && RETRYABLE.has(state) && attempt < 5) {
+        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && attempt < 5) {
           await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
           continue;
         }

@@ -182,6 +182,23 @@ describe.each(drivers)('schema on $name', (driver) => {
     expect(JSON.stringify(e2, Object.getOwnPropertyNames(e2))).not.toContain(secret);
   });
 
+  it('a table changed under a running instance (a migration by another): its statements go on working', async () => {
+    const db = await driver.fresh();
+    await db.query('CREATE TABLE t_mig (id int PRIMARY KEY, v text)');
+    await db.query(`INSERT INTO t_mig VALUES (1, 'a')`);
+    const read = () => db.query('SELECT * FROM t_mig WHERE id = $1', [1]);
+    const inTx = () => db.transaction((tx) => tx.query('SELECT * FROM t_mig WHERE id = $1', [1]));
+    // every pooled connection has it prepared (PostgreSQL prepares per connection)
+    for (let i = 0; i < 3; i++)
+      await Promise.all(Array.from({ length: 8 }, () => Promise.all([read(), inTx()])));
+    await db.query(`ALTER TABLE t_mig ADD COLUMN w text NOT NULL DEFAULT 'new'`);
+    for (let i = 0; i < 3; i++) {
+      const [r, t] = await Promise.all([read(), inTx()]);
+      expect(r.rows).toEqual([{ id: 1, v: 'a', w: 'new' }]);
+      expect(t.rows).toEqual([{ id: 1, v: 'a', w: 'new' }]);
+    }
+  });
+
   it('a statement issued outside an open transaction is not part of it', async () => {
     const db = await driver.fresh();
     await db.query('CREATE TABLE t_iso (v text)');
