@@ -115,7 +115,8 @@ export function sqlState(e: unknown): string | undefined {
 class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
   private tail: Promise<unknown> = Promise.resolve();
-  private readonly inTransaction = new AsyncLocalStorage<true>();
+  /** The transaction whose callbacks are running (its `open` turns false when it ends). */
+  private readonly inTransaction = new AsyncLocalStorage<{ open: boolean }>();
 
   constructor(
     private readonly pg: PGlite,
@@ -143,28 +144,35 @@ class PgliteDb implements Db {
   }
 
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    if (this.inTransaction.getStore()) return this.run<T>(sql, params, false);
+    if (this.inTransaction.getStore()?.open) return this.run<T>(sql, params, false);
     return this.exclusive(() => this.run<T>(sql, params, true));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    if (this.inTransaction.getStore())
+    if (this.inTransaction.getStore()?.open)
       return Promise.reject(new Error('a PGlite transaction cannot be started inside another one'));
+    // Work a transaction's callbacks leave behind (a timer, a batch scheduled then) may run after it
+    // ended: it then runs as any other statement, which `open` tells.
+    const self = { open: true };
     return this.exclusive(() =>
-      this.inTransaction.run(true, async () => {
-        await this.run('BEGIN', [], false);
-        let result: T;
+      this.inTransaction.run(self, async () => {
         try {
-          result = await fn({
-            query: <R>(sql: string, params: unknown[] = []) => this.run<R>(sql, params, false),
-          });
-        } catch (e) {
-          // The first error is the one that matters; a failing ROLLBACK does not replace it.
-          await this.run('ROLLBACK', [], true).catch(() => {});
-          throw e;
+          await this.run('BEGIN', [], false);
+          let result: T;
+          try {
+            result = await fn({
+              query: <R>(sql: string, params: unknown[] = []) => this.run<R>(sql, params, false),
+            });
+          } catch (e) {
+            // The first error is the one that matters; a failing ROLLBACK does not replace it.
+            await this.run('ROLLBACK', [], true).catch(() => {});
+            throw e;
+          }
+          await this.run('COMMIT', [], true);
+          return result;
+        } finally {
+          self.open = false;
         }
-        await this.run('COMMIT', [], true);
-        return result;
       }),
     );
   }
@@ -263,7 +271,9 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 const PREPARED_LIMIT = 256;
 /** A prepared `SELECT *` after a migration changed the table: run the text unnamed (and its transaction again). */
 function isStalePlan(e: unknown): boolean {
-  return sqlState(e) === '0A000' && /cached plan must not change result type/.test(String((e as Error).message));
+  return (
+    sqlState(e) === '0A000' && /cached plan must not change result type/.test(String((e as Error).message))
+  );
 }
 
 class PostgresDb implements Db {

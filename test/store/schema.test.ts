@@ -199,6 +199,30 @@ describe.each(drivers)('schema on $name', (driver) => {
     }
   });
 
+  it('work a transaction leaves behind runs on its own once the transaction ended', async () => {
+    const db = await driver.fresh();
+    await db.query('CREATE TABLE t_later (v text)');
+    let later!: Promise<unknown>;
+    await db.transaction(async (tx) => {
+      await tx.query(`INSERT INTO t_later VALUES ('in')`);
+      // scheduled from inside the transaction, run after it committed
+      later = new Promise((resolve, reject) => {
+        setTimeout(() => {
+          Promise.all([
+            db.query(`INSERT INTO t_later VALUES ('after')`),
+            db.transaction((t2) => t2.query(`INSERT INTO t_later VALUES ('after tx')`)),
+          ]).then(resolve, reject);
+        }, 20);
+      });
+    });
+    await later;
+    expect((await db.query('SELECT v FROM t_later ORDER BY v')).rows).toEqual([
+      { v: 'after' },
+      { v: 'after tx' },
+      { v: 'in' },
+    ]);
+  });
+
   it('a statement issued outside an open transaction is not part of it', async () => {
     const db = await driver.fresh();
     await db.query('CREATE TABLE t_iso (v text)');
