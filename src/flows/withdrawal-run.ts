@@ -414,8 +414,19 @@ function withdrawalContext(
     // The journal record of a step that moves the row is written in the move's own transaction
     // (both committed, or neither); any other record on its own.
     const moves = r.step === 'signed' || r.step === 'committed' || (r.step === 'submitted' && !run.stay);
-    const journal = moves && base instanceof DbRecorder ? { audit: [base.entry(r)] } : undefined;
-    if (!journal) await base?.record(r);
+    const entry = moves && base instanceof DbRecorder ? base.entry(r) : undefined;
+    const journal = entry ? { audit: [entry] } : undefined;
+    if (!entry) await base?.record(r);
+    // A move refused (a cancel won the race) or failed: the step happened all the same (a signature
+    // was made, a transaction committed), so its record is written on its own, as before the move.
+    const recorded = async (moveIt: () => Promise<unknown>) => {
+      try {
+        await moveIt();
+      } catch (e) {
+        if (entry && base instanceof DbRecorder) await base.append(entry).catch(() => {});
+        throw e;
+      }
+    };
     switch (r.step) {
       case 'signed': {
         const sig = run.signed;
@@ -436,17 +447,22 @@ function withdrawalContext(
           : undefined;
         const details = { hash: r.hash ?? null, signedBy: r.signedBy ?? null };
         if (run.stay)
-          await move(
-            ['submitted'],
-            'submitted',
-            { incrementAttempts: true },
-            {
-              details: { ...details, resubmission: true },
-              ...journal,
-              ...(also ? { also } : {}),
-            },
+          await recorded(() =>
+            move(
+              ['submitted'],
+              'submitted',
+              { incrementAttempts: true },
+              {
+                details: { ...details, resubmission: true },
+                ...journal,
+                ...(also ? { also } : {}),
+              },
+            ),
           );
-        else await move(['prepared'], 'signed', {}, { details, ...journal, ...(also ? { also } : {}) });
+        else
+          await recorded(() =>
+            move(['prepared'], 'signed', {}, { details, ...journal, ...(also ? { also } : {}) }),
+          );
         await at('signed');
         return;
       }
@@ -456,28 +472,32 @@ function withdrawalContext(
         run.unusedEnd = end;
         if (run.stay) await repo.setLookupFrom(id, end);
         else
-          await move(
-            ['signed'],
-            'submitted',
-            {},
-            {
-              details: { hash: r.hash ?? null, ledgerEndBefore: end },
-              ...journal,
-              also: (tx) => repo.setLookupFrom(id, end, tx),
-            },
+          await recorded(() =>
+            move(
+              ['signed'],
+              'submitted',
+              {},
+              {
+                details: { hash: r.hash ?? null, ledgerEndBefore: end },
+                ...journal,
+                also: (tx) => repo.setLookupFrom(id, end, tx),
+              },
+            ),
           );
         await at('submitted');
         return;
       }
       case 'committed':
-        await move(
-          ['submitted'],
-          'committed',
-          {
-            ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
-            lastError: null,
-          },
-          journal ?? {},
+        await recorded(() =>
+          move(
+            ['submitted'],
+            'committed',
+            {
+              ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
+              lastError: null,
+            },
+            journal ?? {},
+          ),
         );
         return;
       case 'rejected':

@@ -121,10 +121,34 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     warn({ withdrawal: id, attempt: n, reason: outcome.reason }, 'withdrawal will be retried');
   }
 
-  async function carry(id: string): Promise<void> {
+  function mark(party: string, by: 1 | -1): void {
+    const n = (busy.get(party) ?? 0) + by;
+    if (n > 0) busy.set(party, n);
+    else busy.delete(party);
+  }
+
+  /** Carries one withdrawal; `party`, its sending party when known, counts as busy from the start. */
+  async function carry(id: string, party: string | undefined): Promise<void> {
+    const marked: string[] = [];
+    const busyWith = (p: string) => {
+      mark(p, 1);
+      marked.push(p);
+    };
+    // Before the first await: the rest of the pump that started it already sees the party busy.
+    if (party !== undefined) busyWith(party);
+    try {
+      await carryClaimed(id, (p) => {
+        if (!marked.includes(p)) busyWith(p);
+      });
+    } finally {
+      for (const p of marked) mark(p, -1);
+    }
+  }
+
+  async function carryClaimed(id: string, claimedFor: (party: string) => void): Promise<void> {
     const claimed = await repo.claim(id, owner, leaseMs);
     if (!claimed) return;
-    busy.set(claimed.party, (busy.get(claimed.party) ?? 0) + 1);
+    claimedFor(claimed.party);
     const heartbeat = setInterval(() => {
       repo.renewLease(id, owner, leaseMs).then(
         (ok) => ok || warn({ withdrawal: id }, 'withdrawal lease lost'),
@@ -194,9 +218,6 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         later(id, claimed.party, outcome);
       });
     } finally {
-      const n = (busy.get(claimed.party) ?? 1) - 1;
-      if (n > 0) busy.set(claimed.party, n);
-      else busy.delete(claimed.party);
       clearInterval(heartbeat);
       if (final) finishedDuringPoll.add(id);
       else await repo.releaseLease(id, owner).catch(() => {});
@@ -217,7 +238,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         if (active.has(id) || (notBefore.get(id) ?? 0) > now) continue;
         if (pass === 'idle parties' && party !== undefined && busy.has(party)) continue;
         queue.delete(id);
-        const p = carry(id)
+        const p = carry(id, party)
           .catch((e) => warn({ withdrawal: id, err: String(e) }, 'withdrawal run failed'))
           .finally(() => {
             active.delete(id);
@@ -240,7 +261,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         warn({ err: String(e) }, 'polling unfinished withdrawals failed');
       }
       try {
-        await sweepAirGap(store, opts.airGap, (id) => queue.set(id, undefined), 0);
+        await sweepAirGap(store, opts.airGap, (id) => queue.set(id, queue.get(id)), 0);
       } catch (e) {
         warn({ err: String(e) }, 'looking at withdrawals awaiting an offline signature failed');
       }

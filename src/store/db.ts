@@ -88,6 +88,9 @@ const PARSERS: Record<number, (text: string) => unknown> = {
   [OID.jsonb]: (t) => JSON.parse(t),
 };
 
+/** A transaction handle kept beyond its transaction: refused, not run in whatever holds the session then. */
+const ENDED = 'a statement on a transaction handle after the transaction ended';
+
 /** PostgreSQL error codes that mean "run the transaction again" (and a stale prepared plan, below). */
 const RETRYABLE = new Set(['40001', '40P01']);
 
@@ -132,6 +135,7 @@ class PgliteDb implements Db {
 
   /** One statement in one call into the engine; throws the database's error (with its SQLSTATE `code`). */
   private async run<T>(sql: string, params: readonly unknown[], sync: boolean): Promise<QueryResult<T>> {
+    if (this.pg.closed) throw new Error(`the embedded database (${this.location}) is closed`);
     const message = Buffer.concat([
       serialize.parse({ text: sql }),
       serialize.bind({ values: params.map((v) => prepareValue(v)) }),
@@ -161,7 +165,12 @@ class PgliteDb implements Db {
           let result: T;
           try {
             result = await fn({
-              query: <R>(sql: string, params: unknown[] = []) => this.run<R>(sql, params, false),
+              query: <R>(sql: string, params: unknown[] = []) =>
+                self.open
+                  ? this.run<R>(sql, params, false)
+                  : Promise.reject(
+                      new Error('a statement on a transaction handle after the transaction ended'),
+                    ),
             });
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
@@ -271,8 +280,12 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 const PREPARED_LIMIT = 256;
 /** A prepared `SELECT *` after a migration changed the table: run the text unnamed (and its transaction again). */
 function isStalePlan(e: unknown): boolean {
+  if (sqlState(e) !== '0A000') return false;
+  // The routine is the server's own name for the check, whatever language its messages are in.
+  const routine = (e as { routine?: unknown }).routine;
   return (
-    sqlState(e) === '0A000' && /cached plan must not change result type/.test(String((e as Error).message))
+    routine === 'RevalidateCachedQuery' ||
+    /cached plan must not change result type/.test(String((e as Error).message))
   );
 }
 
@@ -327,10 +340,12 @@ class PostgresDb implements Db {
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
       let broken = false;
+      let open = true;
       try {
         await client.query('BEGIN');
         const result = await fn({
-          query: <R>(sql: string, params: unknown[] = []) => this.run<R>(client, sql, params),
+          query: <R>(sql: string, params: unknown[] = []) =>
+            open ? this.run<R>(client, sql, params) : Promise.reject(new Error(ENDED)),
         });
         await client.query('COMMIT');
         return result;
@@ -347,6 +362,7 @@ class PostgresDb implements Db {
         }
         throw e;
       } finally {
+        open = false;
         client.release(broken);
       }
     }

@@ -8,9 +8,11 @@
  * Each write still gets its own answer: the batch function returns one
  * outcome per write, in order, either a value or a `Failed` (an answer that
  * is an error, e.g. a state conflict found without a database error, which
- * leaves the transaction usable). When the batch transaction itself fails
- * (a database error, a throw), nothing of it was committed and every write
- * is tried again alone, so that one bad write cannot fail the others.
+ * leaves the transaction usable). When the batch's statements fail (a
+ * database error, a throw), nothing of it was committed and every write is
+ * tried again alone, so that one bad write cannot fail the others. When the
+ * COMMIT fails, whether the batch committed is unknown: every write gets
+ * that error and none is written again.
  */
 import type { Db, Queryable } from './db.js';
 
@@ -61,16 +63,22 @@ export class GroupCommit<P, R> {
   /** Writes one batch and settles each write; never throws. */
   private async flush(): Promise<void> {
     const batch = this.queue.splice(0, this.max);
+    // Whether the batch's statements all ran: a failure after that (the COMMIT itself, a lost
+    // connection) leaves it unknown whether the batch committed, so it is not written again.
+    let written = false;
     try {
-      const out = await this.db.transaction((tx) =>
-        this.write(
+      const out = await this.db.transaction(async (tx) => {
+        written = false;
+        const o = await this.write(
           tx,
           batch.map((b) => b.p),
-        ),
-      );
+        );
+        written = true;
+        return o;
+      });
       for (const [i, b] of batch.entries()) settle(b, out[i]);
     } catch (e) {
-      if (batch.length === 1) batch[0]?.reject(e);
+      if (batch.length === 1 || written) for (const b of batch) b.reject(e);
       // Nothing of the batch was committed: each write again alone, with its own outcome.
       else
         for (const b of batch) {

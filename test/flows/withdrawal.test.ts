@@ -210,6 +210,48 @@ describe('withdrawal worker', () => {
     expect(await store.artifacts.signaturesFor(w.id)).toEqual([]);
     expect(await store.artifacts.submissionsFor(w.commandId)).toEqual([]);
     expect(updatesOf(w.commandId)).toEqual([]);
+    // The signature made meanwhile is in the audit trail even though its move was refused.
+    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
+    const prepared = await store.artifacts.preparedFor(w.id);
+    expect(trail.map((a) => a.action)).toEqual([
+      'withdrawal.create',
+      'withdrawal.prepared',
+      'withdrawal.cancelled',
+      'flow.signed',
+    ]);
+    expect(trail[3]!.details).toMatchObject({ step: 'signed', hash: prepared[0]!.hash });
+  });
+
+  it("a party's queued withdrawals do not hold every slot: another party's starts meanwhile", async () => {
+    const carol = await hostParty(env.net, env.signer, store.parties, 'carol', {
+      label: 'wd-carol',
+      fund: '1000',
+    });
+    const a = await Promise.all(['2.1', '2.2', '2.3'].map((x) => create(x)));
+    const { withdrawal: c } = await store.withdrawals.create({
+      idempotencyKey: randomUUID(),
+      caller: 'bot',
+      body: { party: carol.partyId, receiver: bob.partyId, amount: '2.4' },
+    });
+    const events: string[] = [];
+    const name = (id: string) => (id === c.id ? 'c' : `a${a.findIndex((x) => x.id === id) + 1}`);
+    const wk = worker({
+      concurrency: 2,
+      pollMs: 60_000,
+      at: async (p, x) => {
+        events.push(`${name(x.id)}:${p}`);
+        // The first of alice's holds its slot a while: carol's must not wait for it.
+        if (p === 'received' && x.id === a[0]!.id) await new Promise((r) => setTimeout(r, 300));
+      },
+    });
+    await wk.start();
+    for (const w of a) wk.kick(w.id, alice.partyId);
+    wk.kick(c.id, carol.partyId);
+    const done = await Promise.all([...a, c].map((w) => settled(w.id, 30_000)));
+    await wk.stop();
+    expect(done.every((d) => d.state === 'committed')).toBe(true);
+    expect(events.indexOf('c:received')).toBeGreaterThan(-1);
+    expect(events.indexOf('c:received')).toBeLessThan(events.indexOf('a1:prepared'));
   });
 
   it('two workers on one store: every withdrawal carried once', async () => {

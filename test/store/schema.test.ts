@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appendAudit, verifyAudit } from '../../src/store/audit.js';
-import { type Db, openDatabase, openPglite, parseTimestamptz } from '../../src/store/db.js';
+import { type Db, openDatabase, openPglite, parseTimestamptz, type Queryable } from '../../src/store/db.js';
 import { StoreError } from '../../src/store/errors.js';
 import { MIGRATIONS, type Migration, migrate, schemaVersion } from '../../src/store/migrations.js';
 import { createPostgresDatabase, pgliteTemplateBlob, storeDrivers } from '../support/pg.js';
@@ -221,6 +221,18 @@ describe.each(drivers)('schema on $name', (driver) => {
       { v: 'after tx' },
       { v: 'in' },
     ]);
+  });
+
+  it('a transaction handle used after its transaction ended is refused; a closed database says so', async () => {
+    const db = await driver.fresh();
+    let kept: Queryable | undefined;
+    await db.transaction(async (tx) => {
+      kept = tx;
+      await tx.query('SELECT 1');
+    });
+    await expect(kept!.query('SELECT 1')).rejects.toThrow(/after the transaction ended/);
+    await db.close();
+    await expect(db.query('SELECT 1')).rejects.toThrow(/is closed|after calling end/i);
   });
 
   it('a statement issued outside an open transaction is not part of it', async () => {

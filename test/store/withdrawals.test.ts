@@ -857,6 +857,32 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       expect((await verifyAudit(gdb)).ok).toBe(true);
     });
 
+    it('a batch whose COMMIT fails: every move gets the error and none is written again', async () => {
+      const fdb = await driver.fresh();
+      const r = new WithdrawalRepo(fdb);
+      // Checked only at COMMIT: the statements all succeed, the commit is refused.
+      await fdb.query(`CREATE FUNCTION test_commit_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.last_error = 'boom' THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NEW; END $$`);
+      await fdb.query(`CREATE CONSTRAINT TRIGGER test_commit_boom AFTER UPDATE ON withdrawals
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_commit_boom()`);
+      const ids = await created(3, r);
+      const results = await Promise.allSettled(
+        ids.map((id, i) =>
+          r.transition(id, ['received', 'prepared'], 'prepared', {
+            incrementAttempts: true,
+            ...(i === 1 ? { lastError: 'boom' } : {}),
+          }),
+        ),
+      );
+      expect(results.map((x) => x.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const x of results)
+        expect((x as PromiseRejectedResult).reason.message).toMatch(/refused at commit/);
+      // Whether a failed COMMIT committed is unknown to the writer, so nothing was tried again:
+      // a move that may be applied twice (attempts + 1 again) never is.
+      for (const id of ids) expect(await r.get(id)).toMatchObject({ state: 'received', attempts: 0 });
+      expect((await verifyAudit(fdb)).ok).toBe(true);
+    });
+
     it('200 withdrawals moved to committed by two instances at once, in opposite orders: all moved once, the chain verifies', async () => {
       const fdb = await driver.fresh();
       const handles = driver.another ? [fdb, await driver.another()] : [fdb];

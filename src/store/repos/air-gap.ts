@@ -162,9 +162,10 @@ export class AirGapRepo {
     if (opts.party) where.push(`party = $${params.push(opts.party)}`);
     if (opts.withdrawalId) where.push(`withdrawal_id = $${params.push(opts.withdrawalId)}`);
     const limit = Math.min(Math.max(opts.limit ?? 100, 1), 500);
+    // The limit as a parameter: the statement text stays one of a few (each is prepared once).
     const r = await this.db.query<Row>(
       `SELECT ${COLUMNS} FROM air_gap_exports ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY created_at DESC, id DESC LIMIT ${limit}`,
+        ORDER BY created_at DESC, id DESC LIMIT $${params.push(limit)}`,
       params,
     );
     return r.rows.map(fromRow);
@@ -231,8 +232,8 @@ export class AirGapRepo {
   async expiredOpen(now: string, limit = 100): Promise<ExportRecord[]> {
     const r = await this.db.query<Row>(
       `SELECT ${COLUMNS} FROM air_gap_exports WHERE status IN ('open', 'imported') AND window_latest <= $1
-        ORDER BY window_latest LIMIT ${Math.max(1, Math.min(limit, 500))}`,
-      [now],
+        ORDER BY window_latest LIMIT $2`,
+      [now, Math.max(1, Math.min(limit, 500))],
     );
     return r.rows.map(fromRow);
   }

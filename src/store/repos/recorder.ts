@@ -37,6 +37,11 @@ export class DbRecorder implements FlowRecorder {
     await appendAudit(this.db, this.entry(r));
   }
 
+  /** Appends an entry made by `entry` on its own (the move it was meant for did not happen). */
+  async append(e: AuditEntry): Promise<void> {
+    await appendAudit(this.db, e);
+  }
+
   /**
    * The audit entry of a record, for a caller that writes it inside a
    * transaction of its own (a withdrawal's move: the record and the move it
