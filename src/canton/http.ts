@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { AuthProvider } from './auth.js';
 import { CantonApiError, type CantonService, errorFromResponse, type HttpMethod } from './errors.js';
+import { request as nodeRequest, type Transport, type TransportResponse } from './transport.js';
 
 export interface HttpLogger {
   debug(obj: object, msg: string): void;
@@ -29,7 +30,8 @@ export interface HttpClientOptions {
   /** Per attempt, covering connection, headers and body. Default 30 s. */
   timeoutMs?: number;
   retry?: Partial<RetryOptions>;
-  fetch?: typeof fetch;
+  /** How requests are sent: default node:http(s) with keep-alive (transport.ts); a `fetch` fits. */
+  fetch?: Transport;
   logger?: HttpLogger;
 }
 
@@ -75,7 +77,7 @@ export class HttpClient {
   private readonly auth: AuthProvider | undefined;
   private readonly timeoutMs: number;
   private readonly retry: RetryOptions;
-  private readonly fetchFn: typeof fetch;
+  private readonly fetchFn: Transport;
   private readonly logger: HttpLogger | undefined;
 
   constructor(opts: HttpClientOptions) {
@@ -99,7 +101,7 @@ export class HttpClient {
     if (!Number.isInteger(this.retry.attempts) || this.retry.attempts < 1) {
       throw new TypeError('HttpClient: retry.attempts must be an integer >= 1');
     }
-    this.fetchFn = opts.fetch ?? globalThis.fetch;
+    this.fetchFn = opts.fetch ?? nodeRequest;
     this.logger = opts.logger;
   }
 
@@ -170,7 +172,7 @@ export class HttpClient {
     if (authorization !== undefined) headers.authorization = authorization;
 
     const signal = AbortSignal.timeout(timeoutMs);
-    let res: Response;
+    let res: TransportResponse;
     try {
       res = await this.fetchFn(url, { method: r.method, headers, body, signal, redirect: 'error' });
     } catch (e) {

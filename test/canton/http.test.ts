@@ -615,6 +615,30 @@ describe('HttpClient: timeouts and network errors', () => {
     expect(post.ambiguous).toBe(false);
   });
 
+  it('a redirect is not followed: reported with its status, the other location never called', async () => {
+    const elsewhere = server.route('*', '/api/validator/v0/elsewhere', (res) => send(res, 200, { ok: true }));
+    const hits = server.route('*', '/api/validator/v0/moved', (res) => {
+      res.writeHead(302, { location: `${baseUrl}/api/validator/v0/elsewhere` });
+      res.end();
+    });
+    const e = await failure(client().request({ method: 'GET', path: '/v0/moved', response: z.unknown() }));
+    expect(e.status).toBe(302);
+    expect(hits).toHaveLength(1);
+    expect(elsewhere).toHaveLength(0);
+  });
+
+  it('calls reuse their connection (keep-alive)', async () => {
+    const ports: (number | undefined)[] = [];
+    const hits = server.route('*', '/api/validator/v0/alive', (res, _hit, _n, req) => {
+      ports.push(req.socket.remotePort);
+      send(res, 200, {});
+    });
+    const c = client();
+    for (let i = 0; i < 5; i++) await c.request({ method: 'GET', path: '/v0/alive', response: z.unknown() });
+    expect(hits).toHaveLength(5);
+    expect(new Set(ports).size).toBe(1);
+  });
+
   it('a connection dropped after the request was sent makes a POST ambiguous', async () => {
     const hits = server.route('*', '/api/validator/v0/drop', (_res, _hit, _n, req) => {
       req.socket.destroy();
