@@ -275,7 +275,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   return {
     kick(id, party) {
       if (!running) return;
-      queue.set(id, party);
+      queue.set(id, party ?? queue.get(id));
       pump();
     },
     async start() {
