@@ -166,11 +166,7 @@ class PgliteDb implements Db {
           try {
             result = await fn({
               query: <R>(sql: string, params: unknown[] = []) =>
-                self.open
-                  ? this.run<R>(sql, params, false)
-                  : Promise.reject(
-                      new Error('a statement on a transaction handle after the transaction ended'),
-                    ),
+                self.open ? this.run<R>(sql, params, false) : Promise.reject(new Error(ENDED)),
             });
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
