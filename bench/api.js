@@ -31,7 +31,9 @@
  * BENCH_DB (memory | dir | postgres: a throw-away database on
  * BENCH_PG_ADMIN_URL, default postgresql://postgres@127.0.0.1:5432/postgres;
  * default memory; postgres in worker mode), BENCH_WORKERS (see above),
- * BENCH_PROF (a folder: CPU profiles of the service process(es)),
+ * BENCH_PROF (a folder: CPU profiles of the service process(es); in the
+ * default mode one profile per measure, <measure>.cpuprofile, covering only
+ * its measured window; in worker mode each process's whole life),
  * BENCH_ONLY (a comma-separated subset of health, verify, completed,
  * accepted: the measures to run; default all).
  */
@@ -120,7 +122,27 @@ async function serverMain() {
   const token = await benchToken(SECRET);
   const url = await service.listen();
 
+  let profiler;
   process.on('message', async (m) => {
+    if (m.type === 'prof-start') {
+      const { Session } = await import('node:inspector');
+      profiler = new Session();
+      profiler.connect();
+      const post = (method) =>
+        new Promise((res, rej) => profiler.post(method, (e, r) => (e ? rej(e) : res(r))));
+      await post('Profiler.enable');
+      await post('Profiler.start');
+      profiler.stopTo = async (file) => {
+        const { profile } = await post('Profiler.stop');
+        await writeFile(file, JSON.stringify(profile));
+        profiler.disconnect();
+      };
+      process.send({ type: 'prof-started' });
+    }
+    if (m.type === 'prof-stop') {
+      await profiler.stopTo(join(process.env.BENCH_PROF, `${m.name}.cpuprofile`));
+      process.send({ type: 'prof-stopped' });
+    }
     if (m.type === 'counts') process.send({ type: 'counts', counts: await store.withdrawals.countByState() });
     if (m.type === 'pause') {
       await service.deps.worker.stop();
@@ -159,7 +181,9 @@ const FINAL = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
  * state), withdrawals accepted (after `stopWorker()`, which keeps the
  * withdrawal worker off what is accepted next).
  */
-async function measure({ url, token, verifyBody, senders, receiver, counts, stopWorker, servicePid }) {
+async function measure(opts) {
+  const { url, token, verifyBody, senders, receiver, counts, stopWorker, servicePid } = opts;
+  const profiled = opts.profiled ?? ((_name, run) => run());
   const { default: autocannon } = await import('autocannon');
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
@@ -190,15 +214,15 @@ async function measure({ url, token, verifyBody, senders, receiver, counts, stop
   let verifyLight = SKIPPED;
   if (runs('verify')) {
     await warm(verifyOpts);
-    verify = await cannon(autocannon, verifyOpts);
+    verify = await profiled('verify', () => cannon(autocannon, verifyOpts));
     // The same at light load: latency without queueing behind 32 connections.
     verifyLight = await cannon(autocannon, { ...verifyOpts, connections: 4 });
   }
   const completed = runs('completed')
-    ? await completeAll({ url, auth, senders, receiver, counts, servicePid })
+    ? await profiled('completed', () => completeAll({ url, auth, senders, receiver, counts, servicePid }))
     : { perSecond: 0, committed: 0, counts: {}, e2eMs: 0, createdMs: 0, createErrors: 0, skipped: true };
   const accepted = runs('accepted')
-    ? await acceptMany({ url, auth, senders, receiver, stopWorker })
+    ? await acceptMany({ url, auth, senders, receiver, stopWorker, profiled })
     : SKIPPED;
   return { health, verify, verifyLight, accepted, completed };
 }
@@ -249,7 +273,7 @@ async function completeAll({ url, auth, senders, receiver, counts, servicePid })
 }
 
 /** POST /v1/withdrawals accepted, with the worker stopped or held off (`stopWorker`). */
-async function acceptMany({ url, auth, senders, receiver, stopWorker }) {
+async function acceptMany({ url, auth, senders, receiver, stopWorker, profiled }) {
   const { default: autocannon } = await import('autocannon');
   const warm = (opts) => autocannon({ connections: 8, duration: 2, ...opts });
   await stopWorker();
@@ -272,12 +296,12 @@ async function acceptMany({ url, auth, senders, receiver, stopWorker }) {
     ],
   };
   await warm(acceptOpts);
-  return cannon(autocannon, acceptOpts);
+  return profiled('accepted', () => cannon(autocannon, acceptOpts));
 }
 
 // ------------------------------------------------------------------ default mode: one service child process
 
-function rpc(child, type, answer) {
+function rpc(child, type, answer, extra = {}) {
   return new Promise((resolve) => {
     const on = (m) => {
       if (m.type === answer) {
@@ -286,7 +310,7 @@ function rpc(child, type, answer) {
       }
     };
     child.on('message', on);
-    child.send({ type });
+    child.send({ type, ...extra });
   });
 }
 
@@ -294,8 +318,6 @@ async function driverMain() {
   const load = loadavg()[0];
   const child = fork(fileURLToPath(import.meta.url), ['--server'], {
     stdio: 'inherit',
-    // BENCH_PROF=<dir>: a V8 CPU profile of the service process, for finding where the time goes.
-    execArgv: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
   });
   const ready = await new Promise((resolve, reject) => {
     child.once('message', resolve);
@@ -308,6 +330,17 @@ async function driverMain() {
       counts: async () => (await rpc(child, 'counts', 'counts')).counts,
       servicePid: child.pid,
       stopWorker: () => rpc(child, 'pause', 'paused'),
+      // BENCH_PROF=<dir>: a V8 CPU profile of the service process per measured window.
+      profiled: process.env.BENCH_PROF
+        ? async (name, run) => {
+            await rpc(child, 'prof-start', 'prof-started');
+            try {
+              return await run();
+            } finally {
+              await rpc(child, 'prof-stop', 'prof-stopped', { name });
+            }
+          }
+        : undefined,
     });
     report_(results, {
       mode: `one service child process (createService, built-in sandbox inside it), database ${DB}`,

@@ -102,6 +102,19 @@ export function sqlState(e: unknown): string | undefined {
 
 // ---- PGlite ---------------------------------------------------------------------------------------
 
+/** At most this many statement texts are kept prepared per connection (or PGlite session); later ones run unnamed. */
+const PREPARED_LIMIT = 256;
+/** A prepared `SELECT *` after a migration changed the table: run the text unnamed (and its transaction again). */
+function isStalePlan(e: unknown): boolean {
+  if (sqlState(e) !== '0A000') return false;
+  // The routine is the server's own name for the check, whatever language its messages are in.
+  const routine = (e as { routine?: unknown }).routine;
+  return (
+    routine === 'RevalidateCachedQuery' ||
+    /cached plan must not change result type/.test(String((e as Error).message))
+  );
+}
+
 /**
  * PGlite through its wire protocol, one call into the engine per statement:
  * Parse, Bind, Describe, Execute and Sync sent together (PGlite's own
@@ -133,26 +146,76 @@ class PgliteDb implements Db {
     return run;
   }
 
+  /**
+   * Statement texts → their prepared statement on the session (its name, and
+   * its columns once known), so that the engine parses and plans each of the
+   * store's few dozen statements once rather than on every call — most of a
+   * short statement's cost. As on the server driver, only statements with
+   * parameters are prepared (not migrations, BEGIN or COMMIT). `null`: runs
+   * unnamed (its plan went stale under a schema change).
+   */
+  private readonly prepared = new Map<string, Prepared | null>();
+
   /** One statement in one call into the engine; throws the database's error (with its SQLSTATE `code`). */
   private async run<T>(sql: string, params: readonly unknown[], sync: boolean): Promise<QueryResult<T>> {
     if (this.pg.closed) throw new Error(`the embedded database (${this.location}) is closed`);
-    const message = Buffer.concat([
-      serialize.parse({ text: sql }),
-      serialize.bind({ values: params.map((v) => prepareValue(v)) }),
-      serialize.describe({ type: 'P' }),
-      serialize.execute({}),
-      serialize.sync(),
-    ]);
+    let p = this.prepared.get(sql);
+    if (p === undefined && params.length > 0 && this.prepared.size < PREPARED_LIMIT) {
+      p = { name: `cs_${this.prepared.size}`, parsed: false };
+      this.prepared.set(sql, p);
+    }
+    const values = params.map((v) => prepareValue(v));
+    const known = p?.parsed && p.fields ? p.fields : undefined;
+    const message = known
+      ? // Prepared, its columns known: bind and execute only.
+        Buffer.concat([
+          serialize.bind({ statement: p!.name, values }),
+          serialize.execute({}),
+          serialize.sync(),
+        ])
+      : Buffer.concat([
+          ...(p?.parsed ? [] : [serialize.parse({ name: p?.name ?? '', text: sql })]),
+          serialize.bind({ statement: p?.name ?? '', values }),
+          serialize.describe({ type: 'P' }),
+          serialize.execute({}),
+          serialize.sync(),
+        ]);
     const out = await this.pg.execProtocolRaw(message, { syncToFs: sync });
-    return readResult<T>(out, sql);
+    try {
+      return readResult<T>(out, sql, known, p ?? undefined);
+    } catch (e) {
+      // A plan made stale by a schema change (which PGlite sees only from its own session, so
+      // rarely): the text runs unnamed from now on; this statement fails as PostgreSQL failed it.
+      if (p && isStalePlan(e)) this.prepared.set(sql, null);
+      throw e;
+    }
   }
 
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
     if (this.inTransaction.getStore()?.open) return this.run<T>(sql, params, false);
-    return this.exclusive(() => this.run<T>(sql, params, true));
+    return this.exclusive(async () => {
+      try {
+        return await this.run<T>(sql, params, true);
+      } catch (e) {
+        // Once more, unnamed, when the prepared plan went stale.
+        if (isStalePlan(e) && this.prepared.get(sql) === null) return this.run<T>(sql, params, true);
+        throw e;
+      }
+    });
   }
 
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await this.once(fn);
+    } catch (e) {
+      // A statement's prepared plan went stale (it now runs unnamed): the whole transaction again,
+      // as the server driver does.
+      if (isStalePlan(e)) return this.once(fn);
+      throw e;
+    }
+  }
+
+  private once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (this.inTransaction.getStore()?.open)
       return Promise.reject(new Error('a PGlite transaction cannot be started inside another one'));
     // Work a transaction's callbacks leave behind (a timer, a batch scheduled then) may run after it
@@ -198,19 +261,44 @@ function typeParser(oid: number): (text: string) => unknown {
   return PARSERS[oid] ?? (pg.types.getTypeParser(oid, 'text') as (text: string) => unknown);
 }
 
-/** A statement's answer, from the backend messages PGlite wrote; its ErrorResponse thrown. */
-function readResult<T>(data: Uint8Array, sql: string): QueryResult<T> {
+/** A column of a statement's answer: its name and its type's text parser. */
+interface Field {
+  name: string;
+  parse: (text: string) => unknown;
+}
+
+/** A statement prepared on PGlite's session under `name` once `parsed`; `fields`: its columns, once described. */
+interface Prepared {
+  name: string;
+  parsed: boolean;
+  fields?: Field[];
+}
+
+/**
+ * A statement's answer, from the backend messages PGlite wrote; its
+ * ErrorResponse thrown. `known`: the columns, when the statement was not
+ * described again; `p`: the prepared statement, told that it was parsed and
+ * what its columns are.
+ */
+function readResult<T>(data: Uint8Array, sql: string, known?: Field[], p?: Prepared): QueryResult<T> {
   const rows: Record<string, unknown>[] = [];
-  let fields: { name: string; parse: (text: string) => unknown }[] = [];
+  let fields: Field[] = known ?? [];
   let rowCount: number | undefined;
   let error: Error | undefined;
   new Parser().parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength), (msg: BackendMessage) => {
     switch (msg.name) {
+      case 'parseComplete':
+        if (p) p.parsed = true;
+        break;
       case 'rowDescription':
         fields = (msg as RowDescriptionMessage).fields.map((f) => ({
           name: f.name,
           parse: typeParser(f.dataTypeID),
         }));
+        if (p) p.fields = fields;
+        break;
+      case 'noData':
+        if (p) p.fields = [];
         break;
       case 'dataRow': {
         const values = (msg as DataRowMessage).fields;
@@ -271,19 +359,6 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 }
 
 // ---- PostgreSQL server ----------------------------------------------------------------------------
-
-/** At most this many statement texts are kept prepared per connection; later ones run unnamed. */
-const PREPARED_LIMIT = 256;
-/** A prepared `SELECT *` after a migration changed the table: run the text unnamed (and its transaction again). */
-function isStalePlan(e: unknown): boolean {
-  if (sqlState(e) !== '0A000') return false;
-  // The routine is the server's own name for the check, whatever language its messages are in.
-  const routine = (e as { routine?: unknown }).routine;
-  return (
-    routine === 'RevalidateCachedQuery' ||
-    /cached plan must not change result type/.test(String((e as Error).message))
-  );
-}
 
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;

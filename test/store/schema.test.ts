@@ -199,6 +199,40 @@ describe.each(drivers)('schema on $name', (driver) => {
     }
   });
 
+  it('a statement that failed (parsing, binding, running, in an aborted transaction) works on its next call', async () => {
+    const db = await driver.fresh();
+    await db.query('CREATE TABLE t_prep (id int PRIMARY KEY, at timestamptz(3), n int8)');
+    const insert = 'INSERT INTO t_prep VALUES ($1, $2, $3) RETURNING *';
+    // binding fails: a value the column type refuses
+    await expect(db.query(insert, ['one', null, null])).rejects.toMatchObject({ code: '22P02' });
+    // running fails: a duplicate key, after a first successful call
+    expect((await db.query(insert, [1, '2026-01-02T03:04:05.678Z', 5])).rows).toEqual([
+      { id: 1, at: '2026-01-02T03:04:05.678Z', n: 5 },
+    ]);
+    await expect(db.query(insert, [1, null, null])).rejects.toMatchObject({ code: '23505' });
+    // a transaction already aborted: the statement is not even parsed there
+    const select = 'SELECT id, at, n FROM t_prep WHERE id = $1';
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query('SELECT 1 / 0').catch(() => {});
+        await tx.query(select, [1]);
+      }),
+    ).rejects.toMatchObject({ code: '25P02' });
+    // every one of them works afterwards, with its columns parsed by type, many times over
+    for (let i = 2; i < 6; i++) {
+      expect((await db.query(insert, [i, null, 2 ** 40 + i])).rows).toEqual([
+        { id: i, at: null, n: 2 ** 40 + i },
+      ]);
+      expect((await db.query(select, [1])).rows).toEqual([{ id: 1, at: '2026-01-02T03:04:05.678Z', n: 5 }]);
+      expect((await db.transaction((tx) => tx.query(select, [i]))).rows).toEqual([
+        { id: i, at: null, n: 2 ** 40 + i },
+      ]);
+    }
+    // a statement whose text is wrong is reported as such each time
+    for (let i = 0; i < 2; i++)
+      await expect(db.query('SELEC $1::int', [1])).rejects.toMatchObject({ code: '42601' });
+  });
+
   it('work a transaction leaves behind runs on its own once the transaction ended', async () => {
     const db = await driver.fresh();
     await db.query('CREATE TABLE t_later (v text)');
