@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { numericProblem } from '../src/hashing/canonical.js';
-import { base64ToBytes, isCanonicalBase64, STANDARD_BASE64 } from '../src/hashing/input.js';
+import { base64ToBytes, isCanonicalBase64, isPaddedBase64, STANDARD_BASE64 } from '../src/hashing/input.js';
 
 function referenceNumeric(s: string): string | undefined {
   const m = /^-?(?:[1-9][0-9]*|0)\.([0-9]*)$/.exec(s);
@@ -70,6 +70,24 @@ describe('hot-path checks', () => {
           strict = false;
         }
       expect([s, isCanonicalBase64(s)]).toEqual([s, strict]);
+    }
+  });
+
+  it('isPaddedBase64 is exactly the STANDARD_BASE64 pattern (20,000 strings)', () => {
+    const r = rng(12);
+    const chars = 'AQgw+/=-_ \n!é\u0000';
+    for (let i = 0; i < 20_000; i++) {
+      let s = Buffer.from(Array.from({ length: r(12) }, () => r(256))).toString('base64');
+      // non-zero padding bits are allowed by the pattern: flip the last data character sometimes
+      if (r(4) === 0 && s.endsWith('=')) {
+        const k = s.indexOf('=') - 1;
+        s = s.slice(0, k) + chars[r(4)] + s.slice(k + 1);
+      }
+      for (let edits = r(3); edits > 0; edits--) {
+        const k = r(s.length + 1);
+        s = s.slice(0, k) + chars[r(chars.length)] + s.slice(k + r(2));
+      }
+      expect([s, isPaddedBase64(s)]).toEqual([s, STANDARD_BASE64.test(s)]);
     }
   });
 });

@@ -31,7 +31,7 @@
  */
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN } from '../../hashing/canton-hash.js';
-import { STANDARD_BASE64 } from '../../hashing/input.js';
+import { isPaddedBase64 } from '../../hashing/input.js';
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks
@@ -46,9 +46,8 @@ const Int32 = z
   .min(-(2 ** 31))
   .max(2 ** 31 - 1);
 
-const BASE64_RE = STANDARD_BASE64;
 /** Request bytes: non-empty standard base64 with padding (what Canton's `Base64` basic decoder accepts). */
-const Base64 = z.string().min(1).regex(BASE64_RE, 'not standard base64 (RFC 4648 §4, padded)');
+const Base64 = z.string().min(1).refine(isPaddedBase64, 'not standard base64 (RFC 4648 §4, padded)');
 /** A required non-empty identifier (party id, command id, user id, …) in a request. */
 const Id = z.string().min(1);
 /** Canton key fingerprint: hex of the 34-byte SHA-256 multihash (68 lowercase hex chars, `1220…`). */

@@ -22,7 +22,7 @@
  */
 
 import { z } from 'zod';
-import { STANDARD_BASE64 } from '../../hashing/input.js';
+import { isPaddedBase64 } from '../../hashing/input.js';
 import type { AuthProvider } from '../auth.js';
 import { encodePath, HttpClient, type HttpClientOptions, joinUrl } from '../http.js';
 import { type CallOptions, checkPageSize, nonEmpty } from '../scan/client.js';
@@ -495,7 +495,6 @@ export class ValidatorClient {
 
 const HEX_KEY = /^[0-9a-fA-F]{64}$/;
 const HEX_SIG = /^[0-9a-fA-F]{128}$/;
-const BASE64 = STANDARD_BASE64;
 
 function checkPublicKey(k: string): void {
   if (typeof k !== 'string' || !HEX_KEY.test(k)) {
@@ -510,7 +509,7 @@ function checkSignature(s: string, what: string): void {
 }
 
 function checkBase64(s: string, what: string): void {
-  if (typeof s !== 'string' || s.length === 0 || !BASE64.test(s)) {
+  if (typeof s !== 'string' || s.length === 0 || !isPaddedBase64(s)) {
     throw new TypeError(`${what} must be non-empty standard base64`);
   }
 }
