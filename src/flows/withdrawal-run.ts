@@ -29,6 +29,8 @@ import type { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { bytesToHex } from '../hashing/input.js';
 import type { Signer, SignOutput } from '../keys/signer.js';
 import { type OnlineAirGap, SUBMIT_MARGIN_MS } from '../offline/online.js';
+import type { Queryable } from '../store/db.js';
+import { NotFoundError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
 import type { FlowRecorder, JournalRecord } from '../store/journal.js';
 import type { ExportRecord } from '../store/repos/air-gap.js';
@@ -116,8 +118,23 @@ interface RunState {
    * offset (read after nothing of this attempt was sent), so it is not read twice.
    */
   unusedEnd?: number;
+  /**
+   * The first ledger end this run read from the ledger (for its holdings
+   * snapshot) while nothing of it had been submitted: read before any
+   * submission of this run, it bounds where their completions can be, so the
+   * first submission uses it instead of reading the end again.
+   */
+  seenEnd?: number;
+  /** This run has sent a submission (later ones read the ledger end afresh). */
+  sent?: boolean;
   /** An execute of this run returned success (whatever fails afterwards, it is on the ledger). */
   executedOk: boolean;
+  /**
+   * That execute's outcome, not yet written to its submission record: written
+   * in the transaction of the move to `committed`, or on its own when the run
+   * ends without that move.
+   */
+  outcome?: { submissionId: string; completionOffset: number; updateId: string };
   /** A write of ours failed inside the pipeline (it may report it as a rejection): not the ledger's answer. */
   ownFailure: boolean;
 }
@@ -195,38 +212,50 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
       }
     : base;
   try {
-    if (signedOffline) {
-      const { x, airGap } = signedOffline;
-      await airGap.withExport(x.id, () => exportedTransfer(ctx, w, x));
-      await exportUsed(env, w.id);
+    try {
+      if (signedOffline) {
+        const { x, airGap } = signedOffline;
+        await airGap.withExport(x.id, () => exportedTransfer(ctx, w, x));
+        await exportUsed(env, w.id);
+        return { done: true, state: 'committed' };
+      }
+      await transfer(ctx, {
+        from: w.party,
+        to: w.receiver,
+        amount: w.amount,
+        ...(w.instrument ? { instrument: w.instrument } : {}),
+        ...(w.memo !== undefined ? { memo: w.memo } : {}),
+        ...(typeof w.options.executeBefore === 'string' ? { executeBefore: w.options.executeBefore } : {}),
+        commandId: w.commandId,
+        flowName: 'withdrawal',
+      });
       return { done: true, state: 'committed' };
+    } catch (e) {
+      if (e instanceof AwaitingSignature && w.state === 'prepared') {
+        // Parked until the response is imported (or the request goes stale); nothing was signed or sent.
+        await move(
+          ['prepared'],
+          'awaiting_signature',
+          { lastError: null },
+          {
+            details: { export: e.exportId, hashes: [...e.hashes], windowLatest: e.windowLatest },
+          },
+        );
+        return { done: true, state: 'awaiting_signature' };
+      }
+      return settle(env, w.id, e, run);
     }
-    await transfer(ctx, {
-      from: w.party,
-      to: w.receiver,
-      amount: w.amount,
-      ...(w.instrument ? { instrument: w.instrument } : {}),
-      ...(w.memo !== undefined ? { memo: w.memo } : {}),
-      ...(typeof w.options.executeBefore === 'string' ? { executeBefore: w.options.executeBefore } : {}),
-      commandId: w.commandId,
-      flowName: 'withdrawal',
-    });
-    return { done: true, state: 'committed' };
-  } catch (e) {
-    if (e instanceof AwaitingSignature && w.state === 'prepared') {
-      // Parked until the response is imported (or the request goes stale); nothing was signed or sent.
-      await move(
-        ['prepared'],
-        'awaiting_signature',
-        { lastError: null },
-        {
-          details: { export: e.exportId, hashes: [...e.hashes], windowLatest: e.windowLatest },
-        },
-      );
-      return { done: true, state: 'awaiting_signature' };
-    }
-    return settle(env, w.id, e, run);
+  } finally {
+    // A successful execute whose outcome the committed move did not write: written on its own.
+    const o = run.outcome;
+    if (o) await recordOutcome(env, o).catch(() => {});
   }
+}
+
+/** The submission record of a successful execute (see `RunState.outcome`). */
+function recordOutcome(env: RunEnv, o: NonNullable<RunState['outcome']>, q?: Queryable): Promise<unknown> {
+  const { submissionId, ...facts } = o;
+  return env.store.artifacts.setSubmissionOutcome(submissionId, { outcome: 'committed', ...facts }, q);
 }
 
 /** A committed withdrawal's imported offline signature is used up. */
@@ -325,7 +354,10 @@ function withdrawalContext(
   ledger.ledgerEnd = async (o) => {
     const end = run.unusedEnd;
     run.unusedEnd = undefined;
-    return end !== undefined ? { offset: end } : ctx.ledger.ledgerEnd(o);
+    if (end !== undefined) return { offset: end };
+    const read = await ctx.ledger.ledgerEnd(o);
+    if (!run.sent) run.seenEnd ??= read.offset;
+    return read;
   };
   ledger.prepare = async (req, o) => {
     const res = await ctx.ledger.prepare(req, o);
@@ -334,6 +366,8 @@ function withdrawalContext(
   };
   ledger.executeAndWait = async (req, o) => {
     run.unusedEnd = undefined;
+    run.seenEnd = undefined;
+    run.sent = true;
     const sid = req.submissionId ?? `${current().commandId}:${Date.now()}`;
     await store.artifacts.recordSubmission({
       submissionId: sid,
@@ -344,13 +378,8 @@ function withdrawalContext(
     try {
       const res = await ctx.ledger.executeAndWait(req, o);
       run.executedOk = true;
-      await store.artifacts
-        .setSubmissionOutcome(sid, {
-          outcome: 'committed',
-          completionOffset: res.completionOffset,
-          updateId: res.updateId,
-        })
-        .catch(() => {});
+      // Written with the move to `committed`, which follows (or when the run ends without it).
+      run.outcome = { submissionId: sid, completionOffset: res.completionOffset, updateId: res.updateId };
       return res;
     } catch (e) {
       const unknown = isCantonApiError(e) && (e.ambiguous || TAKEN_CODES.has(e.code));
@@ -467,7 +496,7 @@ function withdrawalContext(
         return;
       }
       case 'submitted': {
-        const end = (await ctx.ledger.ledgerEnd()).offset;
+        const end = run.seenEnd ?? (await ctx.ledger.ledgerEnd()).offset;
         run.ledgerEnd = end;
         run.unusedEnd = end;
         if (run.stay) await repo.setLookupFrom(id, end);
@@ -476,18 +505,15 @@ function withdrawalContext(
             move(
               ['signed'],
               'submitted',
-              {},
-              {
-                details: { hash: r.hash ?? null, ledgerEndBefore: end },
-                ...journal,
-                also: (tx) => repo.setLookupFrom(id, end, tx),
-              },
+              { lookupFrom: end },
+              { details: { hash: r.hash ?? null, ledgerEndBefore: end }, ...journal },
             ),
           );
         await at('submitted');
         return;
       }
-      case 'committed':
+      case 'committed': {
+        const outcome = run.outcome;
         await recorded(() =>
           move(
             ['submitted'],
@@ -496,10 +522,24 @@ function withdrawalContext(
               ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
               lastError: null,
             },
-            journal ?? {},
+            {
+              ...journal,
+              ...(outcome
+                ? {
+                    also: async (tx) => {
+                      await recordOutcome(env, outcome, tx).catch((e: unknown) => {
+                        // A submission record missing (never for this run's own): the move goes on.
+                        if (!(e instanceof NotFoundError)) throw e;
+                      });
+                    },
+                  }
+                : {}),
+            },
           ),
         );
+        if (run.outcome === outcome) run.outcome = undefined;
         return;
+      }
       case 'rejected':
         // After a successful execute, or a failed write of ours, a "rejection" is not the ledger's.
         if (!run.executedOk && !run.ownFailure) run.definitelyNot = true;

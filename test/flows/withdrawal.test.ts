@@ -98,6 +98,10 @@ describe('withdrawal worker', () => {
     expect(prepared).toHaveLength(1);
     expect(sigs.map((s) => s.hash)).toEqual([prepared[0]!.hash]);
     expect(subs.map((s) => [s.outcome, s.updateId])).toEqual([['committed', done.updateId]]);
+    // the ledger end recorded as read before the submission does precede its completion
+    expect(subs[0]!.ledgerEndBefore).toBeTypeOf('number');
+    expect(subs[0]!.ledgerEndBefore!).toBeLessThan(subs[0]!.completionOffset!);
+    expect(await store.withdrawals.lookupFrom(w.id)).toBe(subs[0]!.ledgerEndBefore);
     const actions = (await listAudit(store.db, { subject: `withdrawal:${w.id}` })).map((a) => a.action);
     expect(actions).toEqual([
       'withdrawal.create',
@@ -177,6 +181,10 @@ describe('withdrawal worker', () => {
       expect(done.state).toBe('committed');
       expect(updatesOf(w.commandId)).toHaveLength(1);
       expect(done.updateId).toBe(updatesOf(w.commandId)[0]!.updateId);
+      // the execute that succeeded has its outcome on its submission record, also when the run
+      // stopped before the move to committed
+      const subs = await store.artifacts.submissionsFor(w.commandId);
+      expect(subs.filter((s) => s.outcome === 'committed').map((s) => s.updateId)).toEqual([done.updateId]);
     });
 
   it('cancelled before signing: never signed, nothing submitted', async () => {

@@ -226,7 +226,12 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       );
       expect(w.state).toBe('signed');
       expect(w.lastError).toBeUndefined();
-      w = await repo.transition(id, ['signed'], 'submitted');
+      expect(await repo.lookupFrom(id)).toBeUndefined();
+      w = await repo.transition(id, ['signed'], 'submitted', { lookupFrom: 41 });
+      expect(await repo.lookupFrom(id)).toBe(41);
+      // a resubmission keeps the first ledger end: completions are looked for from there
+      w = await repo.transition(id, ['submitted'], 'submitted', { lookupFrom: 57 });
+      expect(await repo.lookupFrom(id)).toBe(41);
       w = await repo.transition(id, ['submitted'], 'committed', { updateId: 'upd-1' });
       expect(w).toMatchObject({ state: 'committed', updateId: 'upd-1', attempts: 2 });
       expect(Date.parse(w.updatedAt)).toBeGreaterThanOrEqual(Date.parse(w.createdAt));
@@ -237,10 +242,11 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
         'withdrawal.prepared',
         'withdrawal.signed',
         'withdrawal.submitted',
+        'withdrawal.submitted',
         'withdrawal.committed',
       ]);
       expect(trail[3]!.details).toMatchObject({ from: 'prepared', to: 'signed', hash: 'ab'.repeat(32) });
-      expect(trail[5]!.details).toMatchObject({ from: 'submitted', to: 'committed', updateId: 'upd-1' });
+      expect(trail[6]!.details).toMatchObject({ from: 'submitted', to: 'committed', updateId: 'upd-1' });
     });
 
     it('refuses edges the state machine lacks, before touching the database', async () => {

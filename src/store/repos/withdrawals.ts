@@ -206,6 +206,8 @@ export interface TransitionPatch {
   updateId?: string;
   /** attempts + 1 (a new prepare or submission attempt). */
   incrementAttempts?: boolean;
+  /** The ledger end read before submitting: kept if one is already recorded (see `setLookupFrom`). */
+  lookupFrom?: number;
 }
 
 export interface TransitionOptions {
@@ -401,10 +403,22 @@ const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 F
   UPDATE withdrawals w SET state = $3, updated_at = now(),
       attempts = w.attempts + $4,
       last_error = CASE WHEN $5 THEN $6 ELSE w.last_error END,
-      update_id = COALESCE($7, w.update_id)
+      update_id = COALESCE($7, w.update_id),
+      lookup_from = COALESCE(w.lookup_from, $8)
     FROM cur
    WHERE w.id = cur.id AND cur.state = ANY($2::text[])
   RETURNING w.*, cur.state AS from_state`;
+
+/** Leases an unfinished withdrawal to `$2` for `$3` ms unless another owner holds one of the same party. */
+const CLAIM_SQL = `UPDATE withdrawals w SET lease_owner = $2, lease_until = now() + $3::int * interval '1 millisecond'
+   WHERE w.id = $1 AND w.state IN ('received', 'prepared', 'signed', 'submitted')
+     AND (w.lease_until IS NULL OR w.lease_until < now() OR w.lease_owner = $2)
+     AND NOT EXISTS (
+       SELECT 1 FROM withdrawals o
+        WHERE o.party = w.party AND o.id <> w.id
+          AND o.state IN ('received', 'prepared', 'signed', 'submitted')
+          AND o.lease_owner <> $2 AND o.lease_until >= now())
+  RETURNING *`;
 
 /**
  * One batch of moves in the transaction `tx`, one outcome per move in order:
@@ -429,6 +443,7 @@ async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<
       patch.lastError !== undefined,
       patch.lastError ?? null,
       patch.updateId ?? null,
+      patch.lookupFrom ?? null,
     ]);
     const row = r.rows[0];
     if (!row) {
@@ -652,26 +667,21 @@ export class WithdrawalRepo {
    */
   async claim(id: string, owner: string, ms: number): Promise<Withdrawal | undefined> {
     if (!UUID.test(id)) return undefined;
+    const lease = (q: Queryable) =>
+      q
+        .query<Row>(CLAIM_SQL, [id, owner, Math.max(1, Math.round(ms))])
+        .then((r) => r.rows[0] && fromRow(r.rows[0]));
+    // PGlite has one session and runs one statement at a time: the statement alone is atomic.
+    if (this.db.kind === 'pglite') return lease(this.db);
     return this.db.transaction(async (tx) => {
       // One sending party's withdrawals are carried by one owner at a time, across processes and
-      // instances: they spend the same holdings. Claims for one party are serialised by this lock.
+      // instances: they spend the same holdings. Claims for one party are serialised by this lock,
+      // taken before the statement that checks the others (whose snapshot then sees their leases).
       await tx.query(
         `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
         [id],
       );
-      const r = await tx.query<Row>(
-        `UPDATE withdrawals w SET lease_owner = $2, lease_until = now() + $3::int * interval '1 millisecond'
-          WHERE w.id = $1 AND w.state IN ('received', 'prepared', 'signed', 'submitted')
-            AND (w.lease_until IS NULL OR w.lease_until < now() OR w.lease_owner = $2)
-            AND NOT EXISTS (
-              SELECT 1 FROM withdrawals o
-               WHERE o.party = w.party AND o.id <> w.id
-                 AND o.state IN ('received', 'prepared', 'signed', 'submitted')
-                 AND o.lease_owner <> $2 AND o.lease_until >= now())
-          RETURNING *`,
-        [id, owner, Math.max(1, Math.round(ms))],
-      );
-      return r.rows[0] ? fromRow(r.rows[0]) : undefined;
+      return lease(tx);
     });
   }
 
