@@ -149,24 +149,42 @@ export class LedgerStore {
     return out;
   }
 
-  /** The active contracts `party` is a stakeholder of, in creation order (the ledger end's view). */
-  activeOf(party: string): Contract[] {
-    return [...(this.activeByParty.get(party)?.values() ?? [])];
+  /**
+   * Active contracts as of an offset (≤ ledger end): created at or before it
+   * and not archived by then, in creation order; with `party`, only those it
+   * is a stakeholder of. Computed by rewinding the updates after `offset` from
+   * the current active set (a few, under load: the ledger moves on while a
+   * client reads), not by replaying the log from its start.
+   */
+  activeAt(offset: number, party?: string): Contract[] {
+    const now =
+      party === undefined ? this.active : (this.activeByParty.get(party) ?? new Map<string, Contract>());
+    if (offset >= this.offset) return [...now.values()];
+    const out: Contract[] = [];
+    for (const c of now.values()) if (c.createdOffset <= offset) out.push(c);
+    // Archived after `offset` but created by then: active at `offset` again.
+    let restored = false;
+    for (let i = this.log.length - 1; i >= 0 && (this.log[i] as Update).offset > offset; i--)
+      for (const e of (this.log[i] as Update).events)
+        if (
+          e.kind === 'archived' &&
+          e.contract.createdOffset <= offset &&
+          (party === undefined || e.contract.stakeholders.includes(party))
+        ) {
+          out.push(e.contract);
+          restored = true;
+        }
+    if (!restored) return out;
+    // Creation order: by creating offset, then by node within the creating update (stable sort).
+    return out.sort(
+      (a, b) => a.createdOffset - b.createdOffset || this.createdPosition(a) - this.createdPosition(b),
+    );
   }
 
-  /** Active contracts as of an offset (≤ ledger end): created at or before it and not archived by then. */
-  activeAt(offset: number): Contract[] {
-    // At the ledger end that is the active set itself, in the same (creation) order as the replay.
-    if (offset >= this.offset) return [...this.active.values()];
-    const out = new Map<string, Contract>();
-    for (const u of this.log) {
-      if (u.offset > offset) break;
-      for (const e of u.events) {
-        if (e.kind === 'created') out.set(e.contract.contractId, e.contract);
-        else out.delete(e.contract.contractId);
-      }
-    }
-    return [...out.values()];
+  /** Where `c` is among the events of the update that created it. */
+  private createdPosition(c: Contract): number {
+    const u = this.updateByOffset(c.createdOffset);
+    return u ? u.events.findIndex((e) => e.kind === 'created' && e.contract.contractId === c.contractId) : -1;
   }
 
   /** Atomically archives and creates; throws InactiveContractError (nothing changed) if an input is gone. */
@@ -225,7 +243,17 @@ export class LedgerStore {
   }
 
   updateByOffset(offset: number): Update | undefined {
-    return this.log.find((u) => u.offset === offset);
+    // The log is in offset order (completions take offsets of their own): binary search.
+    let lo = 0;
+    let hi = this.log.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const u = this.log[mid] as Update;
+      if (u.offset === offset) return u;
+      if (u.offset < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
   }
 
   updateById(updateId: string): Update | undefined {

@@ -329,12 +329,9 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
         `Active contracts at offset ${body.activeAtOffset} requested, but the ledger end is ${end}`,
       );
     const filter = eventFilter(body.eventFormat);
-    // One party's filter at the ledger end: only that party's contracts can match.
+    // One party's filter: only that party's contracts can match.
     const only = filter.anyParty || filter.byParty.size !== 1 ? undefined : [...filter.byParty.keys()][0];
-    const candidates =
-      only !== undefined && body.activeAtOffset >= end
-        ? net.store.activeOf(only)
-        : net.store.activeAt(body.activeAtOffset);
+    const candidates = net.store.activeAt(body.activeAtOffset, only);
     const out: unknown[] = [];
     for (const c of candidates) {
       const m = matchContract(filter, c);
