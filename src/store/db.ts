@@ -180,7 +180,15 @@ class PgliteDb implements Db {
           serialize.execute({}),
           serialize.sync(),
         ]);
-    const out = await this.pg.execProtocolRaw(message, { syncToFs: sync });
+    // The answer as it streams out of the engine, each chunk copied (it is a view of the engine's
+    // memory). Not `execProtocolRaw`: besides its bytes, that parses every answer into objects it
+    // keeps until PGlite's own `query` next runs — never, here — so they would pile up forever.
+    const chunks: Buffer[] = [];
+    await this.pg.execProtocolRawStream(message, {
+      syncToFs: sync,
+      onRawData: (chunk) => void chunks.push(Buffer.from(chunk)),
+    });
+    const out = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
     try {
       return readResult<T>(out, sql, known, p ?? undefined);
     } catch (e) {

@@ -8,6 +8,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appendAudit, verifyAudit } from '../../src/store/audit.js';
 import { type Db, openDatabase, openPglite, parseTimestamptz, type Queryable } from '../../src/store/db.js';
@@ -16,6 +18,9 @@ import { MIGRATIONS, type Migration, migrate, schemaVersion } from '../../src/st
 import { createPostgresDatabase, pgliteTemplateBlob, storeDrivers } from '../support/pg.js';
 
 const drivers = await storeDrivers();
+/** A full garbage collection, for measuring what stays on the heap. */
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
 
 const TABLES = [
@@ -231,6 +236,22 @@ describe.each(drivers)('schema on $name', (driver) => {
     // a statement whose text is wrong is reported as such each time
     for (let i = 0; i < 2; i++)
       await expect(db.query('SELEC $1::int', [1])).rejects.toMatchObject({ code: '42601' });
+  });
+
+  it('answers are not kept once read: memory stays flat over thousands of statements', async () => {
+    const db = await driver.fresh();
+    await db.query('CREATE TABLE t_mem (id int, v text)');
+    await db.query(`INSERT INTO t_mem SELECT g, repeat('x', 200) FROM generate_series(1, 100) g`);
+    const read = async (n: number) => {
+      for (let i = 0; i < n; i++) await db.query('SELECT * FROM t_mem WHERE id <= $1', [100]);
+    };
+    await read(200);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // ~25 KB of rows per answer: 1,000 answers kept would be ~35 MB of heap
+    await read(1_000);
+    gc();
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(10 * 1024 * 1024);
   });
 
   it('work a transaction leaves behind runs on its own once the transaction ended', async () => {
