@@ -389,8 +389,13 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
         (await repo.create({ idempotencyKey: key(), caller: 'bot', body: body({ party: p }) })).withdrawal.id;
       const [a, b, c] = [await make(party), await make(party), await make(other)];
       expect(await repo.claim(a, 'one', 60_000)).toBeDefined();
-      // another owner cannot take the same party's other withdrawal while that lease runs
+      // another owner cannot take the same party's other withdrawal while that lease runs,
+      // and is not offered it
       expect(await repo.claim(b, 'two', 60_000)).toBeUndefined();
+      const offered = async (owner: string) => (await repo.claimable(owner, 10_000)).map((x) => x.id);
+      expect(await offered('two')).not.toContain(b);
+      expect(await offered('two')).toContain(c);
+      expect(await offered('one')).toEqual(expect.arrayContaining([a, b, c]));
       // the same owner can (it serialises its own runs per party), and another party is free
       expect(await repo.claim(b, 'one', 60_000)).toBeDefined();
       expect(await repo.claim(c, 'two', 60_000)).toBeDefined();

@@ -702,11 +702,20 @@ export class WithdrawalRepo {
     );
   }
 
-  /** Unfinished withdrawals no other owner holds a lease on (id and sending party), oldest first. */
+  /**
+   * Unfinished withdrawals `owner` could claim now (id and sending party), oldest first: no other
+   * owner holds a lease on them or on another unfinished withdrawal of their party (`claim`'s rule;
+   * with several instances, trying those would only fail).
+   */
   async claimable(owner: string, limit = 100): Promise<{ id: string; party: string }[]> {
     const r = await this.db.query<{ id: string; party: string }>(
-      `SELECT id, party FROM withdrawals WHERE state IN ('received', 'prepared', 'signed', 'submitted')
+      `SELECT id, party FROM withdrawals w WHERE state IN ('received', 'prepared', 'signed', 'submitted')
           AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
+          AND NOT EXISTS (
+            SELECT 1 FROM withdrawals o
+             WHERE o.party = w.party AND o.id <> w.id
+               AND o.state IN ('received', 'prepared', 'signed', 'submitted')
+               AND o.lease_owner <> $1 AND o.lease_until >= now())
         ORDER BY created_at, id LIMIT $2`,
       [owner, limit],
     );
