@@ -253,7 +253,8 @@ function referenceBase64(text: string): Uint8Array | undefined {
 
 describe('base64 input', () => {
   it('base64ToBytes accepts exactly what the strict reference accepts, with the same bytes (20,000 inputs)', () => {
-    const chars = fc.constantFrom(...`${B64}=-_ .*\n\t\u00e9\u0000`.split(''));
+    // Ł and ī: Node's decoder reads a non-ASCII character by its low byte (as A and +)
+    const chars = fc.constantFrom(...`${B64}=-_ .*\n\t\u00e9\u0000\u0141\u012b`.split(''));
     const text = fc.oneof(
       fc.array(chars, { maxLength: 16 }).map((cs) => cs.join('')),
       fc.uint8Array({ maxLength: 12 }).map((b) => Buffer.from(b).toString('base64')),
