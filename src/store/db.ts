@@ -161,21 +161,24 @@ class PgliteDb implements Db {
     if (this.pg.closed) throw new Error(`the embedded database (${this.location}) is closed`);
     let p = this.prepared.get(sql);
     if (p === undefined && params.length > 0 && this.prepared.size < PREPARED_LIMIT) {
-      p = { name: `cs_${this.prepared.size}`, parsed: false };
+      p = { name: `cs_${this.prepared.size}`, parsed: false, parsing: false };
       this.prepared.set(sql, p);
     }
+    // Runs unnamed while another call is preparing it (statements of one transaction may overlap).
+    const named = p && (p.parsed || !p.parsing) ? p : undefined;
     const values = params.map((v) => prepareValue(v));
-    const known = p?.parsed && p.fields ? p.fields : undefined;
+    const known = named?.parsed && named.fields ? named.fields : undefined;
+    const parse = named !== undefined && !named.parsed;
     const message = known
       ? // Prepared, its columns known: bind and execute only.
         Buffer.concat([
-          serialize.bind({ statement: p!.name, values }),
+          serialize.bind({ statement: named!.name, values }),
           serialize.execute({}),
           serialize.sync(),
         ])
       : Buffer.concat([
-          ...(p?.parsed ? [] : [serialize.parse({ name: p?.name ?? '', text: sql })]),
-          serialize.bind({ statement: p?.name ?? '', values }),
+          ...(named?.parsed ? [] : [serialize.parse({ name: named?.name ?? '', text: sql })]),
+          serialize.bind({ statement: named?.name ?? '', values }),
           serialize.describe({ type: 'P' }),
           serialize.execute({}),
           serialize.sync(),
@@ -184,17 +187,27 @@ class PgliteDb implements Db {
     // memory). Not `execProtocolRaw`: besides its bytes, that parses every answer into objects it
     // keeps until PGlite's own `query` next runs — never, here — so they would pile up forever.
     const chunks: Buffer[] = [];
-    await this.pg.execProtocolRawStream(message, {
-      syncToFs: sync,
-      onRawData: (chunk) => void chunks.push(Buffer.from(chunk)),
-    });
+    if (parse) named.parsing = true;
+    try {
+      await this.pg.execProtocolRawStream(message, {
+        syncToFs: sync,
+        onRawData: (chunk) => void chunks.push(Buffer.from(chunk)),
+      });
+    } catch (e) {
+      // Whether the engine kept the statement is unknown (e.g. the data folder could not be
+      // written after it ran): the text runs unnamed from now on rather than clash with its name.
+      if (parse) this.prepared.set(sql, null);
+      throw e;
+    } finally {
+      if (parse) named.parsing = false;
+    }
     const out = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
     try {
-      return readResult<T>(out, sql, known, p ?? undefined);
+      return readResult<T>(out, sql, known, named);
     } catch (e) {
       // A plan made stale by a schema change (which PGlite sees only from its own session, so
       // rarely): the text runs unnamed from now on; this statement fails as PostgreSQL failed it.
-      if (p && isStalePlan(e)) this.prepared.set(sql, null);
+      if (named && isStalePlan(e)) this.prepared.set(sql, null);
       throw e;
     }
   }
@@ -213,13 +226,15 @@ class PgliteDb implements Db {
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    try {
-      return await this.once(fn);
-    } catch (e) {
-      // A statement's prepared plan went stale (it now runs unnamed): the whole transaction again,
-      // as the server driver does.
-      if (isStalePlan(e)) return this.once(fn);
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(fn);
+      } catch (e) {
+        // A statement's prepared plan went stale (it now runs unnamed): the whole transaction
+        // again, as the server driver does (each attempt may find another such statement).
+        if (isStalePlan(e) && attempt < 5) continue;
+        throw e;
+      }
     }
   }
 
@@ -275,10 +290,14 @@ interface Field {
   parse: (text: string) => unknown;
 }
 
-/** A statement prepared on PGlite's session under `name` once `parsed`; `fields`: its columns, once described. */
+/**
+ * A statement prepared on PGlite's session under `name` once `parsed` (`parsing`: a call is
+ * preparing it now); `fields`: its columns, once described.
+ */
 interface Prepared {
   name: string;
   parsed: boolean;
+  parsing: boolean;
   fields?: Field[];
 }
 

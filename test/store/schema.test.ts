@@ -233,6 +233,13 @@ describe.each(drivers)('schema on $name', (driver) => {
         { id: i, at: null, n: 2 ** 40 + i },
       ]);
     }
+    // the first calls of a text overlapping inside one transaction: each answered
+    const fresh = 'SELECT id FROM t_prep WHERE id >= $1 ORDER BY id';
+    const overlapping = await db.transaction((tx) =>
+      Promise.all([tx.query(fresh, [4]), tx.query(fresh, [5]), tx.query(fresh, [3])]),
+    );
+    expect(overlapping.map((r) => r.rows.length)).toEqual([2, 1, 3]);
+    expect((await db.query(fresh, [2])).rows.length).toBe(4);
     // a statement whose text is wrong is reported as such each time
     for (let i = 0; i < 2; i++)
       await expect(db.query('SELEC $1::int', [1])).rejects.toMatchObject({ code: '42601' });
