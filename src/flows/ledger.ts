@@ -19,6 +19,8 @@ export interface LedgerOutcome {
   updateId: string;
   completionOffset: number;
   commandId: string;
+  /** The submission that committed, when found among completions (not known after executeAndWait). */
+  submissionId?: string;
 }
 
 /** What a flow prepares, minus what the flow machinery fills in (user, command id, actAs, scheme). */
@@ -82,7 +84,12 @@ export async function lookupCompletion(
     if (c.status === undefined || c.status.code === 0)
       return {
         status: 'committed',
-        result: { updateId: c.updateId ?? '', completionOffset: c.offset, commandId: q.commandId },
+        result: {
+          updateId: c.updateId ?? '',
+          completionOffset: c.offset,
+          commandId: q.commandId,
+          ...(c.submissionId ? { submissionId: c.submissionId } : {}),
+        },
       };
     if (q.submissionId === undefined || c.submissionId === q.submissionId) rejected = true;
   }

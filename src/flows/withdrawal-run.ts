@@ -35,7 +35,7 @@ import type { Store } from '../store/index.js';
 import type { FlowRecorder, JournalRecord } from '../store/journal.js';
 import type { ExportRecord } from '../store/repos/air-gap.js';
 import { DbRecorder } from '../store/repos/recorder.js';
-import type { Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
+import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
 import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
 import { lookupCompletion, TAKEN_CODES } from './ledger.js';
@@ -85,7 +85,10 @@ function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-type Truth = { status: 'committed'; updateId: string } | { status: 'not-committed' } | { status: 'unknown' };
+type Truth =
+  | { status: 'committed'; updateId: string; outcome?: NonNullable<RunState['outcome']> }
+  | { status: 'not-committed' }
+  | { status: 'unknown' };
 
 /** The truth about a withdrawal that may have been submitted: completions after the recorded ledger end. */
 export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
@@ -99,8 +102,30 @@ export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
     beginExclusive: from,
     ...(last ? { submissionId: last.submissionId } : {}),
   });
-  if (r.status === 'committed') return { status: 'committed', updateId: r.result.updateId };
-  return r;
+  if (r.status !== 'committed') return r;
+  const { updateId, completionOffset, submissionId } = r.result;
+  // The submission record of ours that committed, when the run that sent it stopped before
+  // writing its outcome: written with the move to committed.
+  const ours =
+    submissionId !== undefined &&
+    subs.some((s) => s.submissionId === submissionId && s.outcome !== 'committed');
+  return {
+    status: 'committed',
+    updateId,
+    ...(ours ? { outcome: { submissionId, completionOffset, updateId } } : {}),
+  };
+}
+
+/** The move's `also` that writes a committed submission's outcome (a record gone: the move goes on). */
+function outcomeWith(env: RunEnv, o: RunState['outcome']): Pick<TransitionOptions, 'also'> {
+  if (!o) return {};
+  return {
+    also: async (tx) => {
+      await recordOutcome(env, o, tx).catch((e: unknown) => {
+        if (!(e instanceof NotFoundError)) throw e;
+      });
+    },
+  };
 }
 
 /** Per-run facts the proxies and the recorder share. */
@@ -167,9 +192,7 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
         ['submitted'],
         'committed',
         { updateId: truth.updateId, lastError: null },
-        {
-          details: { resolvedFrom: 'completions' },
-        },
+        { details: { resolvedFrom: 'completions' }, ...outcomeWith(env, truth.outcome) },
       );
       await exportUsed(env, w.id);
       return { done: true, state: 'committed' };
@@ -296,10 +319,7 @@ async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promi
         ['submitted'],
         'committed',
         { updateId: truth.updateId, lastError: null },
-        {
-          actor: 'worker',
-          details: { resolvedFrom: 'completions' },
-        },
+        { actor: 'worker', details: { resolvedFrom: 'completions' }, ...outcomeWith(env, truth.outcome) },
       );
       await exportUsed(env, id);
       return { done: true, state: 'committed' };
@@ -522,19 +542,7 @@ function withdrawalContext(
               ...(r.facts?.updateId ? { updateId: r.facts.updateId } : {}),
               lastError: null,
             },
-            {
-              ...journal,
-              ...(outcome
-                ? {
-                    also: async (tx) => {
-                      await recordOutcome(env, outcome, tx).catch((e: unknown) => {
-                        // A submission record missing (never for this run's own): the move goes on.
-                        if (!(e instanceof NotFoundError)) throw e;
-                      });
-                    },
-                  }
-                : {}),
-            },
+            { ...journal, ...outcomeWith(env, outcome) },
           ),
         );
         if (run.outcome === outcome) run.outcome = undefined;

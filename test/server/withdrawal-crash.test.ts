@@ -156,6 +156,10 @@ describe.runIf(hasPg)('withdrawals survive SIGKILL at every step (PostgreSQL)', 
       const ups = updatesOf(w.commandId);
       expect(ups).toHaveLength(1);
       expect(done?.updateId).toBe(ups[0]!.updateId);
+      // the submission that committed has its outcome recorded, also when the process was killed
+      // between the execute and the move to committed (the restart learns it from completions)
+      const subs = await store.artifacts.submissionsFor(w.commandId);
+      expect(subs.filter((s) => s.outcome === 'committed').map((s) => s.updateId)).toEqual([done?.updateId]);
       // bob has no preapproval: the amount is locked in one offer, exactly once
       expect((await locked(alice)) - l0).toBe(toUnits(amount));
     }, 90_000);
