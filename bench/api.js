@@ -125,24 +125,33 @@ async function serverMain() {
 
   let profiler;
   process.on('message', async (m) => {
+    // A profiler that cannot start or stop says so in the answer (the bench reports it), never hangs.
     if (m.type === 'prof-start') {
-      const { Session } = await import('node:inspector');
-      profiler = new Session();
-      profiler.connect();
-      const post = (method) =>
-        new Promise((res, rej) => profiler.post(method, (e, r) => (e ? rej(e) : res(r))));
-      await post('Profiler.enable');
-      await post('Profiler.start');
-      profiler.stopTo = async (file) => {
-        const { profile } = await post('Profiler.stop');
-        await writeFile(file, JSON.stringify(profile));
-        profiler.disconnect();
-      };
-      process.send({ type: 'prof-started' });
+      try {
+        const { Session } = await import('node:inspector');
+        profiler = new Session();
+        profiler.connect();
+        const post = (method) =>
+          new Promise((res, rej) => profiler.post(method, (e, r) => (e ? rej(e) : res(r))));
+        await post('Profiler.enable');
+        await post('Profiler.start');
+        profiler.stopTo = async (file) => {
+          const { profile } = await post('Profiler.stop');
+          await writeFile(file, JSON.stringify(profile));
+          profiler.disconnect();
+        };
+        process.send({ type: 'prof-started' });
+      } catch (e) {
+        process.send({ type: 'prof-started', error: String(e) });
+      }
     }
     if (m.type === 'prof-stop') {
-      await profiler.stopTo(join(process.env.BENCH_PROF, `${m.name}.cpuprofile`));
-      process.send({ type: 'prof-stopped' });
+      try {
+        await profiler.stopTo(join(process.env.BENCH_PROF, `${m.name}.cpuprofile`));
+        process.send({ type: 'prof-stopped' });
+      } catch (e) {
+        process.send({ type: 'prof-stopped', error: String(e) });
+      }
     }
     if (m.type === 'counts') process.send({ type: 'counts', counts: await store.withdrawals.countByState() });
     if (m.type === 'pause') {
@@ -260,8 +269,11 @@ async function completeAll({ url, auth, senders, receiver, counts, servicePid })
       if (status !== 201 && status !== 200) createErrors++;
     }
   };
-  await Promise.all(Array.from({ length: 16 }, create));
-  agent.destroy();
+  try {
+    await Promise.all(Array.from({ length: 16 }, create));
+  } finally {
+    agent.destroy();
+  }
   const createdMs = performance.now() - t0;
   let byState = {};
   const deadline = Date.now() + 300_000;
@@ -347,11 +359,13 @@ async function driverMain() {
       // BENCH_PROF=<dir>: a V8 CPU profile of the service process per measured window.
       profiled: process.env.BENCH_PROF
         ? async (name, run) => {
-            await rpc(child, 'prof-start', 'prof-started');
+            const started = await rpc(child, 'prof-start', 'prof-started');
+            if (started.error) throw new Error(`BENCH_PROF: the profiler did not start: ${started.error}`);
             try {
               return await run();
             } finally {
-              await rpc(child, 'prof-stop', 'prof-stopped', { name });
+              const stopped = await rpc(child, 'prof-stop', 'prof-stopped', { name });
+              if (stopped.error) console.error(`BENCH_PROF: no ${name} profile: ${stopped.error}`);
             }
           }
         : undefined,
