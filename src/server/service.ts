@@ -160,6 +160,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       (await openStore({
         ...(config.database.url ? { url: config.database.url } : { dataDir: config.database.dataDir }),
         actor: 'service',
+        maintenance: {
+          onRun: (r) =>
+            r.ok
+              ? log.info(
+                  { ms: Math.round(r.ms), rows: r.rows, nextAfter: r.nextAfter },
+                  'embedded database maintained',
+                )
+              : log.warn({ ms: Math.round(r.ms), error: r.error }, 'embedded database maintenance failed'),
+        },
       }));
     if (!opts.store) opened.push(() => store.close());
     const signer =

@@ -137,13 +137,66 @@ class PgliteDb implements Db {
   constructor(
     private readonly pg: PGlite,
     readonly location: string,
-  ) {}
+    private readonly maintenance: Required<Pick<MaintenanceOptions, 'every'>> & MaintenanceOptions,
+  ) {
+    this.maintainAfter = maintenance.every;
+  }
 
-  /** Runs `fn` once every earlier statement or transaction finished. */
+  /** Runs `fn` once every earlier statement or transaction finished (and maintenance when due, after it). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.tail.then(fn, fn);
     this.tail = run.catch(() => {});
+    if (this.sinceMaintenance >= this.maintainAfter && !this.maintaining) this.maintain();
     return run;
+  }
+
+  /** Statements run since the last maintenance, and how many make the next one due. */
+  private sinceMaintenance = 0;
+  private maintainAfter: number;
+  private maintaining = false;
+
+  /**
+   * PGlite runs no autovacuum: without this, every updated row would leave its
+   * old versions in the tables and indexes for good, and the planner would
+   * plan without statistics. Queued behind the work already waiting, it holds
+   * the session while it runs (tens of ms on a database of ~100,000 withdrawals,
+   * see docs/performance.md); the next run is due after as many statements
+   * again, or half the database's rows if that is more, as autovacuum's scale
+   * factor does, so that its cost stays a small share of the work.
+   */
+  private maintain(): void {
+    this.maintaining = true;
+    void this.exclusive(async () => {
+      const started = performance.now();
+      try {
+        if (this.pg.closed) return;
+        // The service's tables only: the system catalogs change only with the schema, and
+        // vacuuming them all costs ~100 ms each time.
+        const tables = await this.run<{ list: string | null }>(USER_TABLES_SQL, [], true);
+        const list = tables.rows[0]?.list;
+        if (list) await this.run(`VACUUM (ANALYZE) ${list}`, [], true);
+        const r = await this.run<{ n: number | null }>(USER_ROWS_SQL, [], true);
+        const rows = Math.round(r.rows[0]?.n ?? 0);
+        this.maintainAfter = Math.max(this.maintenance.every, Math.round(rows / 2));
+        this.maintenance.onRun?.({
+          ok: true,
+          ms: performance.now() - started,
+          rows,
+          nextAfter: this.maintainAfter,
+        });
+      } catch (e) {
+        if (!this.pg.closed)
+          this.maintenance.onRun?.({
+            ok: false,
+            ms: performance.now() - started,
+            error: e instanceof Error ? e.message : String(e),
+            nextAfter: this.maintainAfter,
+          });
+      } finally {
+        this.sinceMaintenance = 0;
+        this.maintaining = false;
+      }
+    });
   }
 
   /**
@@ -159,6 +212,7 @@ class PgliteDb implements Db {
   /** One statement in one call into the engine; throws the database's error (with its SQLSTATE `code`). */
   private async run<T>(sql: string, params: readonly unknown[], sync: boolean): Promise<QueryResult<T>> {
     if (this.pg.closed) throw new Error(`the embedded database (${this.location}) is closed`);
+    this.sinceMaintenance++;
     let p = this.prepared.get(sql);
     if (p === undefined && params.length > 0 && this.prepared.size < PREPARED_LIMIT) {
       p = { name: `cs_${this.prepared.size}`, parsed: false, parsing: false };
@@ -363,7 +417,38 @@ function readResult<T>(data: Uint8Array, sql: string, known?: Field[], p?: Prepa
  * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
  * of an empty cluster (restoring a backup; tests use it to skip initdb).
  */
-export async function openPglite(dir: string | 'memory', opts: { loadDataDir?: Blob } = {}): Promise<Db> {
+/** The embedded database's own upkeep (VACUUM and ANALYZE, which PGlite never runs by itself). */
+export interface MaintenanceOptions {
+  /** Statements between two runs at least (default 20,000; more once half the database's rows are more). */
+  every?: number;
+  /** Told after each run (to log it): how long it held the database, the rows counted, or its error. */
+  onRun?: (r: MaintenanceReport) => void;
+}
+
+export interface MaintenanceReport {
+  ok: boolean;
+  ms: number;
+  /** Rows in the service's tables, as ANALYZE estimated them. */
+  rows?: number;
+  error?: string;
+  /** Statements until the next run. */
+  nextAfter: number;
+}
+
+export const MAINTENANCE_EVERY = 20_000;
+
+const USER_TABLES_SQL = `SELECT string_agg(format('%I', relname), ', ' ORDER BY relname) AS list
+  FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace`;
+const USER_ROWS_SQL = `SELECT sum(reltuples)::float8 AS n FROM pg_class
+  WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND reltuples > 0`;
+
+export async function openPglite(
+  dir: string | 'memory',
+  opts: { loadDataDir?: Blob; maintenance?: MaintenanceOptions } = {},
+): Promise<Db> {
+  const every = opts.maintenance?.every ?? MAINTENANCE_EVERY;
+  if (!Number.isSafeInteger(every) || every < 1)
+    throw new Error(`maintenance.every: a whole number of statements above 0, not ${every}`);
   let where: string | undefined;
   if (dir !== 'memory') {
     where = resolve(dir);
@@ -376,7 +461,7 @@ export async function openPglite(dir: string | 'memory', opts: { loadDataDir?: B
   });
   await db.waitReady;
   await db.query(`SET TIME ZONE 'UTC'`);
-  return new PgliteDb(db, where ?? 'memory');
+  return new PgliteDb(db, where ?? 'memory', { ...opts.maintenance, every });
 }
 
 /** A gzipped tarball of a PGlite database (a consistent copy: taken between transactions). */
@@ -514,12 +599,16 @@ export interface OpenDatabaseOptions {
   dataDir?: string;
   /** Apply pending migrations (default true). */
   migrate?: boolean;
+  /** The embedded database's upkeep (PGlite only: a PostgreSQL server runs its own autovacuum). */
+  maintenance?: MaintenanceOptions;
 }
 
 /** DATABASE_URL (or `url`) → PostgreSQL; otherwise PGlite under `dataDir` (default ./data). Migrated. */
 export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Db> {
   const url = opts.url ?? (process.env.DATABASE_URL || undefined);
-  const db = url ? await openPostgres(url) : await openPglite(opts.dataDir ?? './data');
+  const db = url
+    ? await openPostgres(url)
+    : await openPglite(opts.dataDir ?? './data', opts.maintenance ? { maintenance: opts.maintenance } : {});
   if (opts.migrate !== false) {
     try {
       await migrate(db);

@@ -23,6 +23,13 @@
  * - audit_log + audit_head: the hash chain (see audit.ts); audit_log is
  *   append-only (UPDATE, DELETE and TRUNCATE raise).
  * Migration 2 adds the withdrawal worker's lease and lookup offset.
+ * Migration 3 adds the air-gap exports and the awaiting_signature state.
+ * Migration 4 stores prepared transactions as bytes (bytea, compressed by
+ * PostgreSQL; base64 text was a third larger and compressed worse) and
+ * indexes the unfinished withdrawals of each party (the worker's claim asks
+ * for them at every claim; the party's whole history was read without it
+ * whenever the planner had no statistics, e.g. on an embedded database
+ * before its first maintenance).
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -288,7 +295,17 @@ const M003: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003];
+const M004: Migration = {
+  version: 4,
+  name: 'prepared transactions as bytea; unfinished withdrawals by party',
+  statements: [
+    `ALTER TABLE prepared_transactions ALTER COLUMN bytes TYPE bytea USING decode(bytes, 'base64')`,
+    `CREATE INDEX withdrawals_unfinished_party ON withdrawals (party)
+      WHERE state IN ('received', 'prepared', 'signed', 'submitted')`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -12,7 +12,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appendAudit, verifyAudit } from '../../src/store/audit.js';
-import { type Db, openDatabase, openPglite, parseTimestamptz, type Queryable } from '../../src/store/db.js';
+import {
+  type Db,
+  type MaintenanceReport,
+  openDatabase,
+  openPglite,
+  parseTimestamptz,
+  type Queryable,
+} from '../../src/store/db.js';
 import { StoreError } from '../../src/store/errors.js';
 import { MIGRATIONS, type Migration, migrate, schemaVersion } from '../../src/store/migrations.js';
 import { createPostgresDatabase, pgliteTemplateBlob, storeDrivers } from '../support/pg.js';
@@ -321,6 +328,93 @@ describe.each(drivers)('schema on $name', (driver) => {
     await expect(tx).rejects.toThrow('roll back');
     await outside;
     expect((await db.query('SELECT v FROM t_iso ORDER BY v')).rows).toEqual([{ v: 'kept' }]);
+  });
+
+  it('migration 4 turns the prepared transactions recorded before it into the same bytes', async () => {
+    const db = await driver.fresh({ migrate: false });
+    await migrate(
+      db,
+      MIGRATIONS.filter((m) => m.version <= 3),
+    );
+    const bytes = Buffer.from([0, 1, 2, 250, 251, 252, 253, 254, 255, 10, 13]);
+    await db.query(
+      `INSERT INTO prepared_transactions (id, request_id, hash, hashing_scheme, bytes)
+       VALUES ('00000000-0000-4000-8000-000000000001', 'r1', $1, 'v2', $2)`,
+      ['ab'.repeat(32), bytes.toString('base64')],
+    );
+    expect(await migrate(db)).toEqual({
+      applied: MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version),
+      version: LATEST,
+    });
+    const r = await db.query<{ bytes: Buffer; type: string }>(
+      `SELECT bytes, pg_typeof(bytes)::text AS type FROM prepared_transactions WHERE request_id = 'r1'`,
+    );
+    expect(r.rows[0]?.type).toBe('bytea');
+    expect(Buffer.compare(r.rows[0]!.bytes, bytes)).toBe(0);
+  });
+});
+
+describe('embedded database maintenance', () => {
+  const open: Db[] = [];
+  afterAll(async () => {
+    for (const d of open) await d.close().catch(() => {});
+  });
+
+  async function churned(every: number, reports: MaintenanceReport[]): Promise<Db> {
+    const db = await openPglite('memory', {
+      loadDataDir: await pgliteTemplateBlob(),
+      maintenance: { every, onRun: (r) => reports.push(r) },
+    });
+    open.push(db);
+    await db.query('CREATE TABLE churn (id int PRIMARY KEY, n int NOT NULL)');
+    await db.query('INSERT INTO churn VALUES (1, 0), (2, 0), (3, 0)');
+    return db;
+  }
+
+  const stats = async (db: Db) =>
+    (
+      await db.query<{ reltuples: number; relallvisible: number }>(
+        `SELECT reltuples::float8 AS reltuples, relallvisible FROM pg_class WHERE relname = 'churn'`,
+      )
+    ).rows[0];
+
+  it('vacuums and analyzes the tables once enough statements ran, never inside a transaction', async () => {
+    const reports: MaintenanceReport[] = [];
+    const db = await churned(40, reports);
+    // never analyzed, no page known to be all-visible
+    expect(await stats(db)).toEqual({ reltuples: -1, relallvisible: 0 });
+    // 60 statements in one transaction: due midway, but the transaction is not interrupted
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 60; i++)
+        await tx.query('UPDATE churn SET n = n + $1 WHERE id = $2', [1, 1 + (i % 3)]);
+    });
+    expect(reports).toEqual([]);
+    // the next statement queues the run behind itself; the one after waits for it
+    await db.query('SELECT n FROM churn WHERE id = $1', [1]);
+    expect((await db.query<{ n: number }>('SELECT sum(n)::int AS n FROM churn')).rows[0]?.n).toBe(60);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ ok: true, rows: 3, nextAfter: 40 });
+    // ANALYZE counted the rows; VACUUM marked the page all-visible (ANALYZE alone does not)
+    expect(await stats(db)).toEqual({ reltuples: 3, relallvisible: 1 });
+  });
+
+  it('runs again only after as many statements again, or half the rows when that is more', async () => {
+    const reports: MaintenanceReport[] = [];
+    const db = await churned(30, reports);
+    await db.query(`INSERT INTO churn SELECT g, 0 FROM generate_series(4, 200) g`);
+    for (let i = 0; i < 31; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [1]);
+    await db.query('SELECT 1');
+    expect(reports.map((r) => [r.ok, r.rows, r.nextAfter])).toEqual([[true, 200, 100]]);
+    for (let i = 0; i < 60; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [2]);
+    expect(reports).toHaveLength(1);
+    for (let i = 0; i < 45; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [2]);
+    await db.query('SELECT 1');
+    expect(reports).toHaveLength(2);
+  });
+
+  it('refuses a maintenance interval that is not a whole number above 0', async () => {
+    for (const every of [0, -1, 1.5, Number.NaN])
+      await expect(openPglite('memory', { maintenance: { every } })).rejects.toThrow(/maintenance\.every/);
   });
 });
 

@@ -9,6 +9,7 @@
  * (`WithdrawalRepo.transition(…, { also })`).
  */
 import { randomUUID } from 'node:crypto';
+import { base64ToBytes } from '../../hashing/input.js';
 import type { KeyScheme } from '../../keys/schemes.js';
 import type { Db, Queryable } from '../db.js';
 import { NotFoundError } from '../errors.js';
@@ -21,7 +22,7 @@ export interface PreparedRecord {
   /** Hex of the transaction hash. */
   hash: string;
   hashingScheme: string;
-  /** The PreparedTransaction protobuf, base64. */
+  /** The PreparedTransaction protobuf, base64 (stored as bytes). */
   bytes: string;
   createdAt: string;
 }
@@ -93,7 +94,15 @@ export class ArtifactRepo {
     const r = await q.query<{ createdAt: string }>(
       `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at AS "createdAt"`,
-      [row.id, row.withdrawalId, row.requestId, row.attempt, row.hash, row.hashingScheme, row.bytes],
+      [
+        row.id,
+        row.withdrawalId,
+        row.requestId,
+        row.attempt,
+        row.hash,
+        row.hashingScheme,
+        base64ToBytes(row.bytes, 'the prepared transaction'),
+      ],
     );
     return defined({ ...row, createdAt: r.rows[0]!.createdAt });
   }
@@ -104,7 +113,9 @@ export class ArtifactRepo {
       `SELECT ${PREPARED} FROM prepared_transactions WHERE withdrawal_id = $1 ORDER BY created_at, attempt, id`,
       [withdrawalId],
     );
-    return r.rows.map(defined);
+    return r.rows.map((row) =>
+      defined({ ...row, bytes: (row.bytes as unknown as Buffer).toString('base64') }),
+    );
   }
 
   async recordSignature(
