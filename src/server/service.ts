@@ -164,7 +164,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
           onRun: (r) =>
             r.ok
               ? log.info(
-                  { ms: Math.round(r.ms), rows: r.rows, nextAfter: r.nextAfter },
+                  { ms: Math.round(r.ms), vacuumed: r.vacuumed, analyzed: r.analyzed },
                   'embedded database maintained',
                 )
               : log.warn({ ms: Math.round(r.ms), error: r.error }, 'embedded database maintenance failed'),

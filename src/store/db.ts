@@ -150,52 +150,68 @@ class PgliteDb implements Db {
     return run;
   }
 
-  /** Statements run since the last maintenance, and how many make the next one due. */
+  /** Statements run since the last maintenance check; `maintaining`: a check is queued or running. */
   private sinceMaintenance = 0;
-  private maintainAfter: number;
+  private readonly maintainAfter: number;
   private maintaining = false;
 
   /**
    * PGlite runs no autovacuum: without this, every updated row would leave its
    * old versions in the tables and indexes for good, and the planner would
-   * plan without statistics. Queued behind the work already waiting, it holds
-   * the session while it runs (tens of ms on a database of ~100,000 withdrawals,
-   * see docs/performance.md); the next run is due after as many statements
-   * again, or half the database's rows if that is more, as autovacuum's scale
-   * factor does, so that its cost stays a small share of the work.
+   * plan without statistics. Every `every` statements a check is queued behind
+   * the work already waiting (never inside a transaction, which holds the
+   * session); it reads the tables' own counters and, with autovacuum's default
+   * thresholds, vacuums each table with more than 50 + 20 % dead rows and
+   * analyzes each with more than 50 + 10 % rows changed since its last
+   * ANALYZE. The session waits while it runs (see docs/operations.md).
    */
   private maintain(): void {
     this.maintaining = true;
     void this.exclusive(async () => {
       const started = performance.now();
+      let report: MaintenanceReport | undefined;
       try {
         if (this.pg.closed) return;
-        // The service's tables only: the system catalogs change only with the schema, and
-        // vacuuming them all costs ~100 ms each time.
-        const tables = await this.run<{ list: string | null }>(USER_TABLES_SQL, [], true);
-        const list = tables.rows[0]?.list;
-        if (list) await this.run(`VACUUM (ANALYZE) ${list}`, [], true);
-        const r = await this.run<{ n: number | null }>(USER_ROWS_SQL, [], true);
-        const rows = Math.round(r.rows[0]?.n ?? 0);
-        this.maintainAfter = Math.max(this.maintenance.every, Math.round(rows / 2));
-        this.maintenance.onRun?.({
-          ok: true,
-          ms: performance.now() - started,
-          rows,
-          nextAfter: this.maintainAfter,
-        });
+        // The counters reach the view when the session flushes them (at most once a second
+        // unless asked): ask, so that this check sees the statements just run.
+        await this.run('SELECT pg_stat_force_next_flush()', [], true);
+        const stats = await this.run<{ name: string; live: number; dead: number; changed: number }>(
+          TABLE_STATS_SQL,
+          [],
+          true,
+        );
+        const vacuumed: string[] = [];
+        const analyzed: string[] = [];
+        for (const t of stats.rows) {
+          const vacuum = t.dead > 50 + 0.2 * t.live;
+          const analyze = t.changed > 50 + 0.1 * t.live;
+          if (!vacuum && !analyze) continue;
+          const name = `"${t.name.replaceAll('"', '""')}"`;
+          await this.run(
+            vacuum ? `VACUUM${analyze ? ' (ANALYZE)' : ''} ${name}` : `ANALYZE ${name}`,
+            [],
+            true,
+          );
+          if (vacuum) vacuumed.push(t.name);
+          if (analyze) analyzed.push(t.name);
+        }
+        if (vacuumed.length > 0 || analyzed.length > 0)
+          report = { ok: true, ms: performance.now() - started, vacuumed, analyzed };
       } catch (e) {
         if (!this.pg.closed)
-          this.maintenance.onRun?.({
+          report = {
             ok: false,
             ms: performance.now() - started,
+            vacuumed: [],
+            analyzed: [],
             error: e instanceof Error ? e.message : String(e),
-            nextAfter: this.maintainAfter,
-          });
+          };
       } finally {
         this.sinceMaintenance = 0;
         this.maintaining = false;
       }
+      // Outside the try: a throwing listener is its own problem, not a failed maintenance.
+      if (report) this.maintenance.onRun?.(report);
     });
   }
 
@@ -412,36 +428,35 @@ function readResult<T>(data: Uint8Array, sql: string, known?: Field[], p?: Prepa
   return { rows: rows as T[], rowCount: rowCount ?? rows.length };
 }
 
-/**
- * Embedded PostgreSQL (PGlite) in `dir`, created when missing, or in memory
- * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
- * of an empty cluster (restoring a backup; tests use it to skip initdb).
- */
 /** The embedded database's own upkeep (VACUUM and ANALYZE, which PGlite never runs by itself). */
 export interface MaintenanceOptions {
-  /** Statements between two runs at least (default 20,000; more once half the database's rows are more). */
+  /** Statements between two checks of the tables' counters (default 5,000). */
   every?: number;
-  /** Told after each run (to log it): how long it held the database, the rows counted, or its error. */
+  /** Told after each check that did something or failed (to log it). */
   onRun?: (r: MaintenanceReport) => void;
 }
 
 export interface MaintenanceReport {
   ok: boolean;
+  /** How long the check held the database. */
   ms: number;
-  /** Rows in the service's tables, as ANALYZE estimated them. */
-  rows?: number;
+  /** Tables vacuumed, and tables analyzed. */
+  vacuumed: string[];
+  analyzed: string[];
   error?: string;
-  /** Statements until the next run. */
-  nextAfter: number;
 }
 
-export const MAINTENANCE_EVERY = 20_000;
+export const MAINTENANCE_EVERY = 5_000;
 
-const USER_TABLES_SQL = `SELECT string_agg(format('%I', relname), ', ' ORDER BY relname) AS list
-  FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace`;
-const USER_ROWS_SQL = `SELECT sum(reltuples)::float8 AS n FROM pg_class
-  WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND reltuples > 0`;
+const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup AS dead, n_mod_since_analyze AS changed
+  FROM pg_stat_user_tables WHERE schemaname = 'public' ORDER BY relname`;
 
+/**
+ * Embedded PostgreSQL (PGlite) in `dir`, created when missing, or in memory
+ * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
+ * of an empty cluster (restoring a backup; tests use it to skip initdb).
+ * `maintenance`: its upkeep (see `MaintenanceOptions`).
+ */
 export async function openPglite(
   dir: string | 'memory',
   opts: { loadDataDir?: Blob; maintenance?: MaintenanceOptions } = {},

@@ -24,12 +24,15 @@
  *   append-only (UPDATE, DELETE and TRUNCATE raise).
  * Migration 2 adds the withdrawal worker's lease and lookup offset.
  * Migration 3 adds the air-gap exports and the awaiting_signature state.
- * Migration 4 stores prepared transactions as bytes (bytea, compressed by
- * PostgreSQL; base64 text was a third larger and compressed worse) and
- * indexes the unfinished withdrawals of each party (the worker's claim asks
- * for them at every claim; the party's whole history was read without it
- * whenever the planner had no statistics, e.g. on an embedded database
- * before its first maintenance).
+ * Migration 4 adds prepared_transactions.bytes_raw: new rows keep the
+ * prepared transaction as bytes there (bytea: a third smaller than base64,
+ * and it compresses better), with `bytes` (base64 text) left NULL; rows
+ * written before, or by an instance of an older build during a rolling
+ * upgrade, keep `bytes`. Exactly one of the two is set; readers take either.
+ * (Converting the column in place would have made older instances store the
+ * base64 characters as bytes.) It also indexes the unfinished withdrawals of
+ * each party, which the worker's claim asks for at every claim: without it,
+ * a planner without statistics read the party's whole history.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -297,9 +300,12 @@ const M003: Migration = {
 
 const M004: Migration = {
   version: 4,
-  name: 'prepared transactions as bytea; unfinished withdrawals by party',
+  name: 'prepared transactions as bytes; unfinished withdrawals by party',
   statements: [
-    `ALTER TABLE prepared_transactions ALTER COLUMN bytes TYPE bytea USING decode(bytes, 'base64')`,
+    `ALTER TABLE prepared_transactions ADD COLUMN bytes_raw bytea`,
+    `ALTER TABLE prepared_transactions ALTER COLUMN bytes DROP NOT NULL`,
+    `ALTER TABLE prepared_transactions ADD CONSTRAINT prepared_transactions_one_bytes
+      CHECK ((bytes IS NULL) <> (bytes_raw IS NULL))`,
     `CREATE INDEX withdrawals_unfinished_party ON withdrawals (party)
       WHERE state IN ('received', 'prepared', 'signed', 'submitted')`,
   ],

@@ -21,6 +21,7 @@ import {
   type Queryable,
 } from '../../src/store/db.js';
 import { StoreError } from '../../src/store/errors.js';
+import { storeOn } from '../../src/store/index.js';
 import { MIGRATIONS, type Migration, migrate, schemaVersion } from '../../src/store/migrations.js';
 import { createPostgresDatabase, pgliteTemplateBlob, storeDrivers } from '../support/pg.js';
 
@@ -330,27 +331,67 @@ describe.each(drivers)('schema on $name', (driver) => {
     expect((await db.query('SELECT v FROM t_iso ORDER BY v')).rows).toEqual([{ v: 'kept' }]);
   });
 
-  it('migration 4 turns the prepared transactions recorded before it into the same bytes', async () => {
+  it('migration 4: prepared transactions of before it, of older instances and of this build all read back the same', async () => {
     const db = await driver.fresh({ migrate: false });
     await migrate(
       db,
       MIGRATIONS.filter((m) => m.version <= 3),
     );
-    const bytes = Buffer.from([0, 1, 2, 250, 251, 252, 253, 254, 255, 10, 13]);
+    const w = '00000000-0000-4000-8000-0000000000aa';
     await db.query(
-      `INSERT INTO prepared_transactions (id, request_id, hash, hashing_scheme, bytes)
-       VALUES ('00000000-0000-4000-8000-000000000001', 'r1', $1, 'v2', $2)`,
-      ['ab'.repeat(32), bytes.toString('base64')],
+      `INSERT INTO withdrawals (id, caller, idempotency_key, request_hash, party, receiver, amount, command_id)
+       VALUES ($1, 'c', 'k', $2, 'p::1220aa', 'r::1220bb', 1, 'cmd-m4')`,
+      [w, 'cd'.repeat(32)],
     );
+    const originals = [
+      Buffer.from([0, 1, 2, 250, 251, 252, 253, 254, 255, 10, 13]),
+      Buffer.from('an older instance, after the migration'),
+      Buffer.from([255, 0, 255, 0, 7]),
+    ];
+    const oldInsert = (id: string, bytes: Buffer) =>
+      db.query(
+        `INSERT INTO prepared_transactions (id, withdrawal_id, attempt, hash, hashing_scheme, bytes, created_at)
+         VALUES ($1, $2, 1, $3, 'v2', $4, $5)`,
+        [id, w, 'ab'.repeat(32), bytes.toString('base64'), `2026-01-01T00:00:0${id.slice(-1)}Z`],
+      );
+    // written by the older build before the upgrade
+    await oldInsert('00000000-0000-4000-8000-000000000001', originals[0]!);
     expect(await migrate(db)).toEqual({
       applied: MIGRATIONS.filter((m) => m.version > 3).map((m) => m.version),
       version: LATEST,
     });
-    const r = await db.query<{ bytes: Buffer; type: string }>(
-      `SELECT bytes, pg_typeof(bytes)::text AS type FROM prepared_transactions WHERE request_id = 'r1'`,
+    // an instance of the older build still running during a rolling upgrade: same statement, still works
+    await oldInsert('00000000-0000-4000-8000-000000000002', originals[1]!);
+    // this build
+    const store = storeOn(db);
+    await store.artifacts.recordPrepared({
+      withdrawalId: w,
+      hash: 'ab'.repeat(32),
+      hashingScheme: 'v2',
+      bytes: originals[2]!.toString('base64'),
+    });
+    const read = await store.artifacts.preparedFor(w);
+    expect(read.map((p) => p.bytes)).toEqual(originals.map((b) => b.toString('base64')));
+    const stored = await db.query<{ text: boolean; raw: boolean }>(
+      `SELECT bytes IS NOT NULL AS text, bytes_raw IS NOT NULL AS raw FROM prepared_transactions ORDER BY created_at`,
     );
-    expect(r.rows[0]?.type).toBe('bytea');
-    expect(Buffer.compare(r.rows[0]!.bytes, bytes)).toBe(0);
+    expect(stored.rows).toEqual([
+      { text: true, raw: false },
+      { text: true, raw: false },
+      { text: false, raw: true },
+    ]);
+    // exactly one of the two
+    for (const [text, raw] of [
+      [null, null],
+      ['AAEC', Buffer.from([0, 1, 2])],
+    ])
+      await expect(
+        db.query(
+          `INSERT INTO prepared_transactions (id, request_id, hash, hashing_scheme, bytes, bytes_raw)
+           VALUES (gen_random_uuid(), 'r', $1, 'v2', $2, $3)`,
+          ['ab'.repeat(32), text, raw],
+        ),
+      ).rejects.toMatchObject({ code: '23514' });
   });
 });
 
@@ -368,48 +409,59 @@ describe('embedded database maintenance', () => {
     open.push(db);
     await db.query('CREATE TABLE churn (id int PRIMARY KEY, n int NOT NULL)');
     await db.query('INSERT INTO churn VALUES (1, 0), (2, 0), (3, 0)');
+    await db.query('CREATE TABLE still (id int PRIMARY KEY, n int NOT NULL)');
+    await db.query('INSERT INTO still SELECT g, 0 FROM generate_series(1, 1000) g');
     return db;
   }
 
-  const stats = async (db: Db) =>
+  const stats = async (db: Db, table: string) =>
     (
-      await db.query<{ reltuples: number; relallvisible: number }>(
-        `SELECT reltuples::float8 AS reltuples, relallvisible FROM pg_class WHERE relname = 'churn'`,
+      await db.query<{ reltuples: number; relallvisible: number; columnStats: number }>(
+        `SELECT reltuples::float8 AS reltuples, relallvisible,
+                (SELECT count(*)::int FROM pg_stats WHERE tablename = $1) AS "columnStats"
+           FROM pg_class WHERE relname = $1`,
+        [table],
       )
     ).rows[0];
 
-  it('vacuums and analyzes the tables once enough statements ran, never inside a transaction', async () => {
+  it('vacuums and analyzes the tables past their thresholds, never inside a transaction', async () => {
     const reports: MaintenanceReport[] = [];
-    const db = await churned(40, reports);
-    // never analyzed, no page known to be all-visible
-    expect(await stats(db)).toEqual({ reltuples: -1, relallvisible: 0 });
-    // 60 statements in one transaction: due midway, but the transaction is not interrupted
+    const db = await churned(100, reports);
+    expect(await stats(db, 'churn')).toEqual({ reltuples: -1, relallvisible: 0, columnStats: 0 });
+    // 120 updates of 3 rows in one transaction: a check is due midway, but the transaction is not interrupted
     await db.transaction(async (tx) => {
-      for (let i = 0; i < 60; i++)
+      for (let i = 0; i < 120; i++)
         await tx.query('UPDATE churn SET n = n + $1 WHERE id = $2', [1, 1 + (i % 3)]);
     });
     expect(reports).toEqual([]);
-    // the next statement queues the run behind itself; the one after waits for it
+    // the next statement queues the check behind itself; the one after waits for it
     await db.query('SELECT n FROM churn WHERE id = $1', [1]);
-    expect((await db.query<{ n: number }>('SELECT sum(n)::int AS n FROM churn')).rows[0]?.n).toBe(60);
-    expect(reports).toHaveLength(1);
-    expect(reports[0]).toMatchObject({ ok: true, rows: 3, nextAfter: 40 });
-    // ANALYZE counted the rows; VACUUM marked the page all-visible (ANALYZE alone does not)
-    expect(await stats(db)).toEqual({ reltuples: 3, relallvisible: 1 });
+    expect((await db.query<{ n: number }>('SELECT sum(n)::int AS n FROM churn')).rows[0]?.n).toBe(120);
+    expect(reports).toEqual([
+      // `still`: 1,000 rows inserted, none dead: analyzed only
+      { ok: true, ms: expect.any(Number), vacuumed: ['churn'], analyzed: ['churn', 'still'] },
+    ]);
+    // ANALYZE gathered column statistics; VACUUM marked the page all-visible
+    expect(await stats(db, 'churn')).toEqual({ reltuples: 3, relallvisible: 1, columnStats: 2 });
+    expect((await stats(db, 'still'))?.columnStats).toBe(2);
   });
 
-  it('runs again only after as many statements again, or half the rows when that is more', async () => {
+  it('checks again only after `every` statements, and leaves tables under their thresholds alone', async () => {
     const reports: MaintenanceReport[] = [];
-    const db = await churned(30, reports);
-    await db.query(`INSERT INTO churn SELECT g, 0 FROM generate_series(4, 200) g`);
-    for (let i = 0; i < 31; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [1]);
+    const db = await churned(100, reports);
+    for (let i = 0; i < 101; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [1]);
     await db.query('SELECT 1');
-    expect(reports.map((r) => [r.ok, r.rows, r.nextAfter])).toEqual([[true, 200, 100]]);
-    for (let i = 0; i < 60; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [2]);
+    expect(reports.map((r) => [r.vacuumed, r.analyzed])).toEqual([[['churn'], ['churn', 'still']]]);
+    // fewer than 100 statements since that check (the 5 after it, 90 now): none yet, however many dead rows
+    for (let i = 0; i < 90; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [2]);
     expect(reports).toHaveLength(1);
-    for (let i = 0; i < 45; i++) await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [2]);
+    // 60 updates of `still` (under 50 + 20 % of 1,000 dead, under 50 + 10 % changed) and churn's again
+    for (let i = 0; i < 60; i++) await db.query('UPDATE still SET n = n + 1 WHERE id = $1', [i + 1]);
     await db.query('SELECT 1');
-    expect(reports).toHaveLength(2);
+    expect(reports.map((r) => [r.vacuumed, r.analyzed])).toEqual([
+      [['churn'], ['churn', 'still']],
+      [['churn'], ['churn']],
+    ]);
   });
 
   it('refuses a maintenance interval that is not a whole number above 0', async () => {

@@ -22,7 +22,7 @@ export interface PreparedRecord {
   /** Hex of the transaction hash. */
   hash: string;
   hashingScheme: string;
-  /** The PreparedTransaction protobuf, base64 (stored as bytes). */
+  /** The PreparedTransaction protobuf, base64 (stored as bytes; see migration 4). */
   bytes: string;
   createdAt: string;
 }
@@ -66,7 +66,8 @@ function defined<T extends object>(o: Nullable<T>): T {
 }
 
 const PREPARED = `id, withdrawal_id AS "withdrawalId", request_id AS "requestId", attempt, hash,
-  hashing_scheme AS "hashingScheme", bytes, created_at AS "createdAt"`;
+  hashing_scheme AS "hashingScheme", COALESCE(bytes_raw, decode(bytes, 'base64')) AS bytes,
+  created_at AS "createdAt"`;
 const SIGNATURE = `id, prepared_id AS "preparedId", withdrawal_id AS "withdrawalId", hash, signed_by AS "signedBy",
   key_label AS "keyLabel", scheme, signature_format AS "signatureFormat", signature, created_at AS "createdAt"`;
 const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", withdrawal_id AS "withdrawalId",
@@ -92,7 +93,7 @@ export class ArtifactRepo {
     };
     // Only the default is read back: the bytes (tens of KB) are what was sent.
     const r = await q.query<{ createdAt: string }>(
-      `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes)
+      `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes_raw)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at AS "createdAt"`,
       [
         row.id,
