@@ -1,19 +1,41 @@
 /**
  * `canton-signer audit verify`: walks the audit log's hash chain and reports
  * the first row edited, removed or reordered. Exit 0 intact, 1 broken (the
- * message names the row). The database: --database-url (or DATABASE_URL),
- * else the PGlite folder --data-dir (default ./data). Never migrates: an
- * audit check does not change the database it checks.
+ * message names the row), 2 when there is nothing to check. The database:
+ * --database-url, else the folder --data-dir, else the service's own
+ * database settings (CANTON_SIGNER_DATABASE_URL, DATABASE_URL,
+ * CANTON_SIGNER_DATA_DIR, then the configuration file of --config or
+ * CANTON_SIGNER_CONFIG, else ./data), as `serve` finds them. Never migrates:
+ * an audit check does not change the database it checks.
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { ConfigError, loadDatabaseConfig } from '../server/config.js';
 import { verifyAudit } from '../store/audit.js';
 import { type Db, openPglite, openPostgres } from '../store/db.js';
 import { schemaVersion } from '../store/migrations.js';
 import { CliExit } from './options.js';
 
-async function openForAudit(opts: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
-  const url = opts.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+interface AuditOptions {
+  databaseUrl?: string;
+  dataDir?: string;
+  config?: string;
+  json?: boolean;
+}
+
+async function openForAudit(opts: AuditOptions): Promise<Db> {
+  let url = opts.databaseUrl;
+  let dir = opts.dataDir;
+  if (url === undefined && dir === undefined) {
+    try {
+      const db = await loadDatabaseConfig(opts.config !== undefined ? { file: opts.config } : {});
+      url = db.url;
+      dir = db.dataDir;
+    } catch (e) {
+      if (e instanceof ConfigError) throw new CliExit(2, e.message);
+      throw e;
+    }
+  }
   if (url) {
     try {
       return await openPostgres(url, { max: 2 });
@@ -21,9 +43,10 @@ async function openForAudit(opts: { databaseUrl?: string; dataDir?: string }): P
       throw new CliExit(1, e instanceof Error ? e.message : String(e));
     }
   }
-  const dir = opts.dataDir ?? './data';
-  if (!existsSync(dir)) throw new CliExit(2, `no database at ${dir} (use --data-dir or --database-url)`);
-  return openPglite(dir);
+  const where = dir ?? './data';
+  if (!existsSync(where))
+    throw new CliExit(2, `no database at ${where} (use --data-dir, --database-url or --config)`);
+  return openPglite(where);
 }
 
 export function registerAudit(program: Command): void {
@@ -31,10 +54,14 @@ export function registerAudit(program: Command): void {
   audit
     .command('verify')
     .description('Verify the audit log hash chain; exit 0 intact, 1 broken')
-    .option('--database-url <url>', 'PostgreSQL URL (default $DATABASE_URL)')
-    .option('--data-dir <dir>', 'embedded database folder when no URL is given (default ./data)')
+    .option('--database-url <url>', 'PostgreSQL URL (default: the service configuration)')
+    .option('--data-dir <dir>', 'embedded database folder (default: the service configuration, else ./data)')
+    .option(
+      '--config <file>',
+      'the service configuration file for the database settings (default $CANTON_SIGNER_CONFIG)',
+    )
     .option('--json', 'print JSON')
-    .action(async (opts: { databaseUrl?: string; dataDir?: string; json?: boolean }) => {
+    .action(async (opts: AuditOptions) => {
       const db = await openForAudit(opts);
       try {
         if ((await schemaVersion(db)) === 0)

@@ -48,16 +48,25 @@ export const REDACT_PATHS = [
   'pin',
   'token',
   'privateKey',
+  'secret',
+  'sharedSecret',
+  'clientSecret',
+  'password',
+  '*.authorization',
   '*.passphrase',
   '*.pin',
   '*.token',
   '*.privateKey',
+  '*.secret',
+  '*.sharedSecret',
+  '*.clientSecret',
+  '*.password',
 ];
 
 export const API_VERSION = '1';
 
 /** Routes that sign for a party, so that a party whose key is held offline answers 202 (issue 7). */
-const AWAITS = /^\/v1\/(parties|sign|sign\/execute|offers\/.+)$/;
+const AWAITS = /^\/v1\/(parties|parties\/:id\/offers\/:contractId\/[a-z]+|sign|sign\/execute)$/;
 const AWAITING_RESPONSE = out(
   z.object({
     code: z.literal('awaiting_offline_signature'),

@@ -215,6 +215,13 @@ export type AuthConfig = z.output<typeof authSchema>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const databaseSchema = z
+  .strictObject({
+    url: postgresUrl.optional(),
+    dataDir: nonEmpty.default('./data'),
+  })
+  .prefault({});
+
 export const configSchema = z
   .strictObject({
     listen: z
@@ -223,12 +230,7 @@ export const configSchema = z
         port: z.number().int('must be an integer').min(0).max(65535).default(8080),
       })
       .prefault({}),
-    database: z
-      .strictObject({
-        url: postgresUrl.optional(),
-        dataDir: nonEmpty.default('./data'),
-      })
-      .prefault({}),
+    database: databaseSchema,
     keystore: z.strictObject({ dir: nonEmpty.default('./keystore') }).prefault({}),
     network: z
       .strictObject({
@@ -562,26 +564,53 @@ function problemsOf(error: z.ZodError, used: Map<string, string>): ConfigProblem
  * Defaults, then the file, then the environment; validated as a whole.
  * Throws `ConfigError` listing every bad setting.
  */
-export async function loadConfig(opts: LoadConfigOptions = {}): Promise<ServiceConfig> {
+/**
+ * The settings before validation: defaults, then the file, then the environment; `section`:
+ * only that top-level section of each (and its environment variables). `used`: setting path →
+ * the environment variable it came from, for messages.
+ */
+async function layeredSettings(
+  opts: LoadConfigOptions,
+  section?: string,
+): Promise<{ layered: unknown; used: Map<string, string>; cwd: string }> {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const file = opts.file ?? (env[CONFIG_FILE_ENV] || undefined);
-  let layered: unknown = opts.defaults ?? {};
+  const only = (o: Record<string, unknown>): Record<string, unknown> =>
+    section === undefined ? o : section in o ? { [section]: o[section] } : {};
+  let layered: unknown = only(opts.defaults ?? {});
   if (file !== undefined) {
     const path = resolve(cwd, file);
     const data = await readConfigFile(path);
     resolveFilePaths(data, dirname(path));
-    layered = merge(layered, data);
+    layered = merge(layered, only(data));
   }
   const fromEnvironment: Record<string, unknown> = {};
   const used = new Map<string, string>();
   for (const s of ENV_SETTINGS) {
+    if (section !== undefined && !s.path.startsWith(`${section}.`)) continue;
     const name = s.env.find((n) => env[n] !== undefined && env[n] !== '');
     if (name === undefined) continue;
     used.set(s.path, name);
     setPath(fromEnvironment, s.path, fromEnv(s.kind, env[name]!, cwd));
   }
-  layered = merge(layered, fromEnvironment);
+  return { layered: merge(layered, fromEnvironment), used, cwd };
+}
+
+/**
+ * Only the database settings, found and checked as `loadConfig` finds them: for a command that
+ * needs the service's database and nothing else (`audit verify`), so that settings it does not
+ * use (auth, network) are neither required nor checked.
+ */
+export async function loadDatabaseConfig(opts: LoadConfigOptions = {}): Promise<ServiceConfig['database']> {
+  const { layered, used, cwd } = await layeredSettings(opts, 'database');
+  const parsed = z.safeParse(z.object({ database: databaseSchema }), layered, { reportInput: true });
+  if (!parsed.success) throw new ConfigError(problemsOf(parsed.error, used));
+  return { ...parsed.data.database, dataDir: resolve(cwd, parsed.data.database.dataDir) };
+}
+
+export async function loadConfig(opts: LoadConfigOptions = {}): Promise<ServiceConfig> {
+  const { layered, used, cwd } = await layeredSettings(opts);
   const parsed = z.safeParse(configSchema, layered, { reportInput: true });
   if (!parsed.success) throw new ConfigError(problemsOf(parsed.error, used));
   const cfg = parsed.data;

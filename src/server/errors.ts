@@ -61,9 +61,18 @@ const KEY_STATUS: Partial<Record<KeyError['code'], number>> = {
   invalid_key_material: 400,
   key_disabled: 409,
   backend_unavailable: 400,
+  mechanism_missing: 400,
+  invalid_message: 400,
   offline_key: 400,
   awaiting_offline_signature: 409,
 };
+/**
+ * Every other key error (wrong_passphrase, keystore_io, tampered_key_file, hsm_error, pin_locked,
+ * token_not_found, …) is the key backend failing the service, not the request: 503 with the
+ * backend's code, so that a client can tell "the keys are unavailable" from a bug. Key errors
+ * never carry secrets (the backends word them so).
+ */
+const KEY_BACKEND_FAILED = 503;
 
 const AIR_GAP_STATUS: Partial<Record<AirGapError['code'], number>> = {
   malformed: 400,
@@ -124,7 +133,10 @@ export function errorBody(err: unknown): { status: number; body: ErrorBody } {
       body: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}) },
     };
   if (err instanceof KeyError)
-    return { status: KEY_STATUS[err.code] ?? 500, body: { code: err.code, message: err.message } };
+    return {
+      status: KEY_STATUS[err.code] ?? KEY_BACKEND_FAILED,
+      body: { code: err.code, message: err.message },
+    };
   if (isCantonApiError(err))
     return {
       status: 502,

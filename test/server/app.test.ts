@@ -2,7 +2,11 @@
  * The app's common behaviour: health and readiness, the error shape for an
  * unknown route and a missing token, the OpenAPI document, metrics.
  */
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeyError, type KeyErrorCode } from '../../src/keys/backend.js';
+import { REDACT_PATHS } from '../../src/server/app.js';
+import { errorBody } from '../../src/server/errors.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
 
 let env: ServiceEnv;
@@ -60,5 +64,55 @@ describe('service app', () => {
       /canton_signer_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/,
     );
     expect(r.body).toContain('canton_signer_withdrawals{state="received"} 0');
+  });
+});
+
+describe('log redaction', () => {
+  it('no log line carries a field named like a secret, at the top level or one level down', () => {
+    const lines: string[] = [];
+    const log = pino(
+      { redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+      { write: (line: string) => void lines.push(line) },
+    );
+    const secrets = {
+      authorization: 'Bearer s-0',
+      passphrase: 's-1',
+      pin: 's-2',
+      token: 's-3',
+      privateKey: 's-4',
+      secret: 's-5',
+      sharedSecret: 's-6',
+      clientSecret: 's-7',
+      password: 's-8',
+    };
+    log.info({ ...secrets, kept: 'visible' }, 'top');
+    log.info({ nested: { ...secrets, kept: 'visible' } }, 'nested');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line).toContain('visible');
+      for (const v of Object.values(secrets)) expect(line).not.toContain(v);
+    }
+  });
+});
+
+describe('key errors as API answers', () => {
+  const status = (code: KeyErrorCode) => errorBody(new KeyError(code, `m-${code}`));
+
+  it('a fault of the request is a 4xx; the key backend failing the service is a 503 with its code', () => {
+    expect(status('key_not_found').status).toBe(404);
+    expect(status('key_disabled').status).toBe(409);
+    expect(status('mechanism_missing').status).toBe(400);
+    for (const code of [
+      'wrong_passphrase',
+      'no_passphrase',
+      'tampered_key_file',
+      'keystore_io',
+      'hsm_error',
+      'wrong_pin',
+      'pin_locked',
+      'token_not_found',
+      'hsm_module',
+    ] as const)
+      expect(status(code), code).toEqual({ status: 503, body: { code, message: `m-${code}` } });
   });
 });

@@ -47,4 +47,21 @@ describe('OpenAPI document', () => {
     }
     expect(doc.openapi).toBe('3.0.3');
   });
+
+  it('documents the 202 "awaiting offline signature" answer on every route that signs for a party, and only there', () => {
+    const with202 = Object.entries(doc.paths)
+      .filter(
+        ([, ops]) => (ops.post as { responses?: Record<string, unknown> } | undefined)?.responses?.['202'],
+      )
+      .map(([path]) => path)
+      .sort();
+    expect(with202).toEqual([
+      '/v1/parties',
+      '/v1/parties/{id}/offers/{contractId}/accept',
+      '/v1/parties/{id}/offers/{contractId}/reject',
+      '/v1/parties/{id}/offers/{contractId}/withdraw',
+      '/v1/sign',
+      '/v1/sign/execute',
+    ]);
+  });
 });

@@ -6,7 +6,7 @@
  * PostgreSQL; many promises on one handle) keep one contiguous chain; the
  * table refuses UPDATE / DELETE / TRUNCATE; `canton-signer audit verify`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -303,6 +303,54 @@ describe('canton-signer audit verify', () => {
       r = await cli(['audit', 'verify', '--data-dir', join(dir, 'nothing-here')]);
       expect(r.code).toBe(2);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without --data-dir or --database-url, finds the database where the service configuration puts it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cs-audit-config-'));
+    const names = [
+      'CANTON_SIGNER_CONFIG',
+      'CANTON_SIGNER_DATABASE_URL',
+      'DATABASE_URL',
+      'CANTON_SIGNER_DATA_DIR',
+    ] as const;
+    const saved = names.map((n) => [n, process.env[n]] as const);
+    for (const n of names) delete process.env[n];
+    try {
+      const data = join(dir, 'data');
+      const { pgliteTemplateBlob } = await import('../support/pg.js');
+      const db = await openPglite(data, { loadDataDir: await pgliteTemplateBlob() });
+      await migrate(db);
+      await fill(db, 3);
+      await db.close();
+      // a file whose dataDir is relative to the file; settings `audit verify` does not use are not checked
+      mkdirSync(join(dir, 'conf'));
+      const file = join(dir, 'conf', 'service.json');
+      writeFileSync(file, JSON.stringify({ database: { dataDir: '../data' }, auth: { unchecked: true } }));
+      let r = await cli(['audit', 'verify', '--config', file, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, rows: 3 });
+      process.env.CANTON_SIGNER_CONFIG = file;
+      r = await cli(['audit', 'verify', '--json']);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, rows: 3 });
+      delete process.env.CANTON_SIGNER_CONFIG;
+      process.env.CANTON_SIGNER_DATA_DIR = data;
+      r = await cli(['audit', 'verify', '--json']);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, rows: 3 });
+      // the environment's URL wins over the folder, as for `serve`; a bad one is named
+      process.env.CANTON_SIGNER_DATABASE_URL = 'mysql://elsewhere/db';
+      r = await cli(['audit', 'verify']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('CANTON_SIGNER_DATABASE_URL');
+      // an explicit folder wins over every setting
+      r = await cli(['audit', 'verify', '--data-dir', data, '--json']);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, rows: 3 });
+    } finally {
+      for (const [n, v] of saved) {
+        if (v === undefined) delete process.env[n];
+        else process.env[n] = v;
+      }
       rmSync(dir, { recursive: true, force: true });
     }
   });
