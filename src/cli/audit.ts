@@ -5,8 +5,8 @@
  * --database-url, else the folder --data-dir, else the service's own
  * database settings (CANTON_SIGNER_DATABASE_URL, DATABASE_URL,
  * CANTON_SIGNER_DATA_DIR, then the configuration file of --config or
- * CANTON_SIGNER_CONFIG, else ./data), as `serve` finds them. Never migrates:
- * an audit check does not change the database it checks.
+ * CANTON_SIGNER_CONFIG, else ./data), as `serve` finds them. Never migrates
+ * nor maintains: an audit check does not change the database it checks.
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -46,7 +46,7 @@ async function openForAudit(opts: AuditOptions): Promise<Db> {
   const where = dir ?? './data';
   if (!existsSync(where))
     throw new CliExit(2, `no database at ${where} (use --data-dir, --database-url or --config)`);
-  return openPglite(where);
+  return openPglite(where, { maintenance: false });
 }
 
 export function registerAudit(program: Command): void {

@@ -455,13 +455,15 @@ const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup 
  * Embedded PostgreSQL (PGlite) in `dir`, created when missing, or in memory
  * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
  * of an empty cluster (restoring a backup; tests use it to skip initdb).
- * `maintenance`: its upkeep (see `MaintenanceOptions`).
+ * `maintenance`: its upkeep (see `MaintenanceOptions`; `false`: none).
  */
 export async function openPglite(
   dir: string | 'memory',
-  opts: { loadDataDir?: Blob; maintenance?: MaintenanceOptions } = {},
+  opts: { loadDataDir?: Blob; maintenance?: MaintenanceOptions | false } = {},
 ): Promise<Db> {
-  const every = opts.maintenance?.every ?? MAINTENANCE_EVERY;
+  // `false`: none (a read-only check such as `audit verify` leaves the database as it found it).
+  const every =
+    opts.maintenance === false ? Number.MAX_SAFE_INTEGER : (opts.maintenance?.every ?? MAINTENANCE_EVERY);
   if (!Number.isSafeInteger(every) || every < 1)
     throw new Error(`maintenance.every: a whole number of statements above 0, not ${every}`);
   let where: string | undefined;
@@ -476,7 +478,7 @@ export async function openPglite(
   });
   await db.waitReady;
   await db.query(`SET TIME ZONE 'UTC'`);
-  return new PgliteDb(db, where ?? 'memory', { ...opts.maintenance, every });
+  return new PgliteDb(db, where ?? 'memory', { ...(opts.maintenance || {}), every });
 }
 
 /** A gzipped tarball of a PGlite database (a consistent copy: taken between transactions). */

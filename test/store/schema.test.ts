@@ -464,6 +464,24 @@ describe('embedded database maintenance', () => {
     ]);
   });
 
+  it('by default checks every 5,000 statements; `maintenance: false` never does', async () => {
+    for (const maintenance of [undefined, false] as const) {
+      const db = await openPglite('memory', {
+        loadDataDir: await pgliteTemplateBlob(),
+        ...(maintenance === false ? { maintenance } : {}),
+      });
+      open.push(db);
+      await db.query('CREATE TABLE churn (id int PRIMARY KEY, n int NOT NULL)');
+      await db.query('INSERT INTO churn VALUES (1, 0), (2, 0), (3, 0)');
+      for (let i = 0; i < 5_000; i++)
+        await db.query('UPDATE churn SET n = n + 1 WHERE id = $1', [1 + (i % 3)]);
+      await db.query('SELECT 1');
+      expect((await stats(db, 'churn'))?.columnStats, String(maintenance)).toBe(
+        maintenance === false ? 0 : 2,
+      );
+    }
+  });
+
   it('refuses a maintenance interval that is not a whole number above 0', async () => {
     for (const every of [0, -1, 1.5, Number.NaN])
       await expect(openPglite('memory', { maintenance: { every } })).rejects.toThrow(/maintenance\.every/);
