@@ -561,10 +561,6 @@ function problemsOf(error: z.ZodError, used: Map<string, string>): ConfigProblem
 }
 
 /**
- * Defaults, then the file, then the environment; validated as a whole.
- * Throws `ConfigError` listing every bad setting.
- */
-/**
  * The settings before validation: defaults, then the file, then the environment; `section`:
  * only that top-level section of each (and its environment variables). `used`: setting path →
  * the environment variable it came from, for messages.
@@ -609,6 +605,10 @@ export async function loadDatabaseConfig(opts: LoadConfigOptions = {}): Promise<
   return { ...parsed.data.database, dataDir: resolve(cwd, parsed.data.database.dataDir) };
 }
 
+/**
+ * Defaults, then the file, then the environment; validated as a whole.
+ * Throws `ConfigError` listing every bad setting.
+ */
 export async function loadConfig(opts: LoadConfigOptions = {}): Promise<ServiceConfig> {
   const { layered, used, cwd } = await layeredSettings(opts);
   const parsed = z.safeParse(configSchema, layered, { reportInput: true });

@@ -138,21 +138,18 @@ class PgliteDb implements Db {
     private readonly pg: PGlite,
     readonly location: string,
     private readonly maintenance: Required<Pick<MaintenanceOptions, 'every'>> & MaintenanceOptions,
-  ) {
-    this.maintainAfter = maintenance.every;
-  }
+  ) {}
 
   /** Runs `fn` once every earlier statement or transaction finished (and maintenance when due, after it). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.tail.then(fn, fn);
     this.tail = run.catch(() => {});
-    if (this.sinceMaintenance >= this.maintainAfter && !this.maintaining) this.maintain();
+    if (this.sinceMaintenance >= this.maintenance.every && !this.maintaining) this.maintain();
     return run;
   }
 
   /** Statements run since the last maintenance check; `maintaining`: a check is queued or running. */
   private sinceMaintenance = 0;
-  private readonly maintainAfter: number;
   private maintaining = false;
 
   /**

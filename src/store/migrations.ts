@@ -25,7 +25,7 @@
  * Migration 2 adds the withdrawal worker's lease and lookup offset.
  * Migration 3 adds the air-gap exports and the awaiting_signature state.
  * Migration 4 adds prepared_transactions.bytes_raw: new rows keep the
- * prepared transaction as bytes there (bytea: a third smaller than base64,
+ * prepared transaction as bytes there (bytea: a quarter smaller than base64,
  * and it compresses better), with `bytes` (base64 text) left NULL; rows
  * written before, or by an instance of an older build during a rolling
  * upgrade, keep `bytes`. Exactly one of the two is set; readers take either.
