@@ -1,6 +1,7 @@
 /**
  * The online half of air-gapped signing on the command line (issue 7 §3):
- * `export-key`, `exports`, `export` and `import`, as REST clients of a
+ * `export-key` (`--create`: the admin's one-time setup), `exports`, `export`
+ * and `import`, as REST clients of a
  * running `canton-signer serve` (never the database). `export` writes the
  * sealed request of a withdrawal (a file, stdout, QR frame PNGs) for the
  * offline machine; `import` parses an offline signer's response locally,
@@ -270,11 +271,18 @@ export function registerAirGap(program: Command): void {
         "Fetch the service's export public key (PEM): the offline machine trusts it with `offline sign --trust FILE`",
       )
       .option('--out <file>', 'write the PEM here (default: stdout); an existing file is not overwritten')
-      .option('--force', 'overwrite an existing --out file'),
-  ).action(async (opts: ClientOpts & { out?: string; force?: boolean }) => {
+      .option('--force', 'overwrite an existing --out file')
+      .option(
+        '--create',
+        'create the export key first if the service has none (once, at setup; an admin token)',
+      ),
+  ).action(async (opts: ClientOpts & { out?: string; force?: boolean; create?: boolean }) => {
     checkPayloadTargets({ ...(opts.out !== undefined ? { out: opts.out } : {}), force: opts.force === true });
     const client = clientFrom(opts);
-    const k = checkExportKey(await client.call<ExportKeyView>('GET', '/v1/air-gap/export-key'), client.shown);
+    const k = checkExportKey(
+      await client.call<ExportKeyView>(opts.create === true ? 'POST' : 'GET', '/v1/air-gap/export-key'),
+      client.shown,
+    );
     if (opts.out !== undefined) await writeNew(opts.out, k.pem, opts.force === true);
     else process.stdout.write(k.pem);
     process.stderr.write(

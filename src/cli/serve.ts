@@ -6,7 +6,8 @@
  * redacted form). SIGTERM/SIGINT shut it down gracefully: no new connections,
  * in-flight requests finished, the withdrawal worker's steps finished, then
  * the clients, keys and database closed; exit 0. A second signal exits at
- * once (1). `--dev` is development mode (src/server/dev.ts).
+ * once (1). `--dev` is development mode (src/server/dev.ts); it exits 2 when
+ * the configuration does not use the built-in sandbox network.
  *
  * `--workers N` runs N service processes (node:cluster) sharing the listen
  * port, one per core: each is a whole service (routes, withdrawal worker with
@@ -119,6 +120,8 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       throw new CliExit(2, `invalid configuration: ${e.problems.map(formatProblem).join('; ')}`);
     throw e;
   }
+  const devProblem = dev?.devConfigProblem(config);
+  if (devProblem !== undefined) throw new CliExit(2, devProblem);
   const devAuth = dev ? await dev.applyDevSecret(config) : undefined;
   if (dev)
     process.stderr.write(dev.devWarning({ devPassphrase, ...(devAuth ? { secretFile: devAuth.file } : {}) }));

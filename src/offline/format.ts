@@ -53,7 +53,8 @@ export type AirGapErrorCode =
   | 'key_mismatch' // signed by another key than the party's registered one
   | 'window_closed' // too late to sign or to submit
   | 'window_too_short' // the window closes sooner than the configured minimum
-  | 'refused'; // the offline operator declined
+  | 'refused' // the offline operator declined
+  | 'export_key_missing'; // online: no export key was created yet (POST /v1/air-gap/export-key)
 
 export class AirGapError extends Error {
   override readonly name = 'AirGapError';

@@ -8,7 +8,10 @@
  * window still open; a closed window makes the export stale so that the flow
  * prepares again and exports anew — a stale transaction is never submitted.
  * The imported signatures are what the offline key backend hands the
- * pipeline (`signatureFor`), where they are verified once more.
+ * pipeline (`signatureFor`), where they are verified once more. Every refused
+ * import is audited (`air-gap.import-refused`: actor, export, reason).
+ * The export key is created only on request (`createExportKey`, an admin's
+ * act, audited as `key.put`): reading it and exporting never create a key.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -39,7 +42,7 @@ export const DEFAULT_EXPORT_KEY = 'air-gap-export';
 export const SUBMIT_MARGIN_MS = 30_000;
 
 export interface OnlineAirGapOptions {
-  /** Label of the export key (an Ed25519 key created on first use when absent). Default `air-gap-export`. */
+  /** Label of the export key (an Ed25519 file key made by `createExportKey`). Default `air-gap-export`. */
   exportKeyLabel?: string;
   /** An import is refused when the window closes sooner than this (default 30 s): submitting takes time. */
   importMarginMs?: number;
@@ -81,25 +84,55 @@ export class OnlineAirGap {
     return this.opts.now?.() ?? new Date();
   }
 
-  /** The export key (created as an Ed25519 key in the file keystore on first use). */
+  /**
+   * The export key; `export_key_missing` while none was created. Only reads:
+   * a missing key is made by `createExportKey`, never here.
+   */
   exportKey(): Promise<KeyDescription> {
-    this.exportKeyP ??= (async () => {
-      try {
-        return await this.signer.describe(this.label);
-      } catch (e) {
-        if (!(e instanceof KeyError) || e.code !== 'key_not_found') throw e;
-        try {
-          return await this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' });
-        } catch (g) {
-          if (g instanceof KeyError && g.code === 'key_exists') return this.signer.describe(this.label);
-          throw g;
-        }
-      }
-    })();
+    this.exportKeyP ??= this.signer.describe(this.label).catch((e: unknown) => {
+      if (e instanceof KeyError && e.code === 'key_not_found')
+        throw new AirGapError(
+          'export_key_missing',
+          `there is no air-gap export key (${this.label}) yet: an admin creates it once with POST /v1/air-gap/export-key (canton-signer export-key --create)`,
+        );
+      throw e;
+    });
     this.exportKeyP.catch(() => {
       this.exportKeyP = undefined;
     });
     return this.exportKeyP;
+  }
+
+  /**
+   * Creates the export key (Ed25519, file keystore) when there is none and
+   * records it in the key table, audited as `key.put` by `actor`. An
+   * existing key is kept (and recorded if the key table lacks it).
+   */
+  async createExportKey(actor: string): Promise<{ key: KeyDescription; created: boolean }> {
+    let key: KeyDescription;
+    let created = false;
+    try {
+      key = await this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' });
+      created = true;
+    } catch (e) {
+      if (!(e instanceof KeyError && e.code === 'key_exists')) throw e;
+      key = await this.signer.describe(this.label);
+    }
+    if (created || !(await this.store.keys.get(key.label)))
+      await this.store.keys.put(
+        {
+          label: key.label,
+          backend: key.backend,
+          scheme: key.scheme,
+          fingerprint: key.fingerprint,
+          publicKeySpki: key.publicKeySpki,
+          createdAt: key.createdAt,
+          disabled: key.disabled,
+        },
+        actor,
+      );
+    this.exportKeyP = Promise.resolve(key);
+    return { key, created };
   }
 
   /** An exporter for the pipeline, scoped to one withdrawal / request. */
@@ -151,6 +184,8 @@ export class OnlineAirGap {
     const repo = this.store.airGap;
     const same = await repo.currentForHashes(v.party.fingerprint, [hash]);
     if (same) return this.sameRequest(same, scope);
+    // Nothing changes unless the request can be sealed.
+    await this.exportKey();
     if (scope.withdrawalId) {
       // A new preparation supersedes the withdrawal's earlier request (its response would sign another hash).
       const cur = await repo.currentFor(scope.withdrawalId);
@@ -160,7 +195,6 @@ export class OnlineAirGap {
           reason: 'prepared again',
         });
     }
-    await this.exportKey();
     const window = describeWindow(v.window);
     const request: AirGapRequest = {
       format: REQUEST_FORMAT,
@@ -211,13 +245,39 @@ export class OnlineAirGap {
 
   /**
    * Checks a response against the export it answers and records it (once).
-   * Throws `AirGapError` naming what is wrong; a closed window makes the
-   * export stale (the caller then prepares again and exports anew).
+   * Throws `AirGapError` naming what is wrong, after auditing the refusal
+   * (`air-gap.import-refused`); a closed window makes the export stale (the
+   * caller then prepares again and exports anew).
    */
   async importResponse(input: string | unknown, actor: string): Promise<ImportResult> {
+    const seen: { nonce?: string; export?: ExportRecord } = {};
+    try {
+      return await this.checkAndImport(input, actor, seen);
+    } catch (e) {
+      if (e instanceof AirGapError)
+        await this.store.airGap.importRefused(
+          {
+            ...seen,
+            code: e.code,
+            message: e.message,
+            ...(e.field !== undefined ? { field: e.field } : {}),
+          },
+          actor,
+        );
+      throw e;
+    }
+  }
+
+  private async checkAndImport(
+    input: string | unknown,
+    actor: string,
+    seen: { nonce?: string; export?: ExportRecord },
+  ): Promise<ImportResult> {
     const r = parseResponse(input);
+    seen.nonce = r.nonce;
     const repo = this.store.airGap;
     const x = await repo.byNonce(r.nonce);
+    if (x) seen.export = x;
     if (!x)
       throw new AirGapError(
         'unknown_request',

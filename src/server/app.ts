@@ -1,21 +1,28 @@
 /**
  * The service's HTTP application: one fastify instance on which, in this
  * order, every route must declare its roles (roles.ts), request parts are
- * validated by zod (schema.ts), callers are authenticated (auth.ts), errors
+ * validated by zod (schema.ts), every answer gets `X-Request-Id` and
+ * `Cache-Control: no-store` (before authentication, so 401/403 carry them
+ * too), callers are authenticated (auth.ts; a 403 is audited), errors
  * take one JSON shape (errors.ts), requests are counted (metrics.ts) and the
  * OpenAPI document is generated from the route schemas (@fastify/swagger,
  * served at `/docs` as JSON). The routes themselves live in routes/, one
  * plugin per resource, all under `/v1` except health, metrics and docs.
  */
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type RawRequestDefaultExpression,
+} from 'fastify';
 import { z } from 'zod';
-import { installAuth, type Verifier } from './auth.js';
+import { AuthError, installAuth, type Verifier } from './auth.js';
 import type { ServiceDeps } from './deps.js';
 import { installErrorHandling } from './errors.js';
 import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
+import { auditAccessRefusal } from './routes/context.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { offersRoutes } from './routes/offers.js';
@@ -65,6 +72,15 @@ export const REDACT_PATHS = [
 
 export const API_VERSION = '1';
 
+/** A caller's `X-Request-Id` is kept only when it is this: short, and safe in logs and headers. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The request id: the caller's `X-Request-Id` when sane, else a new UUID. */
+export function requestId(req: RawRequestDefaultExpression): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : crypto.randomUUID();
+}
+
 /** Routes that sign for a party, so that a party whose key is held offline answers 202 (issue 7). */
 const AWAITS = /^\/v1\/(parties|parties\/:id\/offers\/:contractId\/[a-z]+|sign|sign\/execute)$/;
 const AWAITING_RESPONSE = out(
@@ -101,8 +117,8 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     bodyLimit: opts.bodyLimit ?? 4 * 1024 * 1024,
     // Request ids in logs and in the X-Request-Id answer header; a caller's own id is kept when sane.
-    requestIdHeader: 'x-request-id',
-    genReqId: () => crypto.randomUUID(),
+    requestIdHeader: false,
+    genReqId: requestId,
     ajv: { customOptions: { coerceTypes: false } },
     // Party ids (~140 characters) and contract ids (up to a few hundred) are path parameters.
     routerOptions: { maxParamLength: 1024 },
@@ -121,12 +137,15 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     };
   });
   installZod(app);
-  installAuth(app, opts.verifier);
-  installErrorHandling(app);
-
+  // Before authentication: its 401 and 403 answers carry them too.
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     reply.header('cache-control', 'no-store');
+  });
+  installAuth(app, opts.verifier);
+  installErrorHandling(app);
+  app.addHook('onError', async (req, _reply, err) => {
+    if (err instanceof AuthError && err.statusCode === 403) await auditAccessRefusal(deps, req, err);
   });
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';

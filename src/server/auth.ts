@@ -59,6 +59,8 @@ export class AuthError extends Error {
   constructor(
     readonly code: AuthErrorCode,
     message: string,
+    /** The party the caller was refused (a `forbidden` from `requirePartyAccess`). */
+    readonly party?: string,
   ) {
     super(message);
     this.statusCode = STATUS[code];
@@ -410,5 +412,5 @@ export function installAuth(app: FastifyInstance, verifier: Verifier): void {
 export function requirePartyAccess(request: FastifyRequest, party: string): void {
   const roles = request.routeOptions.config.roles;
   const access = authorize(request.principal, { method: request.method, roles }, { party });
-  if (!access.allowed) throw new AuthError('forbidden', access.reason);
+  if (!access.allowed) throw new AuthError('forbidden', access.reason, party);
 }

@@ -22,6 +22,9 @@ export interface ServiceDeps {
   worker: WithdrawalWorker;
   /** Exports for and imports from offline keys (issue 7). */
   airGap: OnlineAirGap;
-  /** True once the store, the keys and the network answered; readiness reports it. */
-  ready(): Promise<{ ok: boolean; checks: Record<string, { ok: boolean; message?: string }> }>;
+  /**
+   * True once the store, the keys and the network answered; readiness reports it. A failing
+   * check has a fixed `code` only: its detail is logged, never answered.
+   */
+  ready(): Promise<{ ok: boolean; checks: Record<string, { ok: boolean; code?: string }> }>;
 }

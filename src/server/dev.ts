@@ -6,7 +6,9 @@
  * once and kept in <data>/dev-auth.json (mode 0600), two demo parties
  * (alice, funded from the sandbox tap at each start, and bob) re-hosted on the
  * fresh in-memory sandbox at each start, and a demo token plus copy-paste
- * `curl` lines printed at start. Never for real funds: it says so loudly.
+ * `curl` lines printed at start. Never for real funds: it says so loudly,
+ * and it refuses to run unless the final configuration (file and environment
+ * over its defaults) still uses the built-in sandbox network.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
@@ -50,6 +52,20 @@ export function devDefaults(): Record<string, unknown> {
       algorithms: ['HS256'],
     },
   };
+}
+
+/**
+ * Why development mode must not run with `config`, if it must not: its
+ * public keystore passphrase and demo parties are for the built-in sandbox
+ * only, never for a network named by the file or the environment.
+ */
+export function devConfigProblem(config: ServiceConfig): string | undefined {
+  if (config.network.sandbox) return undefined;
+  return (
+    '--dev runs only on the built-in sandbox network, but the configuration sets network.sandbox ' +
+    '(CANTON_SIGNER_SANDBOX) to false and names a real network: development mode would use the public ' +
+    'development keystore passphrase there. Remove --dev, or set network.sandbox: true'
+  );
 }
 
 /** The environment of development mode: the development passphrase unless one is configured. */

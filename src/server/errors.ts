@@ -60,15 +60,15 @@ const KEY_STATUS: Partial<Record<KeyError['code'], number>> = {
   unsupported_scheme: 400,
   invalid_key_material: 400,
   key_disabled: 409,
-  backend_unavailable: 400,
   mechanism_missing: 400,
   invalid_message: 400,
   offline_key: 400,
   awaiting_offline_signature: 409,
 };
 /**
- * Every other key error (wrong_passphrase, keystore_io, tampered_key_file, hsm_error, pin_locked,
- * token_not_found, …) is the key backend failing the service, not the request: 503 with the
+ * Every other key error (backend_unavailable, wrong_passphrase, keystore_io, tampered_key_file,
+ * hsm_error, pin_locked, token_not_found, …) is the key backend failing the service — or missing
+ * from its configuration — not the request: 503 with the
  * backend's code, so that a client can tell "the keys are unavailable" from a bug. Key errors
  * never carry secrets (the backends word them so).
  */
@@ -79,6 +79,8 @@ const AIR_GAP_STATUS: Partial<Record<AirGapError['code'], number>> = {
   unknown_request: 404,
   nonce_replayed: 409,
   window_closed: 409,
+  // A cold party's request cannot be exported before an admin created the export key.
+  export_key_missing: 409,
 };
 
 /** Maps an error to its status and body. Exposed for tests and for the engine's stored errors. */

@@ -26,9 +26,14 @@ import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandb
 import { openStore, type Store } from '../store/index.js';
 import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
 import { createVerifier, type Verifier } from './auth.js';
-import type { ServiceConfig } from './config.js';
+import { redactUrl, type ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import { ServiceMetrics } from './metrics.js';
+
+/** `text` with each URL in it as `redactConfig` prints a URL (password and secret query values REDACTED). */
+function redactUrls(text: string): string {
+  return text.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, (u) => redactUrl(u));
+}
 
 function offlineKeys(signer: Signer): OfflineBackend | undefined {
   try {
@@ -226,19 +231,25 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       worker,
       airGap,
       async ready() {
-        const checks: Record<string, { ok: boolean; message?: string }> = {};
-        const probe = async (name: string, f: () => Promise<unknown>) => {
+        // Anyone may ask: the answer names a failing check by a fixed code; why it failed
+        // (a host name, a database user) goes only to the (redacting) log.
+        const checks: Record<string, { ok: boolean; code?: string }> = {};
+        const probe = async (name: string, code: string, f: () => Promise<unknown>) => {
           try {
             await f();
             checks[name] = { ok: true };
           } catch (e) {
-            checks[name] = { ok: false, message: e instanceof Error ? e.message : String(e) };
+            checks[name] = { ok: false, code };
+            log.warn(
+              { check: name, code, error: redactUrls(e instanceof Error ? e.message : String(e)) },
+              'readiness check failed',
+            );
           }
         };
         await Promise.all([
-          probe('database', () => store.db.query('SELECT 1')),
-          probe('keys', () => signer.list()),
-          probe('ledgerApi', () => flows.ledger.ledgerEnd()),
+          probe('database', 'database_unavailable', () => store.db.query('SELECT 1')),
+          probe('keys', 'keys_unavailable', () => signer.list()),
+          probe('ledgerApi', 'ledger_api_unavailable', () => flows.ledger.ledgerEnd()),
         ]);
         return { ok: Object.values(checks).every((c) => c.ok), checks };
       },

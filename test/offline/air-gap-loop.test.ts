@@ -88,6 +88,7 @@ describe('withdrawal of a cold party, across the air gap', () => {
 
 describe('import refuses a response that is not exactly the answer', () => {
   let id: string;
+  let exportId: string;
   let good: AirGapResponse;
   let party: PartyRecord;
 
@@ -95,8 +96,23 @@ describe('import refuses a response that is not exactly the answer', () => {
     party = await coldParty('cold-tamper', 'cold-tamper', 'ed25519', 'file');
     id = await createWithdrawal(party.partyId);
     await withdrawalIn(id, ['awaiting_signature']);
-    good = await signOffline((await exportOf(id)).envelope);
+    const x = await exportOf(id);
+    exportId = x.export.id;
+    good = await signOffline(x.envelope);
   });
+
+  /** The newest audit row of a refused import. */
+  const lastRefusal = async () =>
+    (
+      await ag.env.store.db.query<{
+        actor: string;
+        subject: string | null;
+        details: Record<string, unknown>;
+      }>(
+        `SELECT actor, subject, details FROM audit_log WHERE action = 'air-gap.import-refused'
+          ORDER BY seq DESC LIMIT 1`,
+      )
+    ).rows[0];
 
   const flip = (b64: string) => {
     const b = Buffer.from(b64, 'base64');
@@ -143,9 +159,21 @@ describe('import refuses a response that is not exactly the answer', () => {
   ];
 
   it.each(cases)('tampered %s → %i %s', async (_f, tamper, status, code) => {
+    const before = await lastRefusal();
     const r = await inject('POST', '/v1/air-gap/imports', operator, tamper(good));
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     expect(r.body.code).toBe(code);
+    if (code === 'invalid_request') expect(await lastRefusal()).toEqual(before);
+    else {
+      // the refusal is in the audit log: who, which export, why
+      const row = await lastRefusal();
+      expect(row).toMatchObject({ actor: 'test-operator', details: { reason: code } });
+      if (code === 'unknown_request') expect(row?.subject).toBeNull();
+      else {
+        expect(row?.subject).toBe(`withdrawal:${id}`);
+        expect(row?.details).toMatchObject({ export: exportId, party: party.partyId, field: r.body.field });
+      }
+    }
     // still parked; the genuine response is still importable
     expect((await ag.env.store.withdrawals.get(id))?.state).toBe('awaiting_signature');
   });
@@ -163,6 +191,11 @@ describe('import refuses a response that is not exactly the answer', () => {
     const r = await inject('POST', '/v1/air-gap/imports', operator, forged);
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('signature_invalid');
+    expect(await lastRefusal()).toMatchObject({
+      actor: 'test-operator',
+      subject: `withdrawal:${id}`,
+      details: { export: exportId, reason: 'signature_invalid', field: 'response.signatures.0.signature' },
+    });
     const named = { ...forged, signerFingerprint: other.fingerprint, signatures: [sig.signature] };
     const r2 = await inject('POST', '/v1/air-gap/imports', operator, named);
     expect(r2.status).toBe(422);

@@ -103,6 +103,13 @@ describe('export-key', () => {
     const out = await cli(['export-key']);
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout).toBe(served.pem);
+    // --create is an admin's: refused with the operator's token; with an admin's, the existing key
+    expectRefused(await cli(['export-key', '--create']), 'forbidden');
+    const admin = cliEnv({ CANTON_SIGNER_URL: url, CANTON_SIGNER_TOKEN: await mintToken(['admin']) });
+    delete admin.CANTON_SIGNER_KEYSTORE;
+    const created = await cli(['export-key', '--create'], { env: admin });
+    expect(created.status, created.stderr).toBe(0);
+    expect(created.stdout).toBe(served.pem);
   });
 });
 

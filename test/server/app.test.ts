@@ -1,6 +1,8 @@
 /**
- * The app's common behaviour: health and readiness, the error shape for an
- * unknown route and a missing token, the OpenAPI document, metrics.
+ * The app's common behaviour: health and readiness (failing checks by code
+ * only, the detail in the log), request ids and the headers every answer
+ * carries (401/403 too), the error shape for an unknown route and a missing
+ * token, the OpenAPI document, metrics.
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +12,14 @@ import { errorBody } from '../../src/server/errors.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
 
 let env: ServiceEnv;
+/** The service's log lines (its logger redacts as the real one does). */
+const logged: string[] = [];
 beforeAll(async () => {
-  env = await serviceEnv({ seed: 'app', worker: false });
+  const logger = pino(
+    { level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+    { write: (line: string) => void logged.push(line) },
+  );
+  env = await serviceEnv({ seed: 'app', worker: false, service: { logger } });
 }, 60_000);
 afterAll(async () => env?.close());
 
@@ -26,17 +34,62 @@ describe('service app', () => {
     expect(r.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('readiness names the failing check with 503', async () => {
+  it('readiness names the failing check with 503 and a code; the detail only in the log, redacted', async () => {
+    const detail =
+      'password authentication failed for user "custody" at postgres://custody:hunter2@db.internal:5432/signer';
     const original = env.flow.ledger.ledgerEnd.bind(env.flow.ledger);
     env.flow.ledger.ledgerEnd = async () => {
-      throw new Error('participant unreachable');
+      throw new Error(detail);
     };
     try {
       const r = await env.service.app.inject({ method: 'GET', url: '/ready' });
       expect(r.statusCode).toBe(503);
-      expect(r.json().checks.ledgerApi).toEqual({ ok: false, message: 'participant unreachable' });
+      expect(r.json().checks.ledgerApi).toEqual({ ok: false, code: 'ledger_api_unavailable' });
+      expect(r.json().checks.database).toEqual({ ok: true });
+      expect(r.body).not.toMatch(/custody|hunter2|db\.internal|password/);
+      const line = logged.find((l) => l.includes('readiness check failed'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ check: 'ledgerApi', code: 'ledger_api_unavailable' });
+      expect(line).toContain('password authentication failed for user');
+      expect(line).toContain('postgres://custody:REDACTED@db.internal:5432/signer');
+      expect(line).not.toContain('hunter2');
     } finally {
       env.flow.ledger.ledgerEnd = original;
+    }
+  });
+
+  it("keeps a caller's X-Request-Id only when it is short and of a safe charset", async () => {
+    const idOf = async (given?: string) =>
+      (
+        await env.service.app.inject({
+          method: 'GET',
+          url: '/health',
+          headers: given === undefined ? {} : { 'x-request-id': given },
+        })
+      ).headers['x-request-id'];
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    for (const sane of ['abc-123', 'trace:1.2_3', 'x'.repeat(128)]) expect(await idOf(sane)).toBe(sane);
+    for (const insane of ['x'.repeat(129), 'a b', '<script>', 'id;drop', 'ünïcode', '{"a":1}'])
+      expect(await idOf(insane), insane).toMatch(uuid);
+    expect(await idOf()).toMatch(uuid);
+  });
+
+  it('401 and 403 answers carry X-Request-Id and Cache-Control: no-store', async () => {
+    const auditor = await env.auth(['auditor']);
+    for (const [what, headers, status] of [
+      ['no token', {}, 401],
+      ['a bad token', { authorization: 'Bearer nope' }, 401],
+      ['a role the route does not declare', auditor, 403],
+    ] as const) {
+      const r = await env.service.app.inject({
+        method: 'POST',
+        url: '/v1/keys',
+        headers: { ...headers, 'x-request-id': `req-${status}` },
+        payload: { label: 'k', scheme: 'ed25519' },
+      });
+      expect(r.statusCode, what).toBe(status);
+      expect(r.headers['x-request-id'], what).toBe(`req-${status}`);
+      expect(r.headers['cache-control'], what).toBe('no-store');
     }
   });
 
@@ -102,7 +155,9 @@ describe('key errors as API answers', () => {
     expect(status('key_not_found').status).toBe(404);
     expect(status('key_disabled').status).toBe(409);
     expect(status('mechanism_missing').status).toBe(400);
+    expect(status('invalid_message').status).toBe(400);
     for (const code of [
+      'backend_unavailable',
       'wrong_passphrase',
       'no_passphrase',
       'tampered_key_file',

@@ -75,13 +75,13 @@ describe('POST /v1/keys', () => {
     expect(r.json()).toMatchObject({ code: 'invalid_request', field });
   });
 
-  it('a PKCS#11 key without a configured HSM is a 400 naming the backend', async () => {
+  it('a PKCS#11 key without a configured HSM is a 503 naming the backend', async () => {
     const r = await inject('POST', '/v1/keys', admin, {
       label: 'k-hsm',
       scheme: 'ed25519',
       backend: 'pkcs11',
     });
-    expect(r.statusCode).toBe(400);
+    expect(r.statusCode).toBe(503);
     expect(r.json().code).toBe('backend_unavailable');
   });
 

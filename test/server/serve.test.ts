@@ -1,14 +1,16 @@
 /**
  * `canton-signer serve` as a real process: a bad configuration exits 2 naming
- * each bad setting and no secret; a good one listens, answers, logs JSON with
+ * each bad setting and no secret, and so does `--dev` with a configuration
+ * that leaves the built-in sandbox; a good one listens, answers, logs JSON with
  * the configuration redacted, and on SIGTERM finishes the request in flight
  * (held back by a sandbox latency fault) before it exits 0.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
+import { buildDist, runCli } from '../support/cli.js';
 import { LISTENING, SANDBOX_ORIGIN, startServe, stopAll } from '../support/serve-process.js';
 
 const SECRET = 'serve-test-shared-secret-0123456789-abcdef';
@@ -65,6 +67,51 @@ describe('serve: configuration errors', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/cannot read .*nope\.json/);
   });
+});
+
+describe('serve --dev: only on the built-in sandbox', () => {
+  it('exits 2 naming network.sandbox when the final configuration names a real network', async () => {
+    buildDist(['cli/serve.js', 'server/dev.js']);
+    const config = join(dir, 'real-network.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        network: {
+          sandbox: false,
+          ledgerApiUrl: 'http://127.0.0.1:9',
+          validatorUrl: 'http://127.0.0.1:9',
+          ledgerApiUser: 'custody',
+        },
+      }),
+    );
+    const base = {
+      PATH: process.env.PATH ?? '',
+      CANTON_SIGNER_DATA_DIR: join(dir, 'dev-data'),
+      CANTON_SIGNER_KEYSTORE: join(dir, 'dev-keystore'),
+    };
+    for (const [what, args, env] of [
+      ['a configuration file', ['serve', '--dev', '--config', config], base],
+      [
+        'the environment',
+        ['serve', '--dev'],
+        {
+          ...base,
+          CANTON_SIGNER_SANDBOX: 'false',
+          CANTON_SIGNER_LEDGER_API_URL: 'http://127.0.0.1:9',
+          CANTON_SIGNER_VALIDATOR_URL: 'http://127.0.0.1:9',
+          CANTON_SIGNER_LEDGER_API_USER: 'custody',
+        },
+      ],
+    ] as const) {
+      const r = await runCli([...args], { env });
+      expect(r.status, `${what}: ${r.stderr}`).toBe(2);
+      expect(r.stderr, what).toMatch(/--dev runs only on the built-in sandbox/);
+      expect(r.stderr, what).toMatch(/network\.sandbox \(CANTON_SIGNER_SANDBOX\)/);
+      // refused before anything of development mode happened: no banner, no dev secret
+      expect(r.stderr, what).not.toContain('DEVELOPMENT MODE');
+      expect(existsSync(join(dir, 'dev-data', 'dev-auth.json')), what).toBe(false);
+    }
+  }, 60_000);
 });
 
 describe('serve: a running service', () => {

@@ -184,6 +184,7 @@ describe.runIf(hasPg)('withdrawals survive SIGKILL at every step (PostgreSQL)', 
       await store.parties.put(carol);
       hostExternalParty(env.net, carol, { fund: '1000' });
       airGap = new OnlineAirGap(store, signer);
+      await airGap.createExportKey('test');
     }, 60_000);
     afterAll(async () => {
       await cold?.close();

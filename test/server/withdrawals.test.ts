@@ -2,8 +2,9 @@
  * /v1/withdrawals over HTTP (fastify inject) with the service's worker
  * running against the sandbox: created withdrawals reach committed with one
  * transaction; Idempotency-Key rules (replay, conflict, concurrent identical
- * requests); cancel rules; cursor pagination and filters; the withdrawer's
- * party scope and the auditor's read-only access; a tampered preparation
+ * requests); cancel rules; cursor pagination and filters (a cursor not
+ * issued here is a 400); the withdrawer's party scope (refusals audited) and
+ * the auditor's read-only access; a tampered preparation
  * ends rejected with the refusal reason.
  */
 import { randomUUID } from 'node:crypto';
@@ -229,6 +230,74 @@ describe('cancel, list and scope (worker paused)', () => {
     const ok = await post(body('1', carol.partyId), { ...w, 'idempotency-key': randomUUID() });
     expect(ok.statusCode).toBe(201);
     made.push({ id: ok.json().id, party: carol.partyId });
+  });
+
+  it("a withdrawer's refusals are audited: subject, route, party, status", async () => {
+    const w = await env.auth(['withdrawer'], [carol.partyId]);
+    const other = made.find((m) => m.party === alice.partyId)!;
+    const refusals = async () =>
+      (
+        await env.store.db.query<{ actor: string; subject: string | null; details: Record<string, unknown> }>(
+          `SELECT actor, subject, details FROM audit_log WHERE action = 'access.refused' ORDER BY seq`,
+        )
+      ).rows;
+    const before = (await refusals()).length;
+    expect((await post(body('1', alice.partyId), { ...w, 'idempotency-key': randomUUID() })).statusCode).toBe(
+      403,
+    );
+    expect((await get(`/v1/withdrawals?party=${encodeURIComponent(alice.partyId)}`, w)).statusCode).toBe(403);
+    const cancel = await env.service.app.inject({
+      method: 'POST',
+      url: `/v1/withdrawals/${other.id}/cancel`,
+      headers: w,
+    });
+    expect(cancel.statusCode).toBe(404);
+    const rows = (await refusals()).slice(before);
+    const of = (route: string, status: number) => ({
+      actor: 'test-withdrawer',
+      subject: `party:${alice.partyId}`,
+      details: { route, party: alice.partyId, code: 'forbidden', status },
+    });
+    expect(rows).toMatchObject([
+      of('POST /v1/withdrawals', 403),
+      of('GET /v1/withdrawals', 403),
+      of('POST /v1/withdrawals/:id/cancel', 404),
+    ]);
+    // a role the route does not declare: audited too, without a party
+    const a = await env.auth(['auditor']);
+    expect((await post(body(), { ...a, 'idempotency-key': randomUUID() })).statusCode).toBe(403);
+    expect((await refusals()).at(-1)).toMatchObject({
+      actor: 'test-auditor',
+      subject: null,
+      details: { route: 'POST /v1/withdrawals', code: 'forbidden', status: 403 },
+    });
+  });
+
+  it('a cursor the service did not issue is a 400 naming it, never a 500', async () => {
+    const uuid = randomUUID();
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64url');
+    for (const cursor of [
+      b64(['1', uuid]),
+      b64(['2024', uuid]),
+      b64(['+275760-09-13T00:00:00.000Z', uuid]),
+      b64(['-000001-01-01T00:00:00.000Z', uuid]),
+      b64(['2024-02-30T00:00:00.000Z', uuid]),
+      b64(['2024-01-01T00:00:00Z', uuid]),
+      b64(['2024-01-01 00:00:00.000+00', uuid]),
+      b64(['Tue, 01 Jan 2024 00:00:00 GMT', uuid]),
+      b64(['2024-01-01T00:00:00.000Z', 'not-a-uuid']),
+      b64(['2024-01-01T00:00:00.000Z']),
+      '1',
+      'abc',
+      '!!!!',
+      Buffer.from([0xff, 0xfe, 0x00, 0x7b]).toString('base64url'),
+    ]) {
+      const r = await get(`/v1/withdrawals?cursor=${encodeURIComponent(cursor)}`, operator);
+      expect(r.statusCode, cursor).toBe(400);
+      expect(r.json(), cursor).toMatchObject({ code: 'bad_request', field: 'cursor' });
+    }
+    const issued = b64(['2024-01-01T00:00:00.000Z', uuid]);
+    expect((await get(`/v1/withdrawals?cursor=${issued}`, operator)).statusCode).toBe(200);
   });
 
   it('an auditor reads but cannot create or cancel; no token is 401', async () => {

@@ -95,6 +95,9 @@ export async function airGapEnv(o: { seed: string; hsm?: KeyBackend }): Promise<
     }
   };
 
+  // Setup: an admin creates the export key once; the operator reads it.
+  const made = await inject('POST', '/v1/air-gap/export-key', await env.auth(['admin']));
+  expect(made.status, JSON.stringify(made.body)).toBe(201);
   const k = await inject('GET', '/v1/air-gap/export-key', operator);
   expect(k.status).toBe(200);
   const trusted = [

@@ -1,6 +1,7 @@
 /**
  * /v1/air-gap: the online side of air-gapped signing (issue 7). The export
- * key an offline signer must trust; the sealed requests waiting for an
+ * key an offline signer must trust (read: 404 `export_key_missing` until an
+ * admin creates it with the POST, audited as `key.put`); the sealed requests waiting for an
  * offline signature (a withdrawal of a cold party parks in
  * `awaiting_signature` with one; `POST /sign/execute` for a cold party
  * answers 202 with one); and the import of a response, which is checked
@@ -12,7 +13,8 @@ import { z } from 'zod';
 import { onboardViaLedgerApi, onboardViaValidator } from '../../flows/onboard.js';
 import { signAndExecute } from '../../flows/sign-execute.js';
 import { resumeAfterImport } from '../../flows/withdrawal-air-gap.js';
-import { AirGapResponseSchema } from '../../offline/format.js';
+import type { KeyDescription } from '../../keys/signer.js';
+import { AirGapError, AirGapResponseSchema } from '../../offline/format.js';
 import type { ExportRecord } from '../../store/repos/air-gap.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
@@ -22,6 +24,7 @@ import { actorOf, flowsFor } from './context.js';
 import { WithdrawalView, withdrawalView } from './withdrawals.js';
 
 const READERS: Role[] = ['operator', 'admin', 'auditor'];
+const ADMINS: Role[] = ['admin'];
 const CARRIERS: Role[] = ['operator'];
 const STATUSES = ['open', 'imported', 'stale', 'cancelled', 'done'] as const;
 
@@ -79,6 +82,25 @@ const ExportBody = z.strictObject({
   withdrawalId: z.uuid({ message: 'not a withdrawal id' }).describe('a withdrawal in awaiting_signature'),
 });
 
+const ExportKeyView = z.object({
+  label: z.string(),
+  scheme: z.string(),
+  fingerprint: z.string(),
+  publicKey: z.string().describe('SubjectPublicKeyInfo DER, base64'),
+  pem: z.string(),
+});
+
+function exportKeyView(k: KeyDescription): z.output<typeof ExportKeyView> {
+  const b64 = Buffer.from(k.publicKeySpki).toString('base64');
+  return {
+    label: k.label,
+    scheme: k.scheme,
+    fingerprint: k.fingerprint,
+    publicKey: b64,
+    pem: `-----BEGIN PUBLIC KEY-----\n${b64.match(/.{1,64}/g)?.join('\n')}\n-----END PUBLIC KEY-----\n`,
+  };
+}
+
 const ImportResult = z.object({
   export: ExportView,
   /** A withdrawal goes back to the worker. */
@@ -98,30 +120,36 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       config: { roles: READERS },
       schema: {
         tags: ['air-gap'],
-        summary: 'The key that seals exported requests: give its public key to the offline signer (--trust)',
-        response: {
-          200: out(
-            z.object({
-              label: z.string(),
-              scheme: z.string(),
-              fingerprint: z.string(),
-              publicKey: z.string().describe('SubjectPublicKeyInfo DER, base64'),
-              pem: z.string(),
-            }),
-          ),
-        },
+        summary:
+          'The key that seals exported requests: give its public key to the offline signer (--trust); 404 export_key_missing until an admin creates it',
+        response: { 200: out(ExportKeyView) },
       },
     },
     async () => {
-      const k = await deps.airGap.exportKey();
-      const b64 = Buffer.from(k.publicKeySpki).toString('base64');
-      return {
-        label: k.label,
-        scheme: k.scheme,
-        fingerprint: k.fingerprint,
-        publicKey: b64,
-        pem: `-----BEGIN PUBLIC KEY-----\n${b64.match(/.{1,64}/g)?.join('\n')}\n-----END PUBLIC KEY-----\n`,
-      };
+      try {
+        return exportKeyView(await deps.airGap.exportKey());
+      } catch (e) {
+        if (e instanceof AirGapError && e.code === 'export_key_missing')
+          throw new ApiError(404, e.code, e.message);
+        throw e;
+      }
+    },
+  );
+
+  app.post(
+    '/air-gap/export-key',
+    {
+      config: { roles: ADMINS },
+      schema: {
+        tags: ['air-gap'],
+        summary:
+          'Create the export key (Ed25519, file keystore; audited as key.put): 201, or 200 with the existing key',
+        response: { 200: out(ExportKeyView, 'exists'), 201: out(ExportKeyView, 'created') },
+      },
+    },
+    async (request, reply) => {
+      const { key, created } = await deps.airGap.createExportKey(actorOf(request));
+      return reply.status(created ? 201 : 200).send(exportKeyView(key));
     },
   );
 

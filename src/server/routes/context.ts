@@ -2,23 +2,58 @@
  * What the /v1 route handlers share: the flow context of one request (its
  * journal and party-book writes attributed in the audit log to the caller's
  * token subject), the party-book lookup that answers 404 for a party this
- * signer does not hold, and the zod pieces for party ids and contract ids in
- * paths.
+ * signer does not hold, the audit row of an access refusal, and the zod
+ * pieces for party ids and contract ids in paths.
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { FlowContext } from '../../flows/context.js';
 import { parsePartyId } from '../../hashing/canton-hash.js';
+import { appendAudit } from '../../store/audit.js';
 import type { PartyRecord } from '../../store/parties.js';
 import { DbPartyBook } from '../../store/repos/parties.js';
 import { DbRecorder } from '../../store/repos/recorder.js';
-import { requirePartyAccess } from '../auth.js';
+import { type AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 
 /** The audit actor of a request: its token's subject. */
 export function actorOf(request: FastifyRequest): string {
   return request.principal?.subject ?? 'anonymous';
+}
+
+/**
+ * Audits an access refusal of an authenticated caller (`access.refused`):
+ * its token subject, the route, the party it was refused (the row's subject
+ * `party:<id>`), the code and the status answered (403, or 404 where a
+ * withdrawer must not learn that another party's withdrawal exists). A
+ * failed write is logged; the refusal stands either way.
+ */
+export async function auditAccessRefusal(
+  deps: ServiceDeps,
+  request: FastifyRequest,
+  e: AuthError,
+  status: number = e.statusCode,
+): Promise<void> {
+  const subject = request.principal?.subject;
+  if (subject === undefined) return;
+  try {
+    await appendAudit(deps.store.db, {
+      actor: subject,
+      action: 'access.refused',
+      subject: e.party !== undefined ? `party:${e.party}` : null,
+      details: {
+        route: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`,
+        ...(e.party !== undefined ? { party: e.party } : {}),
+        code: e.code,
+        reason: e.message,
+        status,
+        requestId: request.id,
+      },
+    });
+  } catch (err) {
+    request.log.error({ err }, 'could not audit an access refusal');
+  }
 }
 
 /**

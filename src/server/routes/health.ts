@@ -1,14 +1,21 @@
 /**
  * Liveness (`/health`: the process answers) and readiness (`/ready`: the
  * store, the keys and the Canton services answer; 503 with each failing
- * check named otherwise). Both public: a load balancer has no token.
+ * check named by a fixed code otherwise, its detail only in the log). Both
+ * public: a load balancer has no token.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ServiceDeps } from '../deps.js';
 import { out } from '../schema.js';
 
-const Check = z.object({ ok: z.boolean(), message: z.string().optional() });
+const Check = z.object({
+  ok: z.boolean(),
+  code: z
+    .enum(['database_unavailable', 'keys_unavailable', 'ledger_api_unavailable'])
+    .optional()
+    .describe('why the check fails; the detail is in the service log'),
+});
 const Ready = z.object({ ok: z.boolean(), checks: z.record(z.string(), Check) });
 
 export async function healthRoutes(app: FastifyInstance, deps: ServiceDeps): Promise<void> {

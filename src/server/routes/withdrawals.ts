@@ -6,17 +6,18 @@
  * that is not yet signed. Creating only records the request (before any side
  * effect) and kicks the worker (src/flows/withdrawal.ts), which carries it to
  * a definite outcome. A withdrawer reaches only the parties of its token:
- * another party's withdrawal answers 404, as if it did not exist.
+ * another party's withdrawal answers 404, as if it did not exist (audited as
+ * an access refusal, like every 403).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { WITHDRAWAL_STATES, type Withdrawal } from '../../store/repos/withdrawals.js';
-import { requirePartyAccess } from '../auth.js';
+import { AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../roles.js';
 import { out, s } from '../schema.js';
-import { actorOf, bookedParty, PartyIdSchema } from './context.js';
+import { actorOf, auditAccessRefusal, bookedParty, PartyIdSchema } from './context.js';
 
 const WRITERS: Role[] = ['withdrawer', 'operator'];
 const READERS: Role[] = ['withdrawer', 'operator', 'auditor'];
@@ -100,14 +101,18 @@ export function withdrawalView(w: Withdrawal): z.output<typeof WithdrawalView> {
   };
 }
 
-/** The withdrawal if the caller's grant reaches its party; 404 otherwise (a withdrawer learns nothing). */
+/**
+ * The withdrawal if the caller's grant reaches its party; 404 otherwise (a
+ * withdrawer learns nothing, but the refusal is audited).
+ */
 async function visible(deps: ServiceDeps, request: FastifyRequest, id: string): Promise<Withdrawal> {
   const w = await deps.store.withdrawals.get(id);
   const notFound = () => new ApiError(404, 'not_found', `withdrawal ${id} not found`, 'params.id');
   if (!w) throw notFound();
   try {
     requirePartyAccess(request, w.party);
-  } catch {
+  } catch (e) {
+    if (e instanceof AuthError) await auditAccessRefusal(deps, request, e, 404);
     throw notFound();
   }
   return w;

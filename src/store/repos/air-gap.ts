@@ -4,8 +4,9 @@
  * open → imported (the response checked and kept; once, by nonce) → done (the
  * signed transaction went on), or open/imported → stale (its window closed
  * first: a new preparation and a new export follow) or → cancelled. Every
- * change is audited in the same transaction. The imported signatures are
- * what an offline key "signs" with (`signatureFor`).
+ * change is audited in the same transaction, and so is every refused import
+ * (`importRefused`). The imported signatures are what an offline key "signs"
+ * with (`signatureFor`).
  */
 import { randomUUID } from 'node:crypto';
 import { appendAudit } from '../audit.js';
@@ -198,6 +199,28 @@ export class AirGapRepo {
         details: { export: x.id, party: x.party, digest: x.digest, hashes: x.hashes },
       });
       return x;
+    });
+  }
+
+  /**
+   * Audits a refused import (`air-gap.import-refused`) under the subject of
+   * the export it names, if any: the reason, the field, the nonce as sent.
+   */
+  async importRefused(
+    r: { export?: ExportRecord; nonce?: string; code: string; message: string; field?: string },
+    actor: string,
+  ): Promise<void> {
+    await appendAudit(this.db, {
+      actor,
+      action: 'air-gap.import-refused',
+      subject: r.export?.subject ?? null,
+      details: {
+        ...(r.export ? { export: r.export.id, party: r.export.party } : {}),
+        ...(r.nonce !== undefined ? { nonce: r.nonce } : {}),
+        reason: r.code,
+        ...(r.field !== undefined ? { field: r.field } : {}),
+        message: r.message.slice(0, 1000),
+      },
     });
   }
 

@@ -245,6 +245,14 @@ function encodeCursor(r: Withdrawal): string {
   return Buffer.from(JSON.stringify([r.createdAt, r.id]), 'utf8').toString('base64url');
 }
 
+/** `created_at` as the database gives it (db.ts): ISO-8601 UTC with milliseconds, a four-digit year. */
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * The (created_at, id) of a cursor `encodeCursor` made, or 400 naming
+ * `cursor`: only that exact form, so that nothing the database might refuse
+ * to cast (a bare "1", an expanded year) reaches the query.
+ */
 function decodeCursor(cursor: string): [string, string] {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
@@ -252,7 +260,9 @@ function decodeCursor(cursor: string): [string, string] {
       Array.isArray(v) &&
       v.length === 2 &&
       typeof v[0] === 'string' &&
-      !Number.isNaN(Date.parse(v[0])) &&
+      CURSOR_TIME.test(v[0]) &&
+      Date.parse(v[0]) >= 0 &&
+      new Date(v[0]).toISOString() === v[0] &&
       typeof v[1] === 'string' &&
       UUID.test(v[1])
     )
