@@ -74,8 +74,14 @@ export const ERROR_CATEGORIES: Readonly<Record<number, CategoryInfo>> = {
 
 /** HTTP statuses worth retrying whatever the body says. */
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
-/** HTTP statuses after which a non-idempotent request may still have been carried out. */
-const STATE_UNKNOWN_STATUS = new Set([502, 504]);
+/**
+ * HTTP statuses after which a non-idempotent request may still have been
+ * carried out: a gateway or deadline failure, a server error or an
+ * unavailable server (the request may have reached the node before it failed
+ * or stopped), a cancelled call. Treating one as a definite "no" could make a
+ * caller submit again what is already on its way to the ledger.
+ */
+const STATE_UNKNOWN_STATUS = new Set([499, 500, 502, 503, 504]);
 
 export interface CantonApiErrorInit {
   status: number;
@@ -243,7 +249,11 @@ export function errorFromResponse(input: HttpErrorInput): CantonApiError {
 
   // A Splice/Pekko request timeout answers 503 while the handler may still run.
   const serverTimeout = status === 503 && /taking too long to respond/i.test(spliceError ?? input.body);
-  const stateUnknown = STATE_UNKNOWN_STATUS.has(status) || category?.stateUnknown === true || serverTimeout;
+  // `definiteAnswer: true` is the node saying the request was definitely not carried out; `false`
+  // is Canton's default on most errors and says nothing, so the status and category decide.
+  const stateUnknown =
+    cantonError?.definiteAnswer !== true &&
+    (STATE_UNKNOWN_STATUS.has(status) || category?.stateUnknown === true || serverTimeout);
 
   let code: string;
   if (cantonError) code = cantonError.code;

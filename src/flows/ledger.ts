@@ -2,12 +2,14 @@
  * The Ledger API half of a flow: prepare (`/v2/interactive-submission/prepare`)
  * under one command id for every attempt, `executeAndWait` with the pipeline's
  * signature, and the truth after an ambiguous execute read from the
- * completion stream from the offset taken before the first submission. A
- * `DUPLICATE_COMMAND` means an earlier attempt of this command committed: the
- * completion says which update it was.
+ * completion stream (read to its end, page by page) from the offset taken
+ * before the first submission. A `DUPLICATE_COMMAND` or
+ * `SUBMISSION_ALREADY_IN_FLIGHT` means an earlier submission of this command
+ * committed or is in flight: the completion says which update it was, and
+ * without it the outcome is unknown, never a rejection.
  */
 import { randomUUID } from 'node:crypto';
-import { isCantonApiError } from '../canton/errors.js';
+import { type CantonApiError, isCantonApiError } from '../canton/errors.js';
 import type { JsPrepareSubmissionRequest } from '../canton/ledger-api/schemas.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { Intent } from '../intent/model.js';
@@ -60,40 +62,114 @@ function schemeOf(name: string): HashingScheme {
   throw new Error(`the participant used hashing scheme ${name}, which this signer does not support`);
 }
 
+/** Completions read per request while scanning; a full page means there may be more. */
+const COMPLETION_PAGE = 1000;
+/** Pages read at most in one scan (a longer history leaves the scan incomplete: unknown, not "none"). */
+const MAX_COMPLETION_PAGES = 100;
+
+/** What the completion stream says about one command id after an offset. */
+export interface CompletionScan {
+  /** A success completion of any submission of the command: it committed. */
+  committed?: LedgerOutcome;
+  /** Submissions of the command with a rejection completion ('' when one carried no submission id). */
+  rejected: ReadonlySet<string>;
+  /**
+   * The whole stream up to the time of the scan was read (a page came back
+   * short of the limit: the stream ran dry). Only a complete scan that found
+   * no success says a completion is not there.
+   */
+  complete: boolean;
+}
+
+/**
+ * Reads the completions of `party` after `beginExclusive` page by page until
+ * the stream runs dry, looking for `commandId`: stops at its first success.
+ */
+export async function scanCompletions(
+  ctx: FlowContext,
+  q: { party: string; commandId: string; beginExclusive: number },
+): Promise<CompletionScan> {
+  const rejected = new Set<string>();
+  let from = q.beginExclusive;
+  for (let page = 0; page < MAX_COMPLETION_PAGES; page++) {
+    const items = await ctx.ledger.completions(
+      { userId: ctx.userId, parties: [q.party], beginExclusive: from },
+      { streamIdleTimeoutMs: 1500, limit: COMPLETION_PAGE },
+    );
+    let last = from;
+    for (const item of items) {
+      const r = item.completionResponse;
+      if (!r) continue;
+      if ('OffsetCheckpoint' in r) {
+        last = Math.max(last, r.OffsetCheckpoint.value.offset);
+        continue;
+      }
+      if (!('Completion' in r)) continue;
+      const c = r.Completion.value;
+      last = Math.max(last, c.offset);
+      if (c.commandId !== q.commandId) continue;
+      if (c.status === undefined || c.status.code === 0)
+        return {
+          committed: {
+            updateId: c.updateId ?? '',
+            completionOffset: c.offset,
+            commandId: q.commandId,
+            ...(c.submissionId ? { submissionId: c.submissionId } : {}),
+          },
+          rejected,
+          complete: true,
+        };
+      rejected.add(c.submissionId ?? '');
+    }
+    if (items.length < COMPLETION_PAGE) return { rejected, complete: true };
+    // A full page that did not move the offset forward: reading on would return it again.
+    if (last <= from) break;
+    from = last;
+  }
+  return { rejected, complete: false };
+}
+
 /**
  * The truth about `commandId` from the completion stream after `beginExclusive`:
  * a success completion of any submission of the command proves the commit; a
  * rejection completion proves none only for the submission it names (an
  * earlier attempt's rejection says nothing about a later attempt); anything
- * else, after the idle timeout, leaves it unknown.
+ * else leaves it unknown.
  */
 export async function lookupCompletion(
   ctx: FlowContext,
   q: { party: string; commandId: string; beginExclusive: number; submissionId?: string },
 ): Promise<Resolution<LedgerOutcome>> {
-  const items = await ctx.ledger.completions(
-    { userId: ctx.userId, parties: [q.party], beginExclusive: q.beginExclusive },
-    { streamIdleTimeoutMs: 1500, limit: 1000 },
-  );
-  let rejected = false;
-  for (const item of items) {
-    const r = item.completionResponse;
-    if (!r || !('Completion' in r)) continue;
-    const c = r.Completion.value;
-    if (c.commandId !== q.commandId) continue;
-    if (c.status === undefined || c.status.code === 0)
-      return {
-        status: 'committed',
-        result: {
-          updateId: c.updateId ?? '',
-          completionOffset: c.offset,
-          commandId: q.commandId,
-          ...(c.submissionId ? { submissionId: c.submissionId } : {}),
-        },
-      };
-    if (q.submissionId === undefined || c.submissionId === q.submissionId) rejected = true;
-  }
+  const scan = await scanCompletions(ctx, q);
+  if (scan.committed) return { status: 'committed', result: scan.committed };
+  const rejected = q.submissionId === undefined ? scan.rejected.size > 0 : scan.rejected.has(q.submissionId);
   return rejected ? { status: 'not-committed' } : { status: 'unknown' };
+}
+
+/**
+ * After an answer that the command id is already taken (`TAKEN_CODES`): an
+ * earlier submission of the command committed or is still in flight. The
+ * earlier commit when the completions show it (from the offset the error
+ * names, else from `from`); otherwise the outcome is unknown — never a
+ * rejection, since the ledger may hold (or be about to hold) the transaction.
+ */
+export async function takenOutcome(
+  ctx: FlowContext,
+  e: CantonApiError,
+  q: { party: string; commandId: string; from?: number | undefined },
+): Promise<LedgerOutcome> {
+  const at = Number(e.cantonError?.context?.completion_offset);
+  const begin = Number.isSafeInteger(at) && at > 0 ? at - 1 : q.from;
+  if (begin !== undefined) {
+    const r = await lookupCompletion(ctx, { party: q.party, commandId: q.commandId, beginExclusive: begin });
+    if (r.status === 'committed') return r.result;
+  }
+  throw new Refusal(
+    'outcome_unknown',
+    `the ledger says command ${q.commandId} was already submitted (${e.code}), but its completion could not be found: look it up before trying again`,
+    [],
+    { code: e.code, commandId: q.commandId },
+  );
 }
 
 /** `executeAndWait` of a signed transaction for its one acting party, under `submissionId`. */
@@ -129,13 +205,13 @@ export function ledgerFlow(ctx: FlowContext, spec: LedgerFlowSpec): Flow<LedgerO
   const party = spec.party.partyId;
 
   let submissionId: string | undefined;
-  const lookup = (from = beginExclusive): Promise<Resolution<LedgerOutcome>> =>
-    from === undefined
+  const lookup = (): Promise<Resolution<LedgerOutcome>> =>
+    beginExclusive === undefined
       ? Promise.resolve({ status: 'unknown' })
       : lookupCompletion(ctx, {
           party,
           commandId: spec.commandId,
-          beginExclusive: from,
+          beginExclusive,
           ...(submissionId !== undefined ? { submissionId } : {}),
         });
 
@@ -168,17 +244,8 @@ export function ledgerFlow(ctx: FlowContext, spec: LedgerFlowSpec): Flow<LedgerO
       } catch (e) {
         // The command id is taken: an earlier attempt committed (the error names its completion
         // offset; read the completion there) or is in flight. Only a success completion settles it.
-        if (isCantonApiError(e) && TAKEN_CODES.has(e.code)) {
-          const at = Number(e.cantonError?.context?.completion_offset);
-          const r = await lookup(Number.isSafeInteger(at) && at > 0 ? at - 1 : beginExclusive);
-          if (r.status === 'committed') return r.result;
-          throw new Refusal(
-            'outcome_unknown',
-            `the ledger says command ${spec.commandId} was already submitted (${e.code}), but its completion could not be found: look it up before trying again`,
-            [],
-            { code: e.code, commandId: spec.commandId },
-          );
-        }
+        if (isCantonApiError(e) && TAKEN_CODES.has(e.code))
+          return await takenOutcome(ctx, e, { party, commandId: spec.commandId, from: beginExclusive });
         throw e;
       }
     },

@@ -395,7 +395,12 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
       };
     };
     try {
-      await rec('submitted', { attempt, hash });
+      // When the transaction's window closes: after it (and the tolerances) it cannot commit.
+      await rec('submitted', {
+        attempt,
+        hash,
+        facts: { windowCloses: describeWindow(signed.window).latest },
+      });
       return await done(await flow.submit(signed), 'committed');
     } catch (e) {
       if (e instanceof Refusal) {

@@ -7,13 +7,14 @@
  * the transaction's own metadata carries. `verifyOnly` runs the checks and
  * signs nothing; `signOnly` verifies and signs (journalled) without executing.
  */
+import { isCantonApiError } from '../canton/errors.js';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { base64ToBytes } from '../hashing/input.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import { type Intent, IntentSchema, type RecognisedAction } from '../intent/model.js';
 import type { CantonSignature } from '../keys/signer.js';
 import { type FlowContext, partyOf } from './context.js';
-import { executeSigned, type LedgerOutcome, lookupCompletion } from './ledger.js';
+import { executeSigned, type LedgerOutcome, lookupCompletion, TAKEN_CODES, takenOutcome } from './ledger.js';
 import {
   type Flow,
   type FlowResult,
@@ -164,8 +165,16 @@ export async function signAndExecute(
     async submit(signed) {
       commandId = signed.tx.metadata.submitterInfo.commandId;
       beginExclusive = (await ctx.ledger.ledgerEnd()).offset;
-      // A DUPLICATE_COMMAND here means this very transaction was executed before: a rejection.
-      return { ...(await executeSigned(ctx, signed)), commandId };
+      try {
+        return { ...(await executeSigned(ctx, signed)), commandId };
+      } catch (e) {
+        // The command id is taken: this transaction (or another of the command) committed before
+        // or is in flight. Its commit when the completions show it, else outcome unknown: never a
+        // rejection, which would invite the caller to pay again under a new command id.
+        if (isCantonApiError(e) && TAKEN_CODES.has(e.code))
+          return await takenOutcome(ctx, e, { party: party.partyId, commandId, from: beginExclusive });
+        throw e;
+      }
     },
     async resolveAmbiguous(signed) {
       const id = commandId ?? signed.tx.metadata.submitterInfo.commandId;

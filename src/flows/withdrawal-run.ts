@@ -16,31 +16,45 @@
  * The journal record of each of the last three steps is written in the same
  * transaction as the move it causes.
  *
- * Resuming a `submitted` row looks for the truth first (completions of the
- * command id after the recorded ledger end): committed → committed;
- * definitely not committed → prepared and run again; unknown → run again
- * under the SAME command id while the row stays `submitted` (the ledger
- * deduplicates; a DUPLICATE_COMMAND without a completion is `outcome_unknown`,
- * not terminal). A refusal is terminal (`rejected`, reason kept); other
- * errors are retried by the worker.
+ * Resuming a `submitted` row looks for the truth first (`ledgerTruth`: the
+ * completions of the command id after the recorded ledger end, read to the
+ * stream's end): committed → committed; definitely not committed → prepared
+ * and run again; unknown → run again under the SAME command id while the row
+ * stays `submitted` (the ledger deduplicates; a DUPLICATE_COMMAND or
+ * SUBMISSION_ALREADY_IN_FLIGHT without a completion is `outcome_unknown`).
+ *
+ * "Definitely not committed" needs every submission ever sent for the
+ * withdrawal settled: rejected by the ledger, or past its transaction's
+ * execution window (plus the ledger-time tolerance and clock skew), with a
+ * complete read of the completions showing no success. Until then a
+ * `submitted` row never becomes `rejected` or `expired`, whatever a later
+ * run meets (a refusal, the deadline): an earlier submission may still
+ * commit, and a terminal answer would invite the client to pay again. A
+ * refusal of a row that was never submitted is terminal (`rejected`, reason
+ * kept); other errors are retried by the worker. Every move of a worker's run
+ * is fenced by its lease (`owner`): once another worker holds the row, the
+ * run's next move fails and nothing more is sent.
  */
 import { isCantonApiError } from '../canton/errors.js';
 import type { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { bytesToHex } from '../hashing/input.js';
+import { KeyError } from '../keys/backend.js';
 import type { Signer, SignOutput } from '../keys/signer.js';
 import { type OnlineAirGap, SUBMIT_MARGIN_MS } from '../offline/online.js';
 import type { Queryable } from '../store/db.js';
-import { NotFoundError } from '../store/errors.js';
+import { LeaseLostError, NotFoundError, StoreError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
 import type { FlowRecorder, JournalRecord } from '../store/journal.js';
 import type { ExportRecord } from '../store/repos/air-gap.js';
+import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import { DbRecorder } from '../store/repos/recorder.js';
 import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
 import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
-import { lookupCompletion, TAKEN_CODES } from './ledger.js';
+import { scanCompletions, TAKEN_CODES } from './ledger.js';
 import { Refusal } from './refusal.js';
 import { transfer } from './transfer.js';
+import { LEDGER_TIME_TOLERANCE_US, PREPARATION_TIME_TOLERANCE_US } from './window.js';
 import { exportedTransfer, stillOpen } from './withdrawal-air-gap.js';
 
 /** Where a test may stop the process (crash tests): after each durable step. */
@@ -53,6 +67,8 @@ export interface RunEnv {
   airGap?: OnlineAirGap;
   /** Test-only: called after each durable step (a crash test kills the process here). */
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
+  /** The worker holding the withdrawal's lease: every move of the run is fenced by it. */
+  owner?: string;
 }
 
 /** What one run ended with: a terminal state, or "look again later". */
@@ -79,31 +95,77 @@ function schemeName(v: string): string {
   return m ? `v${m[1]}` : 'v2';
 }
 
-function errorText(e: unknown): string {
+/**
+ * Why a run failed, as the withdrawal shows it to its callers (`lastError`)
+ * and the worker logs it: refusals, ledger answers and the store's and key
+ * backends' own errors say what happened; anything else (a bug, a driver's
+ * message) is named by its kind only, its text left to the service log.
+ */
+export function errorText(e: unknown): string {
   if (e instanceof Refusal) return `${e.reason}: ${e.message}`;
   if (isCantonApiError(e)) return `${e.code}: ${e.message}`;
-  return e instanceof Error ? e.message : String(e);
+  if (e instanceof StoreError || e instanceof KeyError) return `${e.code}: ${e.message}`;
+  return `internal error (${e instanceof Error ? e.name : typeof e}); the service log has the details`;
+}
+
+/**
+ * After a submission's window closes, how long it may still commit: the
+ * ledger-time/record-time tolerance (a transaction whose ledger time is just
+ * inside its deadline is sequenced up to that much later) and as much again
+ * for clock skew between this host and the synchronizer.
+ */
+export const SETTLE_MARGIN_MS = Number((2n * LEDGER_TIME_TOLERANCE_US) / 1000n);
+
+/** Until when a submission may still commit (ms since the epoch). */
+export function openUntil(s: SubmissionRecord): number {
+  // Rows of older builds have no window: the preparation-time tolerance from when it was sent.
+  const closes = s.windowClosesAt
+    ? Date.parse(s.windowClosesAt)
+    : Date.parse(s.createdAt) + Number(PREPARATION_TIME_TOLERANCE_US / 1000n);
+  return closes + SETTLE_MARGIN_MS;
+}
+
+/** Submissions that may still commit: not rejected by the ledger and inside their window. */
+function openSubmissions(subs: readonly SubmissionRecord[], rejected: ReadonlySet<string>, now: number) {
+  return subs.filter(
+    (s) =>
+      s.outcome !== 'rejected' &&
+      s.outcome !== 'expired' &&
+      !rejected.has(s.submissionId) &&
+      openUntil(s) > now,
+  );
 }
 
 type Truth =
   | { status: 'committed'; updateId: string; outcome?: NonNullable<RunState['outcome']> }
   | { status: 'not-committed' }
-  | { status: 'unknown' };
+  /** `until`: when the last submission that may still commit is past its window (ms), if known. */
+  | { status: 'unknown'; until?: number };
 
-/** The truth about a withdrawal that may have been submitted: completions after the recorded ledger end. */
+/**
+ * The truth about a withdrawal that may have been submitted: the completions
+ * of its command id after the recorded ledger end, read to the stream's end,
+ * and the record of every submission sent for it. Committed when a success
+ * completion is found; not committed only when the read was complete and no
+ * submission can still commit (each rejected, or past its window).
+ */
 export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
   const from = await env.store.withdrawals.lookupFrom(w.id);
   if (from === undefined) return { status: 'unknown' };
   const subs = await env.store.artifacts.submissionsFor(w.commandId);
-  const last = subs.at(-1);
-  const r = await lookupCompletion(env.ctx, {
+  const scan = await scanCompletions(env.ctx, {
     party: w.party,
     commandId: w.commandId,
     beginExclusive: from,
-    ...(last ? { submissionId: last.submissionId } : {}),
   });
-  if (r.status !== 'committed') return r;
-  const { updateId, completionOffset, submissionId } = r.result;
+  if (!scan.committed) {
+    const open = openSubmissions(subs, scan.rejected, Date.now());
+    if (scan.complete && open.length === 0) return { status: 'not-committed' };
+    return open.length > 0
+      ? { status: 'unknown', until: Math.max(...open.map(openUntil)) }
+      : { status: 'unknown' };
+  }
+  const { updateId, completionOffset, submissionId } = scan.committed;
   // The submission record of ours that committed, when the run that sent it stopped before
   // writing its outcome: written with the move to committed.
   const ours =
@@ -162,6 +224,23 @@ interface RunState {
   outcome?: { submissionId: string; completionOffset: number; updateId: string };
   /** A write of ours failed inside the pipeline (it may report it as a rejection): not the ledger's answer. */
   ownFailure: boolean;
+  /** When the transaction about to be submitted stops being executable (the pipeline's window), ISO. */
+  windowCloses?: string;
+  /** The submission this run sent last. */
+  lastSubmissionId?: string;
+}
+
+/** The lease fence of a worker's moves (none when the run is not a worker's). */
+function fenced(env: RunEnv): Pick<TransitionOptions, 'owner'> {
+  return env.owner !== undefined ? { owner: env.owner } : {};
+}
+
+/** Why a `submitted` withdrawal waits instead of ending (an earlier submission may still commit). */
+function mayStillCommit(truth: Truth | undefined): string {
+  const until = truth?.status === 'unknown' && truth.until !== undefined ? truth.until : undefined;
+  return until !== undefined
+    ? `a submission may still commit until ${new Date(until).toISOString()}: the withdrawal stays submitted until its outcome is known`
+    : 'the outcome of a submission is not known yet: the withdrawal stays submitted until it is';
 }
 
 /**
@@ -178,15 +257,16 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
     patch: Parameters<typeof repo.transition>[3] = {},
     opts: Parameters<typeof repo.transition>[4] = {},
   ) => {
-    w = await repo.transition(w.id, from, to, patch, { actor: 'worker', ...opts });
+    w = await repo.transition(w.id, from, to, patch, { actor: 'worker', ...fenced(env), ...opts });
     return w;
   };
   await at('received');
 
   // A withdrawal that may be on the ledger: find the truth before acting again.
   const run: RunState = { stay: false, definitelyNot: false, executedOk: false, ownFailure: false };
+  let truth: Truth | undefined;
   if (w.state === 'submitted') {
-    const truth = await ledgerTruth(env, w);
+    truth = await ledgerTruth(env, w);
     if (truth.status === 'committed') {
       await move(
         ['submitted'],
@@ -201,6 +281,9 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
   }
   const deadline = deadlineOf(w);
   if (deadline !== undefined && deadline <= Date.now()) {
+    // Too late to prepare anew; but what was submitted may still commit: wait for its outcome.
+    if (w.state === 'submitted' && !run.definitelyNot)
+      return { done: false, reason: `executeBefore passed; ${mayStillCommit(truth)}`, transient: true };
     await move([w.state], 'expired', { lastError: 'executeBefore passed before the withdrawal committed' });
     return { done: true, state: 'expired' };
   }
@@ -291,55 +374,52 @@ async function exportUsed(env: RunEnv, id: string): Promise<void> {
 /** After a failed run: a terminal state (refusal, deadline) or "again later". */
 async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promise<RunOutcome> {
   const repo = env.store.withdrawals;
+  const worker = { actor: 'worker', ...fenced(env) };
+  // Another worker carries the withdrawal now: touch nothing.
+  if (e instanceof LeaseLostError) return { done: false, reason: errorText(e), error: e, transient: true };
   const w = await repo.get(id);
   if (!w) return { done: true, state: 'failed' };
   if (isTerminal(w.state)) return { done: true, state: w.state };
   const to = async (state: WithdrawalState, lastError: string) => {
-    if (w.state === 'signed') await repo.transition(id, ['signed'], 'prepared', {}, { actor: 'worker' });
-    await repo.transition(
-      id,
-      [w.state === 'signed' ? 'prepared' : w.state],
-      state,
-      { lastError },
-      {
-        actor: 'worker',
-      },
-    );
+    if (w.state === 'signed') await repo.transition(id, ['signed'], 'prepared', {}, worker);
+    await repo.transition(id, [w.state === 'signed' ? 'prepared' : w.state], state, { lastError }, worker);
     return { done: true as const, state };
   };
   // Executed but recording the commit failed, or one of our writes failed: not terminal; look again later.
   if (run.ownFailure || (w.state === 'submitted' && run.executedOk))
     return { done: false, reason: errorText(e), error: e, transient: true };
-  // Before a terminal answer for something that may be on the ledger: look once more.
+  // Before a terminal answer for something that may be on the ledger: look once more, and end it
+  // only when nothing submitted can still commit.
   if (w.state === 'submitted') {
-    const truth = await ledgerTruth(env, w).catch(() => ({ status: 'unknown' as const }));
+    const truth: Truth = await ledgerTruth(env, w).catch(() => ({ status: 'unknown' as const }));
     if (truth.status === 'committed') {
       await repo.transition(
         id,
         ['submitted'],
         'committed',
         { updateId: truth.updateId, lastError: null },
-        { actor: 'worker', details: { resolvedFrom: 'completions' }, ...outcomeWith(env, truth.outcome) },
+        { ...worker, details: { resolvedFrom: 'completions' }, ...outcomeWith(env, truth.outcome) },
       );
       await exportUsed(env, id);
       return { done: true, state: 'committed' };
+    }
+    if (truth.status === 'unknown') {
+      const lastError = errorText(e);
+      // Recorded (and audited) when it changes, not at every look.
+      if (w.lastError !== lastError)
+        await repo.transition(id, ['submitted'], 'submitted', { lastError }, worker);
+      const why =
+        e instanceof Refusal && e.reason === 'outcome_unknown'
+          ? e.reason
+          : `${lastError}; ${mayStillCommit(truth)}`;
+      return { done: false, reason: why, error: e, transient: true };
     }
   }
   const deadline = deadlineOf(w);
   if (deadline !== undefined && deadline <= Date.now())
     return to('expired', `executeBefore passed before the withdrawal committed (${errorText(e)})`);
   if (e instanceof Refusal) {
-    if (e.reason === 'outcome_unknown') {
-      if (w.state === 'submitted')
-        await repo.transition(
-          id,
-          ['submitted'],
-          'submitted',
-          { lastError: errorText(e) },
-          { actor: 'worker' },
-        );
-      return { done: false, reason: e.reason, error: e, transient: true };
-    }
+    if (e.reason === 'outcome_unknown') return { done: false, reason: e.reason, error: e, transient: true };
     // Gave up on stale preparations: the network, not the request; try again later.
     if (e.reason === 'window_closed') return { done: false, reason: e.reason, error: e, transient: true };
     return to('rejected', errorText(e));
@@ -368,7 +448,7 @@ function withdrawalContext(
     to: WithdrawalState,
     patch: Parameters<typeof repo.transition>[3] = {},
     opts: Parameters<typeof repo.transition>[4] = {},
-  ) => set(await repo.transition(id, from, to, patch, { actor: 'worker', ...opts }));
+  ) => set(await repo.transition(id, from, to, patch, { actor: 'worker', ...fenced(env), ...opts }));
 
   const ledger = Object.create(ctx.ledger) as LedgerApiClient;
   ledger.ledgerEnd = async (o) => {
@@ -389,12 +469,20 @@ function withdrawalContext(
     run.seenEnd = undefined;
     run.sent = true;
     const sid = req.submissionId ?? `${current().commandId}:${Date.now()}`;
-    await store.artifacts.recordSubmission({
-      submissionId: sid,
-      commandId: current().commandId,
-      withdrawalId: id,
-      ...(run.ledgerEnd !== undefined ? { ledgerEndBefore: run.ledgerEnd } : {}),
-    });
+    // Written ahead of the execute, with the transaction's window: what was sent is always on record.
+    try {
+      await store.artifacts.recordSubmission({
+        submissionId: sid,
+        commandId: current().commandId,
+        withdrawalId: id,
+        ...(run.ledgerEnd !== undefined ? { ledgerEndBefore: run.ledgerEnd } : {}),
+        ...(run.windowCloses !== undefined ? { windowClosesAt: run.windowCloses } : {}),
+      });
+    } catch (e) {
+      run.ownFailure = true;
+      throw e;
+    }
+    run.lastSubmissionId = sid;
     try {
       const res = await ctx.ledger.executeAndWait(req, o);
       run.executedOk = true;
@@ -516,6 +604,7 @@ function withdrawalContext(
         return;
       }
       case 'submitted': {
+        run.windowCloses = r.facts?.windowCloses;
         const end = run.seenEnd ?? (await ctx.ledger.ledgerEnd()).offset;
         run.ledgerEnd = end;
         run.unusedEnd = end;
@@ -550,14 +639,29 @@ function withdrawalContext(
       }
       case 'rejected':
         // After a successful execute, or a failed write of ours, a "rejection" is not the ledger's.
-        if (!run.executedOk && !run.ownFailure) run.definitelyNot = true;
+        // It settles this run's submission; the row may leave `submitted` only when no earlier one
+        // can still commit either.
+        if (!run.executedOk && !run.ownFailure) run.definitelyNot = await noneOpen();
         return;
       case 'resolved':
-        if (r.reason === 'not-committed') run.definitelyNot = true;
+        if (r.reason === 'not-committed') {
+          const sid = run.lastSubmissionId;
+          if (sid !== undefined)
+            await store.artifacts.setSubmissionOutcome(sid, {
+              outcome: 'rejected',
+              reason: 'a rejection completion was found after an ambiguous execute',
+            });
+          run.definitelyNot = await noneOpen();
+        }
         return;
       default:
         return;
     }
+  }
+  /** No submission of the withdrawal can still commit, going by their records (each rejected or past its window). */
+  async function noneOpen(): Promise<boolean> {
+    const subs = await store.artifacts.submissionsFor(current().commandId);
+    return openSubmissions(subs, new Set(), Date.now()).length === 0;
   }
   return { ...ctx, ledger, signer, recorder };
 }

@@ -19,7 +19,13 @@ import type { Store } from '../store/index.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { sweepAirGap } from './withdrawal-air-gap.js';
-import { isTerminal, type RunOutcome, runWithdrawal, type WithdrawalPoint } from './withdrawal-run.js';
+import {
+  errorText,
+  isTerminal,
+  type RunOutcome,
+  runWithdrawal,
+  type WithdrawalPoint,
+} from './withdrawal-run.js';
 
 export type { WithdrawalPoint } from './withdrawal-run.js';
 
@@ -76,6 +82,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     store,
     ...(opts.airGap ? { airGap: opts.airGap } : {}),
     ...(opts.at ? { at: opts.at } : {}),
+    owner,
   };
 
   /** Withdrawals to look at, with their sending party where known. */
@@ -118,7 +125,12 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     errors.set(id, n);
     notBefore.set(id, Date.now() + Math.min(30_000, retryMs * 2 ** (n - 1)));
     queue.set(id, party);
-    warn({ withdrawal: id, attempt: n, reason: outcome.reason }, 'withdrawal will be retried');
+    // The reason as the withdrawal shows it; the log also gets the error's own text.
+    const err = outcome.error instanceof Error ? outcome.error.message : undefined;
+    warn(
+      { withdrawal: id, attempt: n, reason: outcome.reason, ...(err ? { err } : {}) },
+      'withdrawal will be retried',
+    );
   }
 
   function mark(party: string, by: 1 | -1): void {
@@ -172,12 +184,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         try {
           outcome = await runWithdrawal(env, w);
         } catch (e) {
-          outcome = {
-            done: false,
-            reason: e instanceof Error ? e.message : String(e),
-            error: e,
-            transient: true,
-          };
+          outcome = { done: false, reason: errorText(e), error: e, transient: true };
         }
         const seconds = (performance.now() - t0) / 1000;
         if (outcome.done) {
@@ -203,7 +210,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
               [from],
               'failed',
               { lastError: outcome.reason.slice(0, 2000) },
-              { actor: 'worker' },
+              { actor: 'worker', owner },
             )
             .then(
               () => {

@@ -49,6 +49,24 @@ export class WithdrawalStateError extends StoreError {
   }
 }
 
+/**
+ * A worker's move refused because another worker now holds the withdrawal's
+ * lease (this one's lapsed): the run must stop without touching the row or
+ * the ledger again.
+ */
+export class LeaseLostError extends StoreError {
+  constructor(
+    readonly withdrawalId: string,
+    readonly owner: string,
+  ) {
+    super(
+      'invalid_state',
+      `withdrawal ${withdrawalId} is no longer leased to ${owner}: another worker carries it`,
+    );
+    this.name = 'LeaseLostError';
+  }
+}
+
 export class NotFoundError extends StoreError {
   constructor(what: string) {
     super('not_found', `${what} not found`);

@@ -311,7 +311,18 @@ const M004: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004];
+const M005: Migration = {
+  version: 5,
+  name: 'the execution window of each submission',
+  statements: [
+    // When the submitted transaction's window closes (the earliest of its bounds, as the pipeline
+    // read them from the transaction): after it (plus tolerances) the submission cannot commit.
+    // NULL for rows of older builds.
+    `ALTER TABLE submissions ADD COLUMN window_closes_at timestamptz(3)`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -405,24 +405,42 @@ describe('HttpClient: error bodies', () => {
     expect(e.detail).toBe('Invalid value for: body (Missing required field at synchronizer)');
   });
 
-  it('502/504 and a Splice "taking too long" 503 make a POST ambiguous; a plain 503 does not', async () => {
+  it('502/503/504/500/499 make a POST ambiguous (the request may have reached the node); a definite answer or 429 does not', async () => {
     server.route('*', '/api/validator/v0/s502', (res) => send(res, 502, '<html>Bad Gateway</html>'));
     server.route('*', '/api/validator/v0/s503slow', (res) =>
       send(res, 503, { error: 'The server is taking too long to respond to the request at /v0/s503slow' }),
     );
     server.route('*', '/api/validator/v0/s503', (res) => send(res, 503, { error: 'wallet not ready' }));
+    server.route('*', '/api/validator/v0/s500', (res) => send(res, 500, { error: 'boom' }));
+    server.route('*', '/api/validator/v0/s499', (res) => send(res, 499, { error: 'cancelled' }));
+    server.route('*', '/api/validator/v0/s429', (res) => send(res, 429, { error: 'slow down' }));
+    server.route('*', '/api/validator/v0/s503definite', (res) =>
+      send(res, 503, {
+        code: 'SERVICE_NOT_RUNNING',
+        cause: 'shutting down',
+        context: {},
+        errorCategory: 1,
+        definiteAnswer: true,
+      }),
+    );
     const c = client();
     const post = (path: string) =>
       failure(c.request({ method: 'POST', path, body: {}, response: z.unknown() }));
     for (const [path, ambiguous] of [
       ['/v0/s502', true],
       ['/v0/s503slow', true],
-      ['/v0/s503', false],
+      ['/v0/s503', true],
+      ['/v0/s500', true],
+      ['/v0/s499', true],
+      ['/v0/s429', false],
+      ['/v0/s503definite', false],
     ] as const) {
       const e = await post(path);
-      expect(e.retryable, path).toBe(true);
       expect(e.ambiguous, path).toBe(ambiguous);
     }
+    // A GET is never ambiguous: reading changes nothing.
+    const get = await failure(c.request({ method: 'GET', path: '/v0/s500', response: z.unknown() }));
+    expect(get.ambiguous).toBe(false);
   });
 });
 
@@ -482,7 +500,8 @@ describe('HttpClient: retries', () => {
     );
     expect(e.status).toBe(503);
     expect(e.retryable).toBe(true);
-    expect(e.ambiguous).toBe(false);
+    // Not retried, and the caller must look before trying again: the node may have acted on it.
+    expect(e.ambiguous).toBe(true);
     expect(hits).toHaveLength(1);
   });
 

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CantonApiError } from '../../src/canton/errors.js';
 import { signAndExecute, verifyOnly } from '../../src/flows/sign-execute.js';
 import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
@@ -202,14 +203,34 @@ describe('signAndExecute', () => {
     expect(env.journal.steps()).toEqual(['signed', 'submitted', 'ambiguous', 'resolved', 'committed']);
   });
 
-  it('the same transaction executed twice is a definite rejection (duplicate), not a second commit', async () => {
+  it('the same transaction executed twice answers with the first commit (duplicate found in completions), never a second commit nor a rejection', async () => {
     const prep = await prepareProposal(alice, bob.partyId);
     const intent = { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId };
     const before = proposalsFor(alice).length;
-    await signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent });
-    const e = await refusal(signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent }));
-    expect(e.reason).toBe('submission_rejected');
-    expect(e.details.code).toBe('DUPLICATE_COMMAND');
+    const first = await signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent });
+    const again = await signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent });
+    expect(again.result.updateId).toBe(first.result.updateId);
+    expect(again.result.commandId).toBe(first.result.commandId);
     expect(proposalsFor(alice)).toHaveLength(before + 1);
+  });
+
+  it('a command id still in flight (or whose completion cannot be found) is outcome_unknown, not a rejection', async () => {
+    const prep = await prepareProposal(alice, bob.partyId);
+    const intent = { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId };
+    // The ledger answers "already in flight" and the completion stream has nothing for it.
+    vi.spyOn(env.ledger, 'executeAndWait').mockRejectedValueOnce(
+      new CantonApiError({
+        status: 409,
+        service: 'ledger-api',
+        method: 'POST',
+        path: '/v2/interactive-submission/executeAndWait',
+        code: 'SUBMISSION_ALREADY_IN_FLIGHT',
+        retryable: false,
+        ambiguous: false,
+      }),
+    );
+    const e = await refusal(signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent }));
+    expect(e.reason).toBe('outcome_unknown');
+    expect(e.details.code).toBe('SUBMISSION_ALREADY_IN_FLIGHT');
   });
 });

@@ -5,16 +5,20 @@
  * a tampered preparation rejected, never signed; an ambiguous execute
  * committed once; a run interrupted after each durable step resumed by the
  * next run to exactly one transaction; cancellation; two workers sharing the
- * store never carry one withdrawal twice; expiry; giving up after errors.
+ * store never carry one withdrawal twice; expiry; giving up after errors; a
+ * submission whose outcome is unknown keeps its withdrawal `submitted` through
+ * later refusals and its deadline until its window has closed; a worker whose
+ * lease was taken moves nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
-import type { WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
 import { fromUnits } from '../../src/intent/decimal.js';
 import { listAudit } from '../../src/store/audit.js';
+import { LeaseLostError } from '../../src/store/errors.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import type { Withdrawal, WithdrawalState } from '../../src/store/repos/withdrawals.js';
@@ -307,7 +311,102 @@ describe('withdrawal worker', () => {
     const done = await settled(w.id);
     await wk.stop();
     expect(done.state).toBe('failed');
-    expect(done.lastError).toContain('participant down');
+    // An unexpected error's own text stays in the service log: callers see its kind only.
+    expect(done.lastError).toContain('internal error (Error)');
+    expect(done.lastError).not.toContain('participant down');
     expect(updatesOf(w.commandId)).toEqual([]);
+  });
+});
+
+describe('a submission whose outcome is unknown', () => {
+  /** The execute request is lost (503 before the node acted): the outcome is unknown to the service. */
+  const loseExecute = () =>
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'status', status: 503 },
+      operation: 'ledger-api.executeAndWait',
+      times: 1,
+    });
+  const tamperPrepare = () =>
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'tamper', change: 'receiver', hash: 'tampered' },
+      operation: 'ledger-api.prepare',
+      times: 1,
+    });
+  /** As if the submitted transactions' windows (and the tolerances after them) had passed. */
+  const windowsClosed = (commandId: string) =>
+    store.db.query(
+      `UPDATE submissions SET window_closes_at = now() - interval '1 hour' WHERE command_id = $1`,
+      [commandId],
+    );
+  const run = (w: Withdrawal) => runWithdrawal({ ctx, store }, w);
+  const now = async (id: string) => (await store.withdrawals.get(id))!;
+
+  it('is recorded with its window, and the withdrawal stays submitted', async () => {
+    loseExecute();
+    const w = await create('1');
+    const r = await run(w);
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    const [sub, ...more] = await store.artifacts.submissionsFor(w.commandId);
+    expect(more).toEqual([]);
+    expect(sub?.outcome).toBe('ambiguous');
+    // the transfer's own executeBefore (or an earlier bound) closes it, in the future
+    expect(Date.parse(sub?.windowClosesAt ?? '')).toBeGreaterThan(Date.now());
+    await windowsClosed(w.commandId);
+    expect((await run(await now(w.id))).done).toBe(true);
+    expect((await now(w.id)).state).toBe('committed');
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('a later run that is refused does not reject it while the submission may still commit; once its window closed, it does', async () => {
+    loseExecute();
+    const w = await create('1');
+    await run(w);
+    tamperPrepare();
+    const second = await run(await now(w.id));
+    expect(second.done).toBe(false);
+    const kept = await now(w.id);
+    expect(kept.state).toBe('submitted');
+    expect(kept.lastError).toMatch(/^intent_mismatch: /);
+    // the window of what was sent has closed and the completions show no commit: now it can end
+    await windowsClosed(w.commandId);
+    tamperPrepare();
+    const third = await run(kept);
+    expect(third).toEqual({ done: true, state: 'rejected' });
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('its deadline passing does not expire it while the submission may still commit', async () => {
+    loseExecute();
+    const w = await create('1', { executeBefore: new Date(Date.now() + 1500).toISOString() });
+    await run(w);
+    expect((await now(w.id)).state).toBe('submitted');
+    await new Promise((r) => setTimeout(r, 1600));
+    const waiting = await run(await now(w.id));
+    expect(waiting.done).toBe(false);
+    expect(waiting.done === false && waiting.reason).toMatch(
+      /executeBefore passed; a submission may still commit until/,
+    );
+    expect((await now(w.id)).state).toBe('submitted');
+    await windowsClosed(w.commandId);
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'expired' });
+    expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('a worker whose lease another worker took moves nothing and sends nothing', async () => {
+    const w = await create('1');
+    expect(await store.withdrawals.claim(w.id, 'other-worker', 60_000)).toBeDefined();
+    const sign = vi.spyOn(env.signer, 'sign');
+    const r = await runWithdrawal({ ctx, store, owner: 'this-worker' }, w);
+    expect(r.done).toBe(false);
+    expect(r.done === false && r.error).toBeInstanceOf(LeaseLostError);
+    expect((await now(w.id)).state).toBe('received');
+    expect(sign).not.toHaveBeenCalled();
+    expect(updatesOf(w.commandId)).toEqual([]);
+    await expect(
+      store.withdrawals.transition(w.id, ['received'], 'prepared', {}, { owner: 'this-worker' }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
+    await store.withdrawals.releaseLease(w.id, 'other-worker');
+    await store.withdrawals.cancel(w.id);
   });
 });

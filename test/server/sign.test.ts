@@ -286,9 +286,17 @@ describe('POST /v1/sign/execute', () => {
     expect(r.json().updateId).toMatch(/^1220[0-9a-f]{64}$/);
     expect(sign).toHaveBeenCalledTimes(1);
     expect(proposalsFor(alice)).toHaveLength(before + 1);
+    // The same transaction again (a client retrying after a lost answer): the ledger says the
+    // command id is taken and the completions show its commit: the same outcome, no second commit.
     const again = await post('/v1/sign/execute', body);
-    expect(again.statusCode).toBe(422);
-    expect(again.json().code).toBe('refused');
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({
+      ok: true,
+      outcome: 'committed',
+      commandId,
+      updateId: r.json().updateId,
+    });
+    expect(proposalsFor(alice)).toHaveLength(before + 1);
   });
 
   it('a mismatching intent is 422 and nothing is executed', async () => {

@@ -52,6 +52,11 @@ export interface SubmissionRecord {
   outcome: SubmissionOutcome;
   /** Ledger end read before submitting: where to start looking for the completion. */
   ledgerEndBefore?: number;
+  /**
+   * When the submitted transaction's execution window closes (ISO), as the
+   * pipeline read it from the transaction; absent on rows of older builds.
+   */
+  windowClosesAt?: string;
   completionOffset?: number;
   updateId?: string;
   reason?: string;
@@ -73,7 +78,7 @@ const SIGNATURE = `id, prepared_id AS "preparedId", withdrawal_id AS "withdrawal
 const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", withdrawal_id AS "withdrawalId",
   prepared_id AS "preparedId", outcome, ledger_end_before AS "ledgerEndBefore",
   completion_offset AS "completionOffset", update_id AS "updateId", reason,
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  window_closes_at AS "windowClosesAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export class ArtifactRepo {
   constructor(private readonly db: Db) {}
@@ -156,8 +161,8 @@ export class ArtifactRepo {
   ): Promise<SubmissionRecord> {
     const r = await q.query<Nullable<SubmissionRecord>>(
       `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
-         ledger_end_before, completion_offset, update_id, reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SUBMISSION}`,
+         ledger_end_before, completion_offset, update_id, reason, window_closes_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SUBMISSION}`,
       [
         s.submissionId,
         s.commandId,
@@ -168,6 +173,7 @@ export class ArtifactRepo {
         s.completionOffset ?? null,
         s.updateId ?? null,
         s.reason ?? null,
+        s.windowClosesAt ?? null,
       ],
     );
     return defined(r.rows[0]!);

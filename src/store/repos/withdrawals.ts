@@ -31,7 +31,13 @@ import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
 import { canonicalJson, type Json, sha256Hex, storable } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
-import { BadRequestError, IdempotencyConflictError, NotFoundError, WithdrawalStateError } from '../errors.js';
+import {
+  BadRequestError,
+  IdempotencyConflictError,
+  LeaseLostError,
+  NotFoundError,
+  WithdrawalStateError,
+} from '../errors.js';
 import { Failed, GroupCommit } from '../group-commit.js';
 
 export const WITHDRAWAL_STATES = [
@@ -222,6 +228,12 @@ export interface TransitionOptions {
    * same transaction: both are committed, or neither.
    */
   audit?: readonly AuditEntry[];
+  /**
+   * The worker that moves the row, when a worker does: the move happens only
+   * while the row is leased to it (a worker whose lease lapsed and was taken
+   * by another gets LeaseLostError, so two workers never both submit).
+   */
+  owner?: string;
 }
 
 export interface ListOptions {
@@ -417,6 +429,7 @@ const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 F
       lookup_from = COALESCE(w.lookup_from, $8)
     FROM cur
    WHERE w.id = cur.id AND cur.state = ANY($2::text[])
+     AND ($9::text IS NULL OR w.lease_owner = $9)
   RETURNING w.*, cur.state AS from_state`;
 
 /** Leases an unfinished withdrawal to `$2` for `$3` ms unless another owner holds one of the same party. */
@@ -454,14 +467,23 @@ async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<
       patch.lastError ?? null,
       patch.updateId ?? null,
       patch.lookupFrom ?? null,
+      m.opts.owner ?? null,
     ]);
     const row = r.rows[0];
     if (!row) {
       const cur = (
-        await tx.query<{ state: WithdrawalState }>('SELECT state FROM withdrawals WHERE id = $1', [m.id])
+        await tx.query<{ state: WithdrawalState; lease_owner: string | null }>(
+          'SELECT state, lease_owner FROM withdrawals WHERE id = $1',
+          [m.id],
+        )
       ).rows[0];
+      const owner = m.opts.owner;
       out[i] = new Failed(
-        cur ? new WithdrawalStateError(m.id, cur.state, m.to) : new NotFoundError(`withdrawal ${m.id}`),
+        !cur
+          ? new NotFoundError(`withdrawal ${m.id}`)
+          : owner !== undefined && m.from.includes(cur.state) && cur.lease_owner !== owner
+            ? new LeaseLostError(m.id, owner)
+            : new WithdrawalStateError(m.id, cur.state, m.to),
       );
       continue;
     }
