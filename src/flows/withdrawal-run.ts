@@ -118,9 +118,11 @@ export const SETTLE_MARGIN_MS = Number((2n * LEDGER_TIME_TOLERANCE_US) / 1000n);
 
 /** Until when a submission may still commit (ms since the epoch). */
 export function openUntil(s: SubmissionRecord): number {
-  // Rows of older builds have no window: the preparation-time tolerance from when it was sent.
-  const closes = s.windowClosesAt
-    ? Date.parse(s.windowClosesAt)
+  // Rows of older builds have no window (nor would an unreadable one count as closed): the
+  // preparation-time tolerance from when it was sent.
+  const recorded = s.windowClosesAt !== undefined ? Date.parse(s.windowClosesAt) : Number.NaN;
+  const closes = Number.isFinite(recorded)
+    ? recorded
     : Date.parse(s.createdAt) + Number(PREPARATION_TIME_TOLERANCE_US / 1000n);
   return closes + SETTLE_MARGIN_MS;
 }
