@@ -19,6 +19,7 @@ import { fingerprint, parsePartyId } from '../hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { TransactionError } from '../hashing/errors.js';
 import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
+import { isoMicros } from '../hashing/inspect.js';
 import type { DecodedTransaction } from '../hashing/model.js';
 import { type HashingScheme, hashParts } from '../hashing/transaction-hash.js';
 import { checkIntent } from '../intent/check.js';
@@ -31,7 +32,13 @@ import type { FlowRecorder, JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
 import { type AirGapExporter, AwaitingSignature } from './air-gap.js';
 import { Refusal } from './refusal.js';
-import { describeWindow, type ExecutionWindow, executionWindow, type WindowOptions } from './window.js';
+import {
+  commitDeadlineUs,
+  describeWindow,
+  type ExecutionWindow,
+  executionWindow,
+  type WindowOptions,
+} from './window.js';
 
 /** A prepared transaction as a participant or validator handed it out. */
 export interface PreparedInput {
@@ -169,7 +176,7 @@ export function verifyPrepared(
       problems,
       { hash: bytesToHex(hash) },
     );
-  const window = executionWindow(tx, actions, opts.window);
+  const window = executionWindow(tx, actions, opts.window, input.scheme);
   const now = (opts.nowUs ?? systemNowUs)();
   const min = BigInt(opts.minWindowMs ?? 0) * 1000n;
   if (window.latestUs <= now + min) {
@@ -395,12 +402,10 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
       };
     };
     try {
-      // When the transaction's window closes: after it (and the tolerances) it cannot commit.
-      await rec('submitted', {
-        attempt,
-        hash,
-        facts: { windowCloses: describeWindow(signed.window).latest },
-      });
+      // Until when this transaction could still commit (its signed bounds only): a withdrawal
+      // that may have submitted it does not end before then.
+      const commitBy = isoMicros(commitDeadlineUs(signed.tx, signed.scheme, opts.window));
+      await rec('submitted', { attempt, hash, facts: { commitDeadline: commitBy } });
       return await done(await flow.submit(signed), 'committed');
     } catch (e) {
       if (e instanceof Refusal) {

@@ -5,10 +5,20 @@
  * plus the ledger-time tolerance, `max_record_time`), from the recognised
  * action (`executeBefore`, `expiresAt`) and from the mining round a token
  * transfer pins (its `targetClosesAt`). The earliest of them wins.
+ * `max_record_time` counts only under hashing scheme V3: V2 does not sign it,
+ * so the executing participant may change or drop it.
+ *
+ * `commitDeadlineUs` is a different question: until when could the signed
+ * transaction still commit, whatever the participant does? Only bounds the
+ * signature covers and the synchronizer enforces answer it — the preparation
+ * time and the ledger-time bounds with their tolerances, `max_record_time`
+ * under V3 — never contents of input contracts (a mining round's closing
+ * time), which the signature does not tie to the contracts that execute.
  */
 
 import { isoMicros } from '../hashing/inspect.js';
 import type { DecodedTransaction, Value } from '../hashing/model.js';
+import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { RecognisedAction } from '../intent/model.js';
 
 /** Canton's defaults (synchronizer parameters; owners can change them). */
@@ -48,11 +58,8 @@ function field(v: Value, label: string): Value | undefined {
   return v.kind === 'record' ? v.fields.find((f) => f.label === label)?.value : undefined;
 }
 
-export function executionWindow(
-  tx: DecodedTransaction,
-  actions: readonly RecognisedAction[],
-  opts: WindowOptions = {},
-): ExecutionWindow {
+/** The bounds of the metadata that the signature covers under `scheme` (see the header). */
+function signedBounds(tx: DecodedTransaction, scheme: HashingScheme, opts: WindowOptions): WindowBound[] {
   const m = tx.metadata;
   const bounds: WindowBound[] = [
     {
@@ -63,7 +70,36 @@ export function executionWindow(
   const ledgerTol = opts.ledgerTimeToleranceUs ?? LEDGER_TIME_TOLERANCE_US;
   if (m.maxLedgerEffectiveTime !== undefined)
     bounds.push({ source: 'max ledger effective time', atUs: m.maxLedgerEffectiveTime + ledgerTol });
-  if (m.maxRecordTime !== undefined) bounds.push({ source: 'max_record_time', atUs: m.maxRecordTime });
+  if (m.maxRecordTime !== undefined && scheme === 'v3')
+    bounds.push({ source: 'max_record_time', atUs: m.maxRecordTime });
+  return bounds;
+}
+
+/**
+ * The latest record time (µs) at which the signed transaction could still
+ * commit, from the bounds its signature covers (see the header): after it,
+ * nothing the participant does can commit it.
+ */
+export function commitDeadlineUs(
+  tx: DecodedTransaction,
+  scheme: HashingScheme,
+  opts: WindowOptions = {},
+): bigint {
+  let latest: bigint | undefined;
+  for (const b of signedBounds(tx, scheme, opts))
+    if (latest === undefined || b.atUs < latest) latest = b.atUs;
+  return latest as bigint; // the preparation-time bound is always there
+}
+
+export function executionWindow(
+  tx: DecodedTransaction,
+  actions: readonly RecognisedAction[],
+  opts: WindowOptions = {},
+  scheme: HashingScheme = 'v2',
+): ExecutionWindow {
+  const m = tx.metadata;
+  const bounds = signedBounds(tx, scheme, opts);
+  const ledgerTol = opts.ledgerTimeToleranceUs ?? LEDGER_TIME_TOLERANCE_US;
   for (const a of actions)
     for (const [name, iso] of Object.entries(a.deadlines)) {
       if (name === 'requestedAt') continue;

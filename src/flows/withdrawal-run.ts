@@ -25,7 +25,7 @@
  *
  * "Definitely not committed" needs every submission ever sent for the
  * withdrawal settled: rejected by the ledger, or past its transaction's
- * execution window (plus the ledger-time tolerance and clock skew), with a
+ * commit deadline (the bounds its signature covers, plus a margin for clock skew), with a
  * complete read of the completions showing no success. Until then a
  * `submitted` row never becomes `rejected` or `expired`, whatever a later
  * run meets (a refusal, the deadline): an earlier submission may still
@@ -109,25 +109,24 @@ export function errorText(e: unknown): string {
 }
 
 /**
- * After a submission's window closes, how long it may still commit: the
- * ledger-time/record-time tolerance (a transaction whose ledger time is just
- * inside its deadline is sequenced up to that much later) and as much again
- * for clock skew between this host and the synchronizer.
+ * How long after a submission's commit deadline (a record time, on the
+ * synchronizer's clock) this host still counts it as possibly committed:
+ * for clock skew between the two, the ledger-time tolerance twice over.
  */
 export const SETTLE_MARGIN_MS = Number((2n * LEDGER_TIME_TOLERANCE_US) / 1000n);
 
 /** Until when a submission may still commit (ms since the epoch). */
 export function openUntil(s: SubmissionRecord): number {
-  // Rows of older builds have no window (nor would an unreadable one count as closed): the
+  // Rows of older builds have no deadline (nor would an unreadable one count as passed): the
   // preparation-time tolerance from when it was sent.
-  const recorded = s.windowClosesAt !== undefined ? Date.parse(s.windowClosesAt) : Number.NaN;
+  const recorded = s.commitDeadline !== undefined ? Date.parse(s.commitDeadline) : Number.NaN;
   const closes = Number.isFinite(recorded)
     ? recorded
     : Date.parse(s.createdAt) + Number(PREPARATION_TIME_TOLERANCE_US / 1000n);
   return closes + SETTLE_MARGIN_MS;
 }
 
-/** Submissions that may still commit: not rejected by the ledger and inside their window. */
+/** Submissions that may still commit: not rejected by the ledger and before their commit deadline. */
 function openSubmissions(subs: readonly SubmissionRecord[], rejected: ReadonlySet<string>, now: number) {
   return subs.filter(
     (s) =>
@@ -141,7 +140,7 @@ function openSubmissions(subs: readonly SubmissionRecord[], rejected: ReadonlySe
 type Truth =
   | { status: 'committed'; updateId: string; outcome?: NonNullable<RunState['outcome']> }
   | { status: 'not-committed' }
-  /** `until`: when the last submission that may still commit is past its window (ms), if known. */
+  /** `until`: when the last submission that may still commit is past its deadline (ms), if known. */
   | { status: 'unknown'; until?: number };
 
 /**
@@ -149,7 +148,7 @@ type Truth =
  * of its command id after the recorded ledger end, read to the stream's end,
  * and the record of every submission sent for it. Committed when a success
  * completion is found; not committed only when the read was complete and no
- * submission can still commit (each rejected, or past its window).
+ * submission can still commit (each rejected, or past its commit deadline).
  */
 export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
   const from = await env.store.withdrawals.lookupFrom(w.id);
@@ -226,8 +225,8 @@ interface RunState {
   outcome?: { submissionId: string; completionOffset: number; updateId: string };
   /** A write of ours failed inside the pipeline (it may report it as a rejection): not the ledger's answer. */
   ownFailure: boolean;
-  /** When the transaction about to be submitted stops being executable (the pipeline's window), ISO. */
-  windowCloses?: string;
+  /** The latest record time at which the transaction about to be submitted could commit, ISO. */
+  commitDeadline?: string;
   /** The submission this run sent last. */
   lastSubmissionId?: string;
 }
@@ -471,14 +470,14 @@ function withdrawalContext(
     run.seenEnd = undefined;
     run.sent = true;
     const sid = req.submissionId ?? `${current().commandId}:${Date.now()}`;
-    // Written ahead of the execute, with the transaction's window: what was sent is always on record.
+    // Written ahead of the execute, with the transaction's commit deadline: what was sent is always on record.
     try {
       await store.artifacts.recordSubmission({
         submissionId: sid,
         commandId: current().commandId,
         withdrawalId: id,
         ...(run.ledgerEnd !== undefined ? { ledgerEndBefore: run.ledgerEnd } : {}),
-        ...(run.windowCloses !== undefined ? { windowClosesAt: run.windowCloses } : {}),
+        ...(run.commitDeadline !== undefined ? { commitDeadline: run.commitDeadline } : {}),
       });
     } catch (e) {
       run.ownFailure = true;
@@ -606,7 +605,7 @@ function withdrawalContext(
         return;
       }
       case 'submitted': {
-        run.windowCloses = r.facts?.windowCloses;
+        run.commitDeadline = r.facts?.commitDeadline;
         const end = run.seenEnd ?? (await ctx.ledger.ledgerEnd()).offset;
         run.ledgerEnd = end;
         run.unusedEnd = end;
@@ -660,7 +659,7 @@ function withdrawalContext(
         return;
     }
   }
-  /** No submission of the withdrawal can still commit, going by their records (each rejected or past its window). */
+  /** No submission of the withdrawal can still commit, going by their records (each rejected or past its commit deadline). */
   async function noneOpen(): Promise<boolean> {
     const subs = await store.artifacts.submissionsFor(current().commandId);
     return openSubmissions(subs, new Set(), Date.now()).length === 0;

@@ -246,6 +246,10 @@ export const configSchema = z
       .strictObject({
         requireScheme: z.enum(['v2', 'v3']).optional(),
         minWindowSeconds: z.number().min(0).default(0),
+        /** The synchronizer's preparation-time/record-time tolerance (Canton's default: 24 h). */
+        preparationTimeToleranceSeconds: z.number().int().min(1).default(86_400),
+        /** The synchronizer's ledger-time/record-time tolerance (Canton's default: 60 s). */
+        ledgerTimeToleranceSeconds: z.number().int().min(1).default(60),
       })
       .prefault({}),
     worker: z
@@ -377,6 +381,16 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
   { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },
   { path: 'pipeline.minWindowSeconds', env: ['CANTON_SIGNER_MIN_WINDOW_SECONDS'], kind: 'number' },
+  {
+    path: 'pipeline.preparationTimeToleranceSeconds',
+    env: ['CANTON_SIGNER_PREPARATION_TIME_TOLERANCE_SECONDS'],
+    kind: 'number',
+  },
+  {
+    path: 'pipeline.ledgerTimeToleranceSeconds',
+    env: ['CANTON_SIGNER_LEDGER_TIME_TOLERANCE_SECONDS'],
+    kind: 'number',
+  },
   { path: 'worker.concurrency', env: ['CANTON_SIGNER_WORKER_CONCURRENCY'], kind: 'number' },
   { path: 'worker.pollMs', env: ['CANTON_SIGNER_WORKER_POLL_MS'], kind: 'number' },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },

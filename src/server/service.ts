@@ -206,6 +206,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       }),
       ...(config.pipeline.requireScheme ? { requireScheme: config.pipeline.requireScheme } : {}),
       minWindowMs: config.pipeline.minWindowSeconds * 1000,
+      // The synchronizer's tolerances: windows and commit deadlines are computed with them.
+      window: {
+        preparationTimeToleranceUs: BigInt(config.pipeline.preparationTimeToleranceSeconds) * 1_000_000n,
+        ledgerTimeToleranceUs: BigInt(config.pipeline.ledgerTimeToleranceSeconds) * 1_000_000n,
+      },
       airGap: airGap.exporter({ subject: 'sign-request' }),
       ...opts.flowOverrides,
     };

@@ -313,12 +313,11 @@ const M004: Migration = {
 
 const M005: Migration = {
   version: 5,
-  name: 'the execution window of each submission',
+  name: 'the commit deadline of each submission',
   statements: [
-    // When the submitted transaction's window closes (the earliest of its bounds, as the pipeline
-    // read them from the transaction): after it (plus tolerances) the submission cannot commit.
-    // NULL for rows of older builds.
-    `ALTER TABLE submissions ADD COLUMN window_closes_at timestamptz(3)`,
+    // The latest record time at which the submitted transaction could still commit, from the
+    // bounds its signature covers (window.ts `commitDeadlineUs`). NULL for rows of older builds.
+    `ALTER TABLE submissions ADD COLUMN commit_deadline timestamptz(3)`,
   ],
 };
 

@@ -9,13 +9,13 @@ import { openUntil, SETTLE_MARGIN_MS } from '../../src/flows/withdrawal-run.js';
 import type { SubmissionRecord } from '../../src/store/repos/artifacts.js';
 
 const sent = '2026-11-26T10:00:00.000Z';
-const sub = (windowClosesAt?: string): SubmissionRecord => ({
+const sub = (commitDeadline?: string): SubmissionRecord => ({
   submissionId: 's',
   commandId: 'c',
   outcome: 'ambiguous',
   createdAt: sent,
   updatedAt: sent,
-  ...(windowClosesAt !== undefined ? { windowClosesAt } : {}),
+  ...(commitDeadline !== undefined ? { commitDeadline } : {}),
 });
 
 describe('openUntil', () => {

@@ -335,7 +335,7 @@ describe('a submission whose outcome is unknown', () => {
   /** As if the submitted transactions' windows (and the tolerances after them) had passed. */
   const windowsClosed = (commandId: string) =>
     store.db.query(
-      `UPDATE submissions SET window_closes_at = now() - interval '1 hour' WHERE command_id = $1`,
+      `UPDATE submissions SET commit_deadline = now() - interval '1 hour' WHERE command_id = $1`,
       [commandId],
     );
   const run = (w: Withdrawal) => runWithdrawal({ ctx, store }, w);
@@ -351,7 +351,7 @@ describe('a submission whose outcome is unknown', () => {
     expect(more).toEqual([]);
     expect(sub?.outcome).toBe('ambiguous');
     // the transfer's own executeBefore (or an earlier bound) closes it, in the future
-    expect(Date.parse(sub?.windowClosesAt ?? '')).toBeGreaterThan(Date.now());
+    expect(Date.parse(sub?.commitDeadline ?? '')).toBeGreaterThan(Date.now());
     await windowsClosed(w.commandId);
     expect((await run(await now(w.id))).done).toBe(true);
     expect((await now(w.id)).state).toBe('committed');

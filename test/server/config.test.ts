@@ -84,7 +84,11 @@ describe('loading', () => {
       database: { dataDir: '/srv/cs/data' },
       keystore: { dir: '/srv/cs/keystore' },
       network: { sandbox: true },
-      pipeline: { minWindowSeconds: 0 },
+      pipeline: {
+        minWindowSeconds: 0,
+        preparationTimeToleranceSeconds: 86_400,
+        ledgerTimeToleranceSeconds: 60,
+      },
       log: { level: 'info' },
     });
     expect(cfg.auth).toMatchObject({
@@ -118,7 +122,7 @@ describe('loading', () => {
         partiesClaim: 'parties',
         clockToleranceSeconds: 5,
       },
-      pipeline: { requireScheme: 'v3', minWindowSeconds: 60 },
+      pipeline: { requireScheme: 'v3', minWindowSeconds: 60, ledgerTimeToleranceSeconds: 30 },
       log: { level: 'debug' },
     });
     const cfg = await loadConfig({ file: f, env: {} });
@@ -131,7 +135,12 @@ describe('loading', () => {
     expect(cfg.network).toMatchObject({ sandbox: false, ledgerApiUser: 'custody' });
     expect(cfg.auth.publicKeys[0]).toMatchObject({ kid: 'k1', alg: 'RS256', pem: pem.rsa });
     expect(cfg.auth.issuer).toEqual(['https://a/', 'https://b/']);
-    expect(cfg.pipeline).toEqual({ requireScheme: 'v3', minWindowSeconds: 60 });
+    expect(cfg.pipeline).toEqual({
+      requireScheme: 'v3',
+      minWindowSeconds: 60,
+      preparationTimeToleranceSeconds: 86_400,
+      ledgerTimeToleranceSeconds: 30,
+    });
     expect(cfg.log.level).toBe('debug');
   });
 
@@ -178,6 +187,7 @@ describe('loading', () => {
         CANTON_SIGNER_KEYSTORE: '/k',
         CANTON_SIGNER_REQUIRE_SCHEME: 'v3',
         CANTON_SIGNER_MIN_WINDOW_SECONDS: '2.5',
+        CANTON_SIGNER_PREPARATION_TIME_TOLERANCE_SECONDS: '172800',
         CANTON_SIGNER_LOG_LEVEL: '',
       },
       cwd: '/w',
@@ -193,7 +203,12 @@ describe('loading', () => {
     });
     expect(cfg.database).toEqual({ url: 'postgres://specific@h/db', dataDir: '/w/d' });
     expect(cfg.keystore.dir).toBe('/k');
-    expect(cfg.pipeline).toEqual({ requireScheme: 'v3', minWindowSeconds: 2.5 });
+    expect(cfg.pipeline).toEqual({
+      requireScheme: 'v3',
+      minWindowSeconds: 2.5,
+      preparationTimeToleranceSeconds: 172_800,
+      ledgerTimeToleranceSeconds: 60,
+    });
     expect(cfg.log.level).toBe('warn'); // an empty variable counts as unset
   });
 

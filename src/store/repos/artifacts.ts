@@ -53,10 +53,11 @@ export interface SubmissionRecord {
   /** Ledger end read before submitting: where to start looking for the completion. */
   ledgerEndBefore?: number;
   /**
-   * When the submitted transaction's execution window closes (ISO), as the
-   * pipeline read it from the transaction; absent on rows of older builds.
+   * The latest record time (ISO) at which the submitted transaction could
+   * still commit, from the bounds its signature covers; absent on rows of
+   * older builds.
    */
-  windowClosesAt?: string;
+  commitDeadline?: string;
   completionOffset?: number;
   updateId?: string;
   reason?: string;
@@ -78,7 +79,7 @@ const SIGNATURE = `id, prepared_id AS "preparedId", withdrawal_id AS "withdrawal
 const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", withdrawal_id AS "withdrawalId",
   prepared_id AS "preparedId", outcome, ledger_end_before AS "ledgerEndBefore",
   completion_offset AS "completionOffset", update_id AS "updateId", reason,
-  window_closes_at AS "windowClosesAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  commit_deadline AS "commitDeadline", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export class ArtifactRepo {
   constructor(private readonly db: Db) {}
@@ -161,7 +162,7 @@ export class ArtifactRepo {
   ): Promise<SubmissionRecord> {
     const r = await q.query<Nullable<SubmissionRecord>>(
       `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
-         ledger_end_before, completion_offset, update_id, reason, window_closes_at)
+         ledger_end_before, completion_offset, update_id, reason, commit_deadline)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SUBMISSION}`,
       [
         s.submissionId,
@@ -173,7 +174,7 @@ export class ArtifactRepo {
         s.completionOffset ?? null,
         s.updateId ?? null,
         s.reason ?? null,
-        s.windowClosesAt ?? null,
+        s.commitDeadline ?? null,
       ],
     );
     return defined(r.rows[0]!);
