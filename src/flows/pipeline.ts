@@ -190,8 +190,23 @@ export function verifyPrepared(
       { latest: w.latest, source: w.latestSource },
     );
   }
+  // A preparation time ahead of this host's clock would keep the signature usable for that much
+  // longer than the caller expects (the window counts from it): only clock skew is tolerated.
+  const prepared = tx.metadata.preparationTime;
+  if (prepared > now + PREPARATION_SKEW_US) {
+    const w = describeWindow(window);
+    throw new Refusal(
+      'window_closed',
+      `the transaction's preparation time ${isoMicros(prepared)} is more than ${PREPARATION_SKEW_US / 60_000_000n} minutes ahead of this host's clock: its signature would stay usable until ${w.latest}`,
+      [],
+      { preparationTime: isoMicros(prepared), latest: w.latest, source: 'preparation time' },
+    );
+  }
   return { flow, party, intent, tx, scheme: input.scheme, hash, actions, window };
 }
+
+/** How far a transaction's preparation time may be ahead of this host's clock (skew). */
+export const PREPARATION_SKEW_US = 5n * 60_000_000n;
 
 /** Steps 6–8: policy, sign, verify the signature against the registered key. */
 export async function signVerified(v: Verified, opts: PipelineOptions): Promise<SignedTransaction> {

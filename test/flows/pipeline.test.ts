@@ -254,6 +254,19 @@ describe('the signing pipeline', () => {
     expect(e2.message).toMatch(/sooner than the required/);
   });
 
+  it('a preparation time more than 5 minutes ahead of this host is refused before signing (the signature would outlive what the caller expects)', async () => {
+    const sign = vi.spyOn(env.signer, 'sign');
+    const behind: FlowContext = { ...env.ctx, nowUs: () => env.net.clock.now() - 6n * 60_000_000n };
+    const e = await refusal(runFlow({ ...proposalFlow(alice), maxAttempts: 1 }, behind));
+    expect(e.reason).toBe('window_closed');
+    expect(e.details.source).toBe('preparation time');
+    expect(e.message).toMatch(/ahead of this host's clock/);
+    expect(sign).not.toHaveBeenCalled();
+    // within the tolerated skew it is signed
+    const skewed: FlowContext = { ...env.ctx, nowUs: () => env.net.clock.now() - 4n * 60_000_000n };
+    expect((await runFlow(proposalFlow(alice), skewed)).outcome).toBe('committed');
+  });
+
   it('an ambiguous execute (timeout after commit) is resolved from completions: one transaction, no retry', async () => {
     const ctx = ambiguousExecute(env);
     const before = proposalsOf(alice);
