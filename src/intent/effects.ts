@@ -382,26 +382,44 @@ export function checkInstructions(
     `the transfer instruction at node ${one.nodeId}`,
     add,
     `node ${one.nodeId}`,
+    'reason-compared',
   );
 }
 
-/** Metadata entries other than the reason, with a non-empty value: text the intent did not ask to sign. */
+/**
+ * The metadata text an intent states for one `meta.values` map, key → exact
+ * text; or `reason-compared` where the caller compares the reason entry
+ * (REASON_KEY) with the intent's memo itself and states nothing else.
+ */
+export type StatedMeta = 'reason-compared' | Readonly<Record<string, string>>;
+
+/**
+ * Metadata entries at `path` with a non-empty value that the intent does not
+ * state (`stated`; the reason is an entry like any other): text the party
+ * did not ask to sign. One `memo_mismatch` per entry.
+ */
 export function checkMetaValues(
   v: Value | undefined,
   path: string,
   what: string,
   add: Add,
   where: string,
+  stated: StatedMeta,
 ): void {
   const m = at(v, path);
   if (m?.kind !== 'textMap') return;
   for (const e of m.entries) {
-    if (e.key === REASON_KEY) continue;
     const x = e.value.kind === 'optional' ? e.value.value : e.value;
     if (x === undefined || (x.kind === 'text' && x.value === '')) continue;
+    if (stated === 'reason-compared' && e.key === REASON_KEY) continue;
+    const want = stated !== 'reason-compared' && Object.hasOwn(stated, e.key) ? stated[e.key] : undefined;
+    if (want !== undefined && x.kind === 'text' && x.value === want) continue;
+    const shown = x.kind === 'text' ? JSON.stringify(x.value) : `a ${x.kind}`;
     add(
       'memo_mismatch',
-      `${what} carries the metadata entry ${JSON.stringify(e.key)} (${x.kind === 'text' ? JSON.stringify(x.value) : `a ${x.kind}`}), which the intent does not ask for.`,
+      want === undefined
+        ? `${what} carries the metadata entry ${JSON.stringify(e.key)} (${shown}), which the intent does not ask for.`
+        : `${what} carries the metadata entry ${JSON.stringify(e.key)} (${shown}), but the intent says ${JSON.stringify(want)}.`,
       `${where}: ${path}`,
     );
   }

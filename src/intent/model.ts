@@ -147,6 +147,15 @@ export const AllocateIntentSchema = z.strictObject({
   settlementRef: z.strictObject({ id: z.string().min(1).max(255), cid: contractId.optional() }),
   /** When given, the allocation's `transferLegId` must equal it. */
   transferLegId: z.string().min(1).max(255).optional(),
+  /**
+   * Metadata text the transfer leg and the settlement may carry (`meta.values`), key → exact text, as in the
+   * allocation request: e.g. the venue's trade reference and the reason
+   * (`splice.lfdecentralizedtrust.org/reason`). Any other non-empty entry is refused, and so is any in `extraArgs`.
+   */
+  meta: z
+    .record(z.string().min(1).max(255), z.string().max(4096))
+    .refine((m) => Object.keys(m).length <= 32, 'at most 32 entries')
+    .optional(),
 });
 
 export const AllocationIntentSchema = z.strictObject({

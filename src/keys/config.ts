@@ -29,7 +29,9 @@ export function keystoreDir(env: NodeJS.ProcessEnv = process.env, explicit?: str
 
 export async function openSigner(config: SignerConfig = {}): Promise<Signer> {
   const env = config.env ?? process.env;
-  let cached: Promise<string> | undefined;
+  // A passphrase in the environment is taken now: it leaves the process environment at start-up, before any
+  // child process could inherit it. A passphrase file or a prompt is read when a key is first decrypted.
+  let cached: Promise<string> | undefined = env[PASSPHRASE.env] ? getSecret(PASSPHRASE, { env }) : undefined;
   const file = new FileBackend({
     dir: keystoreDir(env, config.keystore),
     // Asked for only when a key must be encrypted or decrypted, and then once.

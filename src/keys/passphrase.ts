@@ -2,9 +2,10 @@
  * Where secrets for key custody come from: an environment variable, a file
  * named by one, or an interactive prompt on a terminal. Never a command-line
  * argument (it would show in `ps` and in shell history). The value is never
- * logged and never part of an error message.
+ * logged and never part of an error message; a variable holding it leaves the
+ * process environment once read, and a file holding it must be private (0600).
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { KeyError } from './backend.js';
 
 export interface SecretSource {
@@ -32,20 +33,43 @@ export const PKCS11_PIN: SecretSource = {
   missing: 'no_pin',
 };
 
-/** The secret from the environment or its file; undefined when neither is set. */
+/**
+ * The secret from the environment or its file; undefined when neither is set.
+ *
+ * Taken from the variable, it is removed from this process's environment
+ * (`process.env`) at once, so that no child process inherits it; read it once
+ * and keep it (`openSigner` does). A file must be readable by its owner only
+ * (no group or other read bit), or it is refused, naming the file and the fix.
+ */
 export function secretFromEnv(src: SecretSource, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const direct = env[src.env];
-  if (direct !== undefined && direct !== '') return direct;
+  if (direct !== undefined && direct !== '') {
+    // Also when `env` is a copy of the process environment: the process's own is what children inherit.
+    if (process.env[src.env] === direct) delete process.env[src.env];
+    return direct;
+  }
   const file = env[src.fileEnv];
   if (file === undefined || file === '') return undefined;
   let text: string;
+  let fd: number | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    fd = openSync(file, 'r');
+    // Checked on the open file (no swap between the check and the read); Windows has no such mode bits.
+    const mode = fstatSync(fd).mode;
+    if (process.platform !== 'win32' && (mode & 0o044) !== 0)
+      throw new KeyError(
+        'keystore_io',
+        `the ${src.what} file ${file} (named by ${src.fileEnv}) is readable by ${mode & 0o004 ? 'other users' : 'its group'} (mode ${(mode & 0o777).toString(8).padStart(3, '0')}): make it readable by its owner only (chmod 600 ${file}), then try again`,
+      );
+    text = readFileSync(fd, 'utf8');
   } catch (e) {
+    if (e instanceof KeyError) throw e;
     throw new KeyError(
       'keystore_io',
       `cannot read the ${src.what} file named by ${src.fileEnv} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
     );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
   const value = text.replace(/\r?\n$/, '');
   if (value === '') throw new KeyError(src.missing, `the ${src.what} file named by ${src.fileEnv} is empty`);

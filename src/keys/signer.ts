@@ -12,13 +12,12 @@
  * through the air gap for that exact hash, or fails with
  * `awaiting_offline_signature`.
  */
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fingerprint, partyId } from '../hashing/canton-hash.js';
 import { type BackendKey, type BackendKind, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { FileBackend, KeyFileProblem } from './file-backend.js';
+import { type LockFileOptions, replaceFile, withLockFile } from './key-files.js';
 import type { OfflineBackend } from './offline-backend.js';
 import {
   isKeyScheme,
@@ -79,6 +78,8 @@ export interface SignerOptions {
   offline?: OfflineBackend;
   /** Folder for the key state file (default: the file backend's folder). */
   stateDir?: string;
+  /** Waiting for and breaking the state file's lock (`key-state.json.lock`); tests shorten it. */
+  stateLock?: LockFileOptions;
 }
 
 type KeyFlag = 'ok' | 'disabled' | 'deleted';
@@ -354,18 +355,24 @@ export class Signer {
 
   private async loadState(): Promise<StateFile> {
     if (this.state) return this.state;
+    const s = await this.readStateFile();
+    this.state ??= s;
+    return this.state;
+  }
+
+  /** The state file as it is on disk now (no cache). */
+  private async readStateFile(): Promise<StateFile> {
     try {
       const parsed = JSON.parse(await readFile(this.statePath(), 'utf8')) as StateFile;
       if (parsed.version !== 1 || typeof parsed.disabled !== 'object' || parsed.disabled === null)
         throw new KeyError('invalid_key_file', `${this.statePath()} is not a canton-signer key state file`);
-      this.state = parsed;
+      return parsed;
     } catch (e) {
       if (e instanceof KeyError) throw e;
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
         throw new KeyError('keystore_io', `cannot read ${this.statePath()}: ${(e as Error).message}`);
-      this.state = { version: 1, disabled: {} };
+      return { version: 1, disabled: {} };
     }
-    return this.state;
   }
 
   /** The key's flag when the state is fresh (checked within the last second); undefined otherwise. */
@@ -404,28 +411,34 @@ export class Signer {
     return (await this.flag(label)) === 'disabled';
   }
 
-  /** Serialised read-modify-write of the state file; atomic replace on disk. */
+  /**
+   * Read-modify-write of the state file: serialised within this process, and
+   * across processes (the service, the CLI, other instances) by a lock file
+   * next to it, under which the file is read afresh; replaced atomically and
+   * durably on disk.
+   */
   private updateState(change: (s: StateFile) => void): Promise<void> {
     const run = async () => {
-      this.state = undefined;
-      const s = await this.loadState();
-      change(s);
-      await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
-      const temp = join(this.stateDir, `.key-state.${randomBytes(6).toString('hex')}.tmp`);
       try {
-        const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-        try {
-          await fh.writeFile(`${JSON.stringify(s, null, 2)}\n`, 'utf8');
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
-        await rename(temp, this.statePath());
-        this.stateCheckedAt = 0;
+        await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
       } catch (e) {
-        await unlink(temp).catch(() => {});
-        throw new KeyError('keystore_io', `cannot write ${this.statePath()}: ${(e as Error).message}`);
+        throw new KeyError('keystore_io', `cannot create ${this.stateDir}: ${(e as Error).message}`);
       }
+      await withLockFile(
+        `${this.statePath()}.lock`,
+        async () => {
+          const s = await this.readStateFile();
+          change(s);
+          try {
+            await replaceFile(this.stateDir, this.statePath(), `${JSON.stringify(s, null, 2)}\n`);
+          } catch (e) {
+            throw new KeyError('keystore_io', `cannot write ${this.statePath()}: ${(e as Error).message}`);
+          }
+          this.state = s;
+          this.stateCheckedAt = 0;
+        },
+        this.opts.stateLock,
+      );
     };
     const next = this.stateWrite.then(run, run);
     this.stateWrite = next.catch(() => {});

@@ -100,8 +100,16 @@ const PartyKey = z.strictObject({
 const Window = z.strictObject({
   earliest: Iso.optional(),
   latest: Iso,
-  /** What sets `latest` (e.g. `max_record_time`, `mining round 12`, `preparation-time tolerance`). */
-  latestSource: z.string().min(1),
+  /**
+   * What sets `latest` (e.g. `max_record_time`, `mining round 12 closes`, `preparation-time tolerance`):
+   * a short name, shown to the offline operator, so letters, digits, spaces and `_ . : ? ( ) -` only.
+   */
+  latestSource: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9 _.:?()-]{0,119}$/,
+      'a short name: 1-120 letters, digits, spaces or _ . : ? ( ) -, starting with a letter or digit',
+    ),
 });
 
 const PreparedRequest = z.strictObject({

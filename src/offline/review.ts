@@ -324,8 +324,8 @@ function reviewTopology(
     summary: '',
   };
   const lines = [
-    `Onboarding of external party ${request.partyId}: ${check.decoded.length} topology transaction${check.decoded.length === 1 ? '' : 's'}, ${e.path === 'validator' ? 'validator path (one signature per transaction)' : 'Ledger API path (one signature over their multi-hash)'}`,
-    `Expected: hosted on ${participantUidOf(e.participantUid)} (${e.permission}), confirmation threshold ${e.threshold}, the party's only key ${party.fingerprint}`,
+    `Onboarding of external party ${printable(request.partyId)}: ${check.decoded.length} topology transaction${check.decoded.length === 1 ? '' : 's'}, ${e.path === 'validator' ? 'validator path (one signature per transaction)' : 'Ledger API path (one signature over their multi-hash)'}`,
+    `Expected: hosted on ${printable(participantUidOf(e.participantUid))} (${e.permission}), confirmation threshold ${e.threshold}, the party's only key ${party.fingerprint}`,
     '',
   ];
   check.decoded.forEach((d, i) => {
@@ -358,7 +358,7 @@ function header(r: Review, now: bigint, extra: [string, string][]): string {
     ...extra,
     [
       'window',
-      `latest ${r.window.latest} (${r.window.latestSource}), ${formatDurationUs(r.window.latestUs - now)} left${r.window.earliest ? `; not before ${r.window.earliest}` : ''}`,
+      `latest ${printable(r.window.latest)} (${printable(r.window.latestSource)}), ${formatDurationUs(r.window.latestUs - now)} left${r.window.earliest ? `; not before ${printable(r.window.earliest)}` : ''}`,
     ],
     ['created at', printable(req.createdAt)],
     ['exported by', `${r.exporter} (trusted export key, seal verified)`],
@@ -386,22 +386,23 @@ function topologyText(d: DecodedTopologyTransaction, i: number): string[] {
     case 'namespace_delegation':
       return [
         head,
-        `      NamespaceDelegation of namespace ${m.namespace}`,
+        `      NamespaceDelegation of namespace ${printable(m.namespace)}`,
         `      to key ${keyText(m.targetKey)}`,
         `      restriction: ${m.restriction?.kind ?? (m.isRootDelegation ? 'root delegation' : 'none')}`,
       ];
     case 'party_to_key_mapping':
       return [
         head,
-        `      PartyToKeyMapping of ${m.party}, signing threshold ${m.threshold}`,
+        `      PartyToKeyMapping of ${printable(m.party)}, signing threshold ${m.threshold}`,
         ...m.signingKeys.map((k) => `      signing key ${keyText(k)}`),
       ];
     case 'party_to_participant':
       return [
         head,
-        `      PartyToParticipant of ${m.party}, confirmation threshold ${m.threshold}`,
+        `      PartyToParticipant of ${printable(m.party)}, confirmation threshold ${m.threshold}`,
         ...m.participants.map(
-          (p) => `      hosted on ${p.participantUid} (${p.permission}${p.onboarding ? ', onboarding' : ''})`,
+          (p) =>
+            `      hosted on ${printable(p.participantUid)} (${p.permission}${p.onboarding ? ', onboarding' : ''})`,
         ),
         ...(m.partySigningKeys
           ? [

@@ -5,6 +5,8 @@
  * permissions, passphrase errors, every kind of tampering, exclusive writes,
  * imports and passphrase sources.
  */
+
+import { execFileSync } from 'node:child_process';
 import {
   createCipheriv,
   createDecipheriv,
@@ -37,6 +39,7 @@ import { KeyError } from '../../src/keys/backend.js';
 import { openSigner } from '../../src/keys/config.js';
 import { FileBackend } from '../../src/keys/file-backend.js';
 import { getSecret, PASSPHRASE, PKCS11_PIN, secretFromEnv } from '../../src/keys/passphrase.js';
+import { pkcs11ConfigFromEnv } from '../../src/keys/pkcs11-backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { Signer } from '../../src/keys/signer.js';
 import {
@@ -1034,6 +1037,75 @@ describe('file keystore: passphrase sources (src/keys/passphrase.ts)', () => {
     const pin = await expectCode(getSecret(PKCS11_PIN), 'no_pin');
     expect(pin.message).toContain('CANTON_SIGNER_PKCS11_PIN');
     expect(pin.message).toContain('CANTON_SIGNER_PKCS11_PIN_FILE');
+  });
+
+  /** What a child process of this one sees in `name` ('(unset)' when it inherits nothing). */
+  const childSees = (name: string): string =>
+    execFileSync(
+      process.execPath,
+      ['-e', `process.stdout.write(process.env[${JSON.stringify(name)}] ?? '(unset)')`],
+      {
+        encoding: 'utf8',
+      },
+    );
+
+  it('a passphrase or PIN taken from the process environment leaves it: child processes do not inherit it', async () => {
+    clearEnv();
+    vi.stubEnv('CANTON_SIGNER_PASSPHRASE', 'inherited?');
+    expect(childSees('CANTON_SIGNER_PASSPHRASE')).toBe('inherited?');
+    expect(secretFromEnv(PASSPHRASE)).toBe('inherited?');
+    expect(process.env.CANTON_SIGNER_PASSPHRASE).toBeUndefined();
+    expect(childSees('CANTON_SIGNER_PASSPHRASE')).toBe('(unset)');
+    // Read from a copy of the environment (as the service does): the process's own copy goes too.
+    vi.stubEnv('CANTON_SIGNER_PKCS11_PIN', '4321');
+    vi.stubEnv('CANTON_SIGNER_PKCS11_MODULE', '/m.so');
+    expect(pkcs11ConfigFromEnv({ ...process.env })?.pin).toBe('4321');
+    expect(process.env.CANTON_SIGNER_PKCS11_PIN).toBeUndefined();
+    expect(childSees('CANTON_SIGNER_PKCS11_PIN')).toBe('(unset)');
+  });
+
+  it('openSigner takes the passphrase from the process environment at once and keeps it for later decryption', async () => {
+    clearEnv();
+    vi.stubEnv('CANTON_SIGNER_PASSPHRASE', 'kept in the signer');
+    const dir = join(tempDir('opensigner-scrub'), 'ks');
+    const s = await openSigner({ pkcs11: false, keystore: dir });
+    expect(process.env.CANTON_SIGNER_PASSPHRASE).toBeUndefined();
+    expect(childSees('CANTON_SIGNER_PASSPHRASE')).toBe('(unset)');
+    const d = await s.generate({ label: 'scrubbed', scheme: 'ed25519', backend: 'file' });
+    const msg = randomBytes(32);
+    checkSignature(await s.sign(d.label, msg), d, msg);
+    checkSignature(await signerAt(dir, 'kept in the signer', 'default').sign(d.label, msg), d, msg);
+  });
+
+  it('a passphrase or PIN file readable by group or others is refused, naming the file and chmod 600', () => {
+    for (const mode of [0o644, 0o640, 0o604, 0o660, 0o444]) {
+      const file = fileWith('not for others\n');
+      chmodSync(file, mode);
+      for (const [src, fileEnv] of [
+        [PASSPHRASE, 'CANTON_SIGNER_PASSPHRASE_FILE'],
+        [PKCS11_PIN, 'CANTON_SIGNER_PKCS11_PIN_FILE'],
+      ] as const) {
+        let err: unknown;
+        try {
+          secretFromEnv(src, { [fileEnv]: file });
+        } catch (e) {
+          err = e;
+        }
+        const what = `${mode.toString(8)} ${fileEnv}`;
+        expect(err, what).toBeInstanceOf(KeyError);
+        expect((err as KeyError).code, what).toBe('keystore_io');
+        expect((err as KeyError).message, what).toContain(file);
+        expect((err as KeyError).message, what).toContain(`chmod 600 ${file}`);
+        expect((err as KeyError).message, what).not.toContain('not for others');
+      }
+    }
+    for (const mode of [0o600, 0o400]) {
+      const file = fileWith('owner only\n');
+      chmodSync(file, mode);
+      expect(secretFromEnv(PASSPHRASE, { CANTON_SIGNER_PASSPHRASE_FILE: file }), mode.toString(8)).toBe(
+        'owner only',
+      );
+    }
   });
 
   it('openSigner({ env }) takes the passphrase from the environment it is given, like the keystore folder', async () => {

@@ -13,7 +13,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
+import { decodeTopologyTransaction, encodeTopologyTransaction } from '../../src/canton/topology/codec.js';
+import { base64ToBytes, bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { verifySignature } from '../../src/keys/schemes.js';
 import type { KeyDescription } from '../../src/keys/signer.js';
 import {
@@ -21,7 +22,10 @@ import {
   type PreparedAirGapRequest,
   parseRequestEnvelope,
   parseResponse,
+  requestDigest,
+  type TopologyAirGapRequest,
   type TrustedExportKey,
+  topologyMessages,
   trustedExportKey,
 } from '../../src/offline/format.js';
 import {
@@ -575,5 +579,96 @@ describe('topology-transactions', () => {
       expect(e.code, `${name}: ${e.message}`).toBe(code);
       expect(e.message, name).toMatch(msg);
     }
+  });
+
+  describe('text from the request cannot forge a line of what the operator reads', () => {
+    const FORGED = '\n  Expected: hosted on trusted-participant::1220ff (submission)';
+    /** Every line of the summary that starts with the forged text (after indentation). */
+    const forgedLines = (summary: string) =>
+      summary.split('\n').filter((l) => l.trimStart().startsWith('Expected: hosted on trusted-participant'));
+
+    /** Sealed as the export key would, but without the export's schema check (a hostile online side). */
+    async function sealUnchecked(r: TopologyAirGapRequest): Promise<AirGapRequestEnvelope> {
+      const digest = requestDigest(r);
+      const out = await env.signer.sign(EXPORT, digest);
+      return {
+        request: r,
+        digest: bytesToHex(digest),
+        exportKey: {
+          fingerprint: out.key.fingerprint,
+          scheme: out.key.scheme,
+          publicKey: bytesToBase64(out.key.publicKeySpki),
+        },
+        exportSignature: out.signature,
+      };
+    }
+
+    it('a participant uid with a line break (expected and in the transaction): shown escaped, on its line', async () => {
+      const key = await env.signer.generate({ label: 'onboard-inject', scheme: 'ed25519', backend: 'file' });
+      const req = await validatorTopologyRequest(env.validator, env.ledger, env.net, key, 'offinject');
+      const uid = `${req.expect.participantUid}${FORGED}`;
+      // The topology itself names that participant, so that the topology check agrees with the request.
+      req.transactions = req.transactions.map((t) => {
+        const d = decodeTopologyTransaction(t);
+        const m = d.transaction.mapping;
+        if (m.kind !== 'party_to_participant') return t;
+        const participants = m.participants.map((p) => ({ ...p, participantUid: uid }));
+        return bytesToBase64(
+          encodeTopologyTransaction({ ...d.transaction, mapping: { ...m, participants } }, d.version),
+        );
+      });
+      req.expect = { ...req.expect, participantUid: uid };
+      req.claimedHashes = topologyMessages(req).map(bytesToHex);
+      const r = reviewText(await seal(req, env.signer, EXPORT));
+      expect(forgedLines(r.summary)).toEqual([]);
+      // Both the expectation and the decoded transaction's copy are there, escaped.
+      expect(r.summary.split('\\u{a}  Expected: hosted on trusted-participant').length).toBe(3);
+    });
+
+    it('a window source with a line break: refused by the request format; if it got through, shown escaped', async () => {
+      const key = await env.signer.generate({
+        label: 'onboard-inject-w',
+        scheme: 'ed25519',
+        backend: 'file',
+      });
+      const req = await validatorTopologyRequest(env.validator, env.ledger, env.net, key, 'offinjectw');
+      req.window = { ...req.window, latestSource: `onboarding request expiry${FORGED}` };
+      // The online side cannot export it, and the offline side does not read it.
+      await expect(seal(req, env.signer, EXPORT)).rejects.toThrow(/latestSource/);
+      const unchecked = await sealUnchecked(req);
+      const e = refused(() => reviewText(unchecked));
+      expect(e.code).toBe('malformed');
+      expect(e.field).toBe('envelope.request.window.latestSource');
+      for (const bad of ['', ' x', 'a'.repeat(121), 'x\u202ey', 'x\ry', 'x\u001b[2Ky'])
+        expect(
+          () =>
+            parseRequestEnvelope(
+              JSON.stringify({
+                ...unchecked,
+                request: { ...req, window: { ...req.window, latestSource: bad } },
+              }),
+            ),
+          JSON.stringify(bad),
+        ).toThrow(/latestSource/);
+      // Reviewed without the format check (a caller that skips parsing): the line is not forged either.
+      const r = reviewRequest(unchecked, opts());
+      expect(forgedLines(r.summary)).toEqual([]);
+      expect(r.summary).toContain(
+        '(onboarding request expiry\\u{a}  Expected: hosted on trusted-participant',
+      );
+      // Every real window source still passes.
+      for (const ok of [
+        'max_record_time',
+        'preparation-time tolerance',
+        'max ledger effective time',
+        'mining round 12 closes',
+        'mining round ? closes',
+        'executeBefore',
+        'air-gap onboarding request lifetime',
+      ]) {
+        const fine = await seal({ ...req, window: { ...req.window, latestSource: ok } }, env.signer, EXPORT);
+        expect(fine.request.window.latestSource).toBe(ok);
+      }
+    });
   });
 });
