@@ -39,7 +39,7 @@ import {
   type IntentProblemReason,
   type RecognisedAction,
 } from './model.js';
-import { recogniseActions } from './recognise.js';
+import { REASON_KEY, recogniseActions } from './recognise.js';
 import { sameInstant } from './time.js';
 import { descendants, type Visited } from './tree.js';
 import { partyAt } from './values.js';
@@ -210,6 +210,11 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       `${at}: expectedAdmin`,
     );
   };
+  /** Metadata text in the root choice's `extraArgs` (token-standard choices): none, as the intent states none. */
+  const extraArgsMeta = (what: string) => {
+    if (root?.type === 'exercise')
+      checkMetaValues(root.chosenValue, 'extraArgs.meta.values', what, add, at, {});
+  };
   const acting = (p: string) => {
     if (a.actingParties.includes(p)) return;
     add(
@@ -229,8 +234,16 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       expectedAdmin(intent.instrument.admin);
       memo(intent.memo);
       if (root?.type === 'exercise') {
-        checkMetaValues(root.chosenValue, 'transfer.meta.values', 'the transfer', add, at);
-        checkMetaValues(root.chosenValue, 'extraArgs.meta.values', 'the transfer', add, at);
+        // The reason in transfer.meta is the memo compared above; anywhere else it may only repeat it.
+        checkMetaValues(root.chosenValue, 'transfer.meta.values', 'the transfer', add, at, 'reason-compared');
+        checkMetaValues(
+          root.chosenValue,
+          'extraArgs.meta.values',
+          'the transfer',
+          add,
+          at,
+          intent.memo === undefined ? {} : { [REASON_KEY]: intent.memo },
+        );
       }
       checkInputs(tx, intent, a, intent.inputs ?? a.inputs ?? [], at, add);
       if (intent.executeBefore !== undefined) deadline('executeBefore', intent.executeBefore);
@@ -261,6 +274,8 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       // Only the receiver accepts or rejects; only the sender withdraws (when the instruction is disclosed).
       const role = intent.kind === 'transfer-instruction-withdraw' ? 'sender' : 'receiver';
       if (a.parties[role] !== undefined) party(role, intent.party);
+      // The instruction's own reason is the sender's, signed before; text added by this choice is refused.
+      extraArgsMeta(`the ${a.choice ?? 'choice'}`);
       return;
     }
     case 'preapproval-send':
@@ -305,6 +320,10 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       // Sender, receiver, executor, amount, instrument and settlement reference, read from the argument.
       const v = root?.type === 'exercise' ? root.chosenValue : undefined;
       checkAllocationSpec(v, 'allocation', intent, 'the allocation requested', at, add);
+      // Metadata text in the leg and the settlement (the reason included) only as the intent states it.
+      for (const path of ['allocation.transferLeg.meta.values', 'allocation.settlement.meta.values'])
+        checkMetaValues(v, path, 'the allocation requested', add, at, intent.meta ?? {});
+      extraArgsMeta('the allocation requested');
       checkInputs(tx, intent, a, a.inputs ?? [], at, add);
       return;
     }
@@ -333,6 +352,14 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
           add(
             'kind_mismatch',
             `the root exercises ${n.choiceId} but the intent names ${intent.choice}.`,
+            `${at}: choice`,
+          );
+        // A generic intent names no receiver, amount or inputs: a choice that moves value (of a
+        // package this signer does not recognise) would be signed with whatever arguments it has.
+        if (VALUE_MOVING_CHOICES.has(n.choiceId))
+          add(
+            'kind_mismatch',
+            `the root exercises ${n.choiceId} of ${a.template}, which moves value, and a generic exercise intent does not state what it moves; only a recognised token-standard or Amulet choice with its own intent kind can be signed.`,
             `${at}: choice`,
           );
       }

@@ -122,6 +122,8 @@ function intentForVector(tx: DecodedTransaction): Intent {
           ...(settlement.settlementRef.cid == null ? {} : { cid: settlement.settlementRef.cid }),
         },
         transferLegId,
+        // The venue's metadata text, as the allocation request states it.
+        meta: { ...settlement.meta.values, ...transferLeg.meta.values },
       };
     }
     case 'Allocation_Withdraw':
@@ -520,6 +522,20 @@ describe('checkIntent: each mismatch is refused with its reason', () => {
         contractId: root.contractId,
       }),
     ).toContain('kind_mismatch');
+    // Nor one of a package this signer does not recognise: a generic intent would leave its
+    // receiver, amount and inputs to the participant.
+    const foreign = decoded(direct());
+    const froot = foreign.nodeById.get('0') as NodeBody & { type: 'exercise' };
+    froot.packageName = 'some-other-registry';
+    const generic = {
+      kind: 'exercise',
+      party: ALICE,
+      template: templateName(froot.packageName, froot.templateId),
+      choice: froot.choiceId,
+      contractId: froot.contractId,
+    } as Intent;
+    const problems = checkIntent(foreign, generic).problems;
+    expect(problems.map((p) => p.message).join(' ')).toMatch(/moves value/);
   });
 
   const rulesRef = {
@@ -1030,5 +1046,108 @@ describe('hole 6: DSO consistency, the proposal DSO, and text the intent does no
       },
     ]);
     expect(reasons(decoded(extra('')), TRANSFER)).toEqual([]);
+  });
+
+  describe('metadata text in token-standard choices other than transfers is refused as for transfers', () => {
+    /** `v` with the entry `key` → `value` added to the `meta.values` map at the record path `path`. */
+    const withMeta = (v: Value, path: readonly string[], key: string, value: string): Value => {
+      if (path.length === 0) {
+        if (v.kind !== 'textMap') throw new Error('not a text map');
+        // Canonical: keys in ascending UTF-8 order.
+        const entries = [...v.entries, { key, value: text(value) }];
+        entries.sort((x, y) => Buffer.compare(Buffer.from(x.key), Buffer.from(y.key)));
+        return { kind: 'textMap', entries };
+      }
+      if (v.kind !== 'record') throw new Error(`no record at ${path.join('.')}`);
+      const [head, ...rest] = path;
+      if (!v.fields.some((f) => f.label === head)) throw new Error(`no field ${head}`);
+      return {
+        ...v,
+        fields: v.fields.map((f) =>
+          f.label === head ? { label: f.label, value: withMeta(f.value, rest, key, value) } : f,
+        ),
+      };
+    };
+    const addMeta = (p: PreparedTransaction, path: string, key: string, value: string) =>
+      decoded(
+        rootExercise(p, (n) => ({ ...n, chosenValue: withMeta(n.chosenValue, path.split('.'), key, value) })),
+      );
+
+    const allocation = realVector('v2_bitgo_cantonallocationallocateprepareresponse.json');
+    const allocate = intentForVector(allocation) as Intent & { kind: 'allocation-allocate' };
+
+    it('allocate: an entry the intent does not state, in the leg, the settlement or extraArgs (the reason too) → memo_mismatch', () => {
+      expect(allocate.meta).toEqual({
+        'com.bitgo/trade-ref': 'CASH-27BDEF64',
+        [REASON]: 'CashDvp allocation',
+      });
+      expect(reasons(allocation, allocate)).toEqual([]);
+      const p = modelOf(allocation);
+      for (const [path, key] of [
+        ['allocation.transferLeg.meta.values', 'a.example/note'],
+        ['allocation.transferLeg.meta.values', REASON],
+        ['allocation.settlement.meta.values', 'a.example/note'],
+        ['extraArgs.meta.values', 'a.example/note'],
+        ['extraArgs.meta.values', REASON],
+      ] as const) {
+        const tx = addMeta(p, path, key, 'pay mallory');
+        const r = checkIntent(tx, IntentSchema.parse(allocate));
+        expect(r.problems, `${path} ${key}`).toEqual([
+          {
+            reason: 'memo_mismatch',
+            message:
+              key === REASON && path !== 'extraArgs.meta.values'
+                ? `the allocation requested carries the metadata entry "${key}" ("pay mallory"), but the intent says "CashDvp allocation".`
+                : `the allocation requested carries the metadata entry "${key}" ("pay mallory"), which the intent does not ask for.`,
+            where: `node ${allocation.transaction.roots[0]}: ${path}`,
+          },
+        ]);
+        // An empty value is no text.
+        expect(
+          reasons(addMeta(p, path, key === REASON ? 'a.example/empty' : key, ''), allocate),
+          path,
+        ).toEqual([]);
+      }
+      // Without the venue's metadata in the intent, its text is refused too: the trade reference and the reason.
+      const { meta: _, ...bare } = allocate;
+      expect(reasons(allocation, bare)).toEqual(['memo_mismatch', 'memo_mismatch']);
+      expect(reasons(allocation, { ...allocate, meta: { ...allocate.meta, [REASON]: 'other' } })).toEqual([
+        'memo_mismatch',
+      ]);
+    });
+
+    it('transfer instruction accept / reject / withdraw: an extraArgs.meta entry (the reason too) → memo_mismatch', () => {
+      const cases = [
+        [buildAccept(), 'transfer-instruction-accept', BOB, 'TransferInstruction_Accept'],
+        [buildReject(), 'transfer-instruction-reject', BOB, 'TransferInstruction_Reject'],
+        [buildWithdraw(), 'transfer-instruction-withdraw', ALICE, 'TransferInstruction_Withdraw'],
+      ] as const;
+      for (const [p, kind, party, choice] of cases) {
+        const intent = { kind, party, instructionCid: INSTRUCTION_CID } as const;
+        expect(reasons(decoded(p), intent), kind).toEqual([]);
+        for (const key of ['a.example/note', REASON]) {
+          const r = checkIntent(
+            addMeta(p, 'extraArgs.meta.values', key, 'pay mallory'),
+            IntentSchema.parse(intent),
+          );
+          expect(r.problems, `${kind} ${key}`).toEqual([
+            {
+              reason: 'memo_mismatch',
+              message: `the ${choice} carries the metadata entry "${key}" ("pay mallory"), which the intent does not ask for.`,
+              where: `node ${p.transaction.roots[0]}: extraArgs.meta.values`,
+            },
+          ]);
+        }
+        expect(reasons(addMeta(p, 'extraArgs.meta.values', 'a.example/note', ''), intent), kind).toEqual([]);
+      }
+    });
+
+    it('transfer: a reason in extraArgs.meta may only repeat the memo', () => {
+      const p = direct();
+      expect(reasons(addMeta(p, 'extraArgs.meta.values', REASON, 'invoice 42'), TRANSFER)).toEqual([]);
+      expect(reasons(addMeta(p, 'extraArgs.meta.values', REASON, 'pay mallory'), TRANSFER)).toEqual([
+        'memo_mismatch',
+      ]);
+    });
   });
 });
