@@ -69,22 +69,10 @@ describe('scanCompletions', () => {
     expect(scan.committed).toBeUndefined();
     expect(scan.complete).toBe(true);
     expect([...scan.rejected]).toEqual(['first']);
-    expect(
-      await lookupCompletion(p.ctx, {
-        party: PARTY,
-        commandId: 'mine',
-        beginExclusive: 0,
-        submissionId: 'first',
-      }),
-    ).toEqual({ status: 'not-committed' });
-    expect(
-      await lookupCompletion(p.ctx, {
-        party: PARTY,
-        commandId: 'mine',
-        beginExclusive: 0,
-        submissionId: 'later',
-      }),
-    ).toEqual({ status: 'unknown' });
+    const of = (submissionId: string) =>
+      lookupCompletion(p.ctx, { party: PARTY, commandId: 'mine', beginExclusive: 0, submissionId });
+    expect(await of('first')).toEqual({ status: 'not-committed' });
+    expect(await of('later')).toEqual({ status: 'unknown' });
   });
 
   it('a stream that does not move past a full page is incomplete: unknown, not "not there"', async () => {

@@ -30,6 +30,7 @@ import {
   flowEnv,
   preapprovalProposal,
   refusal,
+  takenCommandError,
 } from '../support/flow-env.js';
 
 let env: FlowEnv;
@@ -399,18 +400,8 @@ describe('the signing pipeline', () => {
   });
 
   it('"already submitted" without a completion that proves the commit is an unknown outcome, not a rejection', async () => {
-    for (const code of ['DUPLICATE_COMMAND', 'SUBMISSION_ALREADY_IN_FLIGHT']) {
-      vi.spyOn(env.ledger, 'executeAndWait').mockRejectedValueOnce(
-        new CantonApiError({
-          status: 409,
-          service: 'ledger-api',
-          method: 'POST',
-          path: '/v2/interactive-submission/executeAndWait',
-          code,
-          retryable: false,
-          ambiguous: false,
-        }),
-      );
+    for (const code of ['DUPLICATE_COMMAND', 'SUBMISSION_ALREADY_IN_FLIGHT'] as const) {
+      vi.spyOn(env.ledger, 'executeAndWait').mockRejectedValueOnce(takenCommandError(code));
       const flow = proposalFlow(alice);
       const e = await refusal(runFlow(flow, env.ctx));
       expect(e.reason).toBe('outcome_unknown');

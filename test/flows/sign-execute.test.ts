@@ -9,7 +9,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CantonApiError } from '../../src/canton/errors.js';
 import { signAndExecute, verifyOnly } from '../../src/flows/sign-execute.js';
 import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
@@ -20,6 +19,7 @@ import {
   PREAPPROVAL_PROPOSAL_TEMPLATE,
   preapprovalProposal,
   refusal,
+  takenCommandError,
 } from '../support/flow-env.js';
 
 let env: FlowEnv;
@@ -219,15 +219,7 @@ describe('signAndExecute', () => {
     const intent = { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId };
     // The ledger answers "already in flight" and the completion stream has nothing for it.
     vi.spyOn(env.ledger, 'executeAndWait').mockRejectedValueOnce(
-      new CantonApiError({
-        status: 409,
-        service: 'ledger-api',
-        method: 'POST',
-        path: '/v2/interactive-submission/executeAndWait',
-        code: 'SUBMISSION_ALREADY_IN_FLIGHT',
-        retryable: false,
-        ambiguous: false,
-      }),
+      takenCommandError('SUBMISSION_ALREADY_IN_FLIGHT'),
     );
     const e = await refusal(signAndExecute(env.ctx, { partyId: alice.partyId, ...prep, intent }));
     expect(e.reason).toBe('outcome_unknown');

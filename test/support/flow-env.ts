@@ -12,6 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, vi } from 'vitest';
+import { CantonApiError } from '../../src/canton/errors.js';
 import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
@@ -187,4 +188,19 @@ export async function flowEnv(
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The ledger's answer that a command id is already taken (committed, or in flight), as executeAndWait gives it. */
+export function takenCommandError(
+  code: 'DUPLICATE_COMMAND' | 'SUBMISSION_ALREADY_IN_FLIGHT',
+): CantonApiError {
+  return new CantonApiError({
+    status: 409,
+    service: 'ledger-api',
+    method: 'POST',
+    path: '/v2/interactive-submission/executeAndWait',
+    code,
+    retryable: false,
+    ambiguous: false,
+  });
 }
