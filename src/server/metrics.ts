@@ -5,8 +5,8 @@
  * HTTP requests by method, route pattern and status, with their latency;
  * signatures by backend and scheme; refusals by reason; flow latencies by
  * flow and outcome; key backend (HSM) errors by code; withdrawals by state
- * (read from the store when scraped). Labels never carry ids, parties or
- * anything unbounded.
+ * and the age of the oldest pending withdrawal per state (both read from the
+ * store when scraped). Labels never carry ids, parties or anything unbounded.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -51,9 +51,27 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   readonly withdrawals: Gauge<'state'>;
+  readonly oldestPending: Gauge<'state'>;
 
-  constructor(opts: { withdrawalsByState?: () => Promise<Record<string, number>>; defaults?: boolean } = {}) {
+  constructor(
+    opts: {
+      withdrawalsByState?: () => Promise<Record<string, number>>;
+      oldestPendingAges?: () => Promise<Record<string, number>>;
+      defaults?: boolean;
+    } = {},
+  ) {
     const source = opts.withdrawalsByState;
+    const ages = opts.oldestPendingAges;
+    this.oldestPending = new Gauge({
+      name: 'canton_signer_withdrawal_oldest_pending_seconds',
+      help: 'Seconds since the oldest withdrawal still pending in each state was created (0: none)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!ages) return;
+        for (const [state, s] of Object.entries(await ages())) this.set({ state }, s);
+      },
+    });
     this.withdrawals = new Gauge({
       name: 'canton_signer_withdrawals',
       help: 'Withdrawals by state (received, prepared, signed and submitted are pending)',

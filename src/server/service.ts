@@ -187,7 +187,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       sandbox = c.sandbox;
       if (sandbox) opened.push(() => sandbox!.close());
     }
-    const metrics = new ServiceMetrics({ withdrawalsByState: () => store.withdrawals.countByState() });
+    const metrics = new ServiceMetrics({
+      withdrawalsByState: () => store.withdrawals.countByState(),
+      oldestPendingAges: () => store.withdrawals.oldestPendingAges(),
+    });
     instrumentSigner(signer, metrics);
     const airGap = new OnlineAirGap(store, signer, { exportKeyLabel: config.airGap.exportKey });
     // Cold keys sign with what came back through the air gap (checked on import, verified again by the pipeline).

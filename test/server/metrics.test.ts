@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceMetrics } from '../../src/server/metrics.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { preapprovalProposal } from '../support/flow-env.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
@@ -109,5 +110,22 @@ describe('/metrics', () => {
     } finally {
       await env.flow.signer.enable(alice.keyLabel);
     }
+  });
+});
+
+describe('the oldest pending withdrawal', () => {
+  it("is exposed per pending state, as the service's store reports it", async () => {
+    const m = new ServiceMetrics({
+      defaults: false,
+      oldestPendingAges: async () => ({ received: 0, submitted: 3600.5 }),
+    });
+    const text = await m.text();
+    expect(text).toContain('canton_signer_withdrawal_oldest_pending_seconds{state="submitted"} 3600.5');
+    expect(text).toContain('canton_signer_withdrawal_oldest_pending_seconds{state="received"} 0');
+  });
+
+  it('is wired to the store in the service', async () => {
+    const text = (await env.service.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(text).toMatch(/canton_signer_withdrawal_oldest_pending_seconds\{state="awaiting_signature"\} \d/);
   });
 });

@@ -457,6 +457,17 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       expect(un.map((w) => w.id)).toEqual([ids.received, ids.prepared, ids.signed, ids.submitted]);
       const counts = await r.countByState();
       for (const s of WITHDRAWAL_STATES) expect(counts[s]).toBe(1);
+      // The oldest pending withdrawal of each pending state, by its age; final states are not listed.
+      await new Promise((res) => setTimeout(res, 1100));
+      await r.create({ idempotencyKey: 'k-newer', caller: 'bot', body: body() }); // a newer one: not the oldest
+      const ages = await r.oldestPendingAges();
+      expect(Object.keys(ages).sort()).toEqual(
+        ['awaiting_signature', 'prepared', 'received', 'signed', 'submitted'].sort(),
+      );
+      for (const age of Object.values(ages)) {
+        expect(age).toBeGreaterThanOrEqual(1);
+        expect(age).toBeLessThan(60);
+      }
       expect((await verifyAudit(fresh)).ok).toBe(true);
     });
 

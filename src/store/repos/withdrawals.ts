@@ -69,6 +69,10 @@ export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly Withdra
 };
 
 export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted'];
+
+/** States a withdrawal waits in before its outcome: the worker's and the air gap's. */
+export const PENDING_STATES = ['received', 'prepared', 'signed', 'submitted', 'awaiting_signature'] as const;
+export type PendingState = (typeof PENDING_STATES)[number];
 const CANCELLABLE: WithdrawalState[] = ['received', 'prepared', 'awaiting_signature'];
 
 export function canTransition(from: WithdrawalState, to: WithdrawalState): boolean {
@@ -770,6 +774,23 @@ export class WithdrawalRepo {
     );
     const v = r.rows[0]?.lookup_from;
     return v === null || v === undefined ? undefined : Number(v);
+  }
+
+  /**
+   * Seconds since the oldest withdrawal still waiting in each pending state
+   * (`received`, `prepared`, `signed`, `submitted`, `awaiting_signature`)
+   * was created; 0 for a state none waits in (metrics: one stuck withdrawal
+   * shows, however many others flow).
+   */
+  async oldestPendingAges(): Promise<Record<PendingState, number>> {
+    const r = await this.db.query<{ state: PendingState; age: number | string }>(
+      `SELECT state, extract(epoch FROM now() - min(created_at))::float8 AS age FROM withdrawals
+        WHERE state IN ('received', 'prepared', 'signed', 'submitted', 'awaiting_signature')
+        GROUP BY state`,
+    );
+    const out = Object.fromEntries(PENDING_STATES.map((s) => [s, 0])) as Record<PendingState, number>;
+    for (const row of r.rows) out[row.state] = Math.max(0, Number(row.age));
+    return out;
   }
 
   /** Count per state (metrics: pending withdrawals). */
