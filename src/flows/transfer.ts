@@ -7,7 +7,8 @@
  * that names sender, receiver, amount, instrument, memo, deadline, inputs and
  * the path the registry announced (direct, offer or self). A stale
  * preparation (a closed mining round) is prepared again under the same
- * command id with a fresh context and freshly selected inputs; an ambiguous
+ * command id with a fresh context and the SAME inputs (so that it conflicts
+ * with the first, should that one still commit after all); an ambiguous
  * execute is resolved from the completion stream. Also owns the registry
  * helpers the offers flow shares (disclosed contracts for the Ledger API and
  * their synchronizer).
@@ -186,7 +187,7 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
     }).inputs;
   };
   // Selected before anything is prepared: insufficient funds are refused here.
-  let inputs = await select();
+  const inputs = await select();
 
   const intentFor = (cids: string[], kind: TransferIntent['transferKind']): TransferIntent =>
     parseIntent({
@@ -225,8 +226,10 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
     ),
     commandId,
     ...(req.maxAttempts !== undefined ? { maxAttempts: req.maxAttempts } : {}),
-    async request(attempt) {
-      if (attempt > 1) inputs = await select(); // the stale preparation consumed nothing
+    async request() {
+      // Every re-preparation spends the same holdings as the first: if an earlier one was sent
+      // (and a participant's "rejected" was not the truth), the two conflict on the synchronizer and
+      // at most one commits — command deduplication is the executing participant's own check.
       const cids = inputs.map((h) => h.cid);
       const factory = await registry.getTransferFactory({
         choiceArguments: choiceArguments(cids, { values: {} }),

@@ -20,15 +20,18 @@
  * completions of the command id after the recorded ledger end, read to the
  * stream's end): committed → committed; definitely not committed → prepared
  * and run again; unknown → run again under the SAME command id while the row
- * stays `submitted` (the ledger deduplicates; a DUPLICATE_COMMAND or
- * SUBMISSION_ALREADY_IN_FLIGHT without a completion is `outcome_unknown`).
+ * stays `submitted`, spending the same input holdings as what was sent (the
+ * participant deduplicates the command id, and the synchronizer lets at most
+ * one of two transactions spending the same holdings commit; a
+ * DUPLICATE_COMMAND or SUBMISSION_ALREADY_IN_FLIGHT without a completion is
+ * `outcome_unknown`).
  *
  * "Definitely not committed" needs every submission ever sent for the
- * withdrawal settled: rejected by the ledger, or past its transaction's
- * commit deadline (the bounds its signature covers, plus a margin for clock skew), with a
- * complete read of the completions showing no success. Until then a
- * `submitted` row never becomes `rejected` or `expired`, whatever a later
- * run meets (a refusal, the deadline): an earlier submission may still
+ * withdrawal past its transaction's commit deadline (the bounds its signature
+ * covers, plus a margin for clock skew) — a rejection the participant reports
+ * is not proof — with a complete read of the completions showing no success.
+ * Until then a `submitted` row never becomes `rejected` or `expired`, whatever
+ * a later run meets (a refusal, the deadline): an earlier submission may still
  * commit, and a terminal answer would invite the client to pay again. A
  * refusal of a row that was never submitted is terminal (`rejected`, reason
  * kept); other errors are retried by the worker. Every move of a worker's run
@@ -37,7 +40,9 @@
  */
 import { isCantonApiError } from '../canton/errors.js';
 import type { LedgerApiClient } from '../canton/ledger-api/client.js';
-import { bytesToHex } from '../hashing/input.js';
+import { decodePreparedTransaction } from '../hashing/decode.js';
+import { base64ToBytes, bytesToHex } from '../hashing/input.js';
+import { recogniseActions } from '../intent/recognise.js';
 import { KeyError } from '../keys/backend.js';
 import type { Signer, SignOutput } from '../keys/signer.js';
 import { type OnlineAirGap, SUBMIT_MARGIN_MS } from '../offline/online.js';
@@ -51,6 +56,7 @@ import { DbRecorder } from '../store/repos/recorder.js';
 import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
 import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
+import { type Holding, listHoldings } from './holdings.js';
 import { scanCompletions, TAKEN_CODES } from './ledger.js';
 import { Refusal } from './refusal.js';
 import { transfer } from './transfer.js';
@@ -126,15 +132,43 @@ export function openUntil(s: SubmissionRecord): number {
   return closes + SETTLE_MARGIN_MS;
 }
 
-/** Submissions that may still commit: not rejected by the ledger and before their commit deadline. */
-function openSubmissions(subs: readonly SubmissionRecord[], rejected: ReadonlySet<string>, now: number) {
-  return subs.filter(
-    (s) =>
-      s.outcome !== 'rejected' &&
-      s.outcome !== 'expired' &&
-      !rejected.has(s.submissionId) &&
-      openUntil(s) > now,
-  );
+/**
+ * Submissions that may still commit: those before their commit deadline. A
+ * rejection the participant reports does not close one — the participant is
+ * not trusted, and its deduplication is its own — only the deadline the
+ * synchronizer enforces does. (A reported rejection still lets the worker try
+ * again at once, with the same input holdings: see `pinnedInputs`.)
+ */
+function openSubmissions(subs: readonly SubmissionRecord[], now: number): SubmissionRecord[] {
+  return subs.filter((s) => openUntil(s) > now);
+}
+
+/**
+ * The input holdings of the withdrawal's last prepared transaction: while a
+ * transaction sent for it may still commit, every new preparation spends
+ * these same holdings, so that any two conflict on the synchronizer and at
+ * most one commits. Undefined when none was prepared or it names none.
+ */
+async function pinnedInputs(env: RunEnv, w: Withdrawal): Promise<string[] | undefined> {
+  const last = (await env.store.artifacts.preparedFor(w.id)).at(-1);
+  if (!last) return undefined;
+  const tx = decodePreparedTransaction(base64ToBytes(last.bytes, 'the prepared transaction'));
+  const inputs = recogniseActions(tx)[0]?.inputs;
+  return inputs && inputs.length > 0 ? inputs : undefined;
+}
+
+/** The holdings `cids` of the sender, all still active, or outcome_unknown (something spent them). */
+async function activeHoldings(env: RunEnv, w: Withdrawal, cids: readonly string[]): Promise<Holding[]> {
+  const held = new Map((await listHoldings(env.ctx, w.party)).map((h) => [h.cid, h]));
+  const missing = cids.filter((c) => !held.has(c));
+  if (missing.length > 0)
+    throw new Refusal(
+      'outcome_unknown',
+      `the holdings an earlier submission of this withdrawal spends are no longer active (${missing.join(', ')}): it may have committed. The withdrawal waits for its outcome or its commit deadline before spending other holdings`,
+      [],
+      { commandId: w.commandId },
+    );
+  return cids.map((c) => held.get(c) as Holding);
 }
 
 type Truth =
@@ -160,7 +194,7 @@ export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
     beginExclusive: from,
   });
   if (!scan.committed) {
-    const open = openSubmissions(subs, scan.rejected, Date.now());
+    const open = openSubmissions(subs, Date.now());
     if (scan.complete && open.length === 0) return { status: 'not-committed' };
     return open.length > 0
       ? { status: 'unknown', until: Math.max(...open.map(openUntil)) }
@@ -326,10 +360,13 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
         await exportUsed(env, w.id);
         return { done: true, state: 'committed' };
       }
+      // Still `submitted`: what was sent may commit; spend the same holdings (see pinnedInputs).
+      const pinned = w.state === 'submitted' ? await pinnedInputs(env, w) : undefined;
       await transfer(ctx, {
         from: w.party,
         to: w.receiver,
         amount: w.amount,
+        ...(pinned ? { inputs: await activeHoldings(env, w, pinned) } : {}),
         ...(w.instrument ? { instrument: w.instrument } : {}),
         ...(w.memo !== undefined ? { memo: w.memo } : {}),
         ...(typeof w.options.executeBefore === 'string' ? { executeBefore: w.options.executeBefore } : {}),
@@ -662,7 +699,7 @@ function withdrawalContext(
   /** No submission of the withdrawal can still commit, going by their records (each rejected or past its commit deadline). */
   async function noneOpen(): Promise<boolean> {
     const subs = await store.artifacts.submissionsFor(current().commandId);
-    return openSubmissions(subs, new Set(), Date.now()).length === 0;
+    return openSubmissions(subs, Date.now()).length === 0;
   }
   return { ...ctx, ledger, signer, recorder };
 }

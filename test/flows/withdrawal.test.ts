@@ -7,8 +7,9 @@
  * next run to exactly one transaction; cancellation; two workers sharing the
  * store never carry one withdrawal twice; expiry; giving up after errors; a
  * submission whose outcome is unknown keeps its withdrawal `submitted` through
- * later refusals and its deadline until its window has closed; a worker whose
- * lease was taken moves nothing.
+ * later refusals, a rejection the participant reports and its deadline until
+ * its commit deadline has passed, and its next try spends the same holdings;
+ * a worker whose lease was taken moves nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -16,7 +17,10 @@ import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
 import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { decodePreparedTransaction } from '../../src/hashing/decode.js';
+import { base64ToBytes } from '../../src/hashing/input.js';
 import { fromUnits } from '../../src/intent/decimal.js';
+import { recogniseActions } from '../../src/intent/recognise.js';
 import { listAudit } from '../../src/store/audit.js';
 import { LeaseLostError } from '../../src/store/errors.js';
 import { type Store, storeOn } from '../../src/store/index.js';
@@ -391,6 +395,30 @@ describe('a submission whose outcome is unknown', () => {
     await windowsClosed(w.commandId);
     expect(await run(await now(w.id))).toEqual({ done: true, state: 'expired' });
     expect(updatesOf(w.commandId)).toEqual([]);
+  });
+
+  it('a rejection the participant reports does not end it before its commit deadline; the next try spends the same holdings', async () => {
+    // A definite "no" (back-pressure, 429) from the participant: its word, not the synchronizer's.
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'status', status: 429 },
+      operation: 'ledger-api.executeAndWait',
+      times: 1,
+    });
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    expect((await store.artifacts.submissionsFor(w.commandId)).map((x) => x.outcome)).toEqual(['rejected']);
+    // A new small holding that covers the amount: a fresh selection (smallest that covers) would
+    // take it instead.
+    env.net.tap(alice.partyId, '5');
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'committed' });
+    const inputsOf = (b64: string) =>
+      recogniseActions(decodePreparedTransaction(base64ToBytes(b64, 'prepared')))[0]?.inputs;
+    const [first, second, ...more] = await store.artifacts.preparedFor(w.id);
+    expect(more).toEqual([]);
+    expect(inputsOf(first!.bytes)?.length).toBeGreaterThan(0);
+    expect(inputsOf(second!.bytes)).toEqual(inputsOf(first!.bytes));
+    expect(updatesOf(w.commandId)).toHaveLength(1);
   });
 
   it('a worker whose lease another worker took moves nothing and sends nothing', async () => {
