@@ -60,28 +60,18 @@ export class ServiceMetrics {
       defaults?: boolean;
     } = {},
   ) {
-    const source = opts.withdrawalsByState;
-    const ages = opts.oldestPendingAges;
-    this.oldestPending = new Gauge({
-      name: 'canton_signer_withdrawal_oldest_pending_seconds',
-      help: 'Seconds since the oldest withdrawal still pending in each state was created (0: none)',
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      async collect() {
-        if (!ages) return;
-        for (const [state, s] of Object.entries(await ages())) this.set({ state }, s);
-      },
-    });
-    this.withdrawals = new Gauge({
-      name: 'canton_signer_withdrawals',
-      help: 'Withdrawals by state (received, prepared, signed and submitted are pending)',
-      labelNames: ['state'] as const,
-      registers: [this.registry],
-      async collect() {
-        if (!source) return;
-        for (const [state, n] of Object.entries(await source())) this.set({ state }, n);
-      },
-    });
+    this.withdrawals = byStateGauge(
+      this.registry,
+      'canton_signer_withdrawals',
+      'Withdrawals by state (received, prepared, signed and submitted are pending)',
+      opts.withdrawalsByState,
+    );
+    this.oldestPending = byStateGauge(
+      this.registry,
+      'canton_signer_withdrawal_oldest_pending_seconds',
+      'Seconds since the oldest withdrawal still pending in each state was created (0: none)',
+      opts.oldestPendingAges,
+    );
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'canton_signer_' });
   }
 
@@ -92,4 +82,23 @@ export class ServiceMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/** A gauge by withdrawal state whose values are read from `source` (the store) at each scrape. */
+function byStateGauge(
+  registry: Registry,
+  name: string,
+  help: string,
+  source: (() => Promise<Record<string, number>>) | undefined,
+): Gauge<'state'> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      if (!source) return;
+      for (const [state, v] of Object.entries(await source())) this.set({ state }, v);
+    },
+  });
 }
