@@ -182,7 +182,7 @@ type Truth =
  * of its command id after the recorded ledger end, read to the stream's end,
  * and the record of every submission sent for it. Committed when a success
  * completion is found; not committed only when the read was complete and no
- * submission can still commit (each rejected, or past its commit deadline).
+ * submission can still commit (each past its commit deadline).
  */
 export async function ledgerTruth(env: RunEnv, w: Withdrawal): Promise<Truth> {
   const from = await env.store.withdrawals.lookupFrom(w.id);
@@ -696,7 +696,7 @@ function withdrawalContext(
         return;
     }
   }
-  /** No submission of the withdrawal can still commit, going by their records (each rejected or past its commit deadline). */
+  /** No submission of the withdrawal can still commit, going by their records (each past its commit deadline). */
   async function noneOpen(): Promise<boolean> {
     const subs = await store.artifacts.submissionsFor(current().commandId);
     return openSubmissions(subs, Date.now()).length === 0;

@@ -2,13 +2,13 @@
  * The party book: which external parties this signer holds, with the key
  * label that signs for each and the public key registered on the ledger at
  * onboarding (what every signature is verified against). File form: one JSON
- * document `parties.json` in the keystore folder, replaced atomically; the
+ * document `parties.json` in the keystore folder, replaced atomically and durably (key-files.ts `replaceFile`); the
  * service's database store (issue 6) implements the same interface.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { replaceFile } from '../keys/key-files.js';
 import type { KeyScheme } from '../keys/schemes.js';
 
 export interface PartyRecord {
@@ -96,15 +96,11 @@ export class FilePartyBook implements PartyBook {
       const all = (await this.load()).filter((p) => p.partyId !== r.partyId);
       all.push(r);
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const tmp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
-      await writeFile(
-        tmp,
+      await replaceFile(
+        this.dir,
+        this.path,
         `${JSON.stringify({ format: 'canton-signer/parties@1', parties: all }, null, 2)}\n`,
-        {
-          mode: 0o600,
-        },
       );
-      await rename(tmp, this.path);
     });
     this.tail = run.catch(() => {});
     return run;
