@@ -2,8 +2,9 @@
  * Who is calling: verifies the JWT bearer token of a request with jose
  * (configured public keys or a JWKS URL; HS* only with an explicit shared
  * secret, and never verified with a public key), checks issuer, audience,
- * exp/nbf and the algorithm allow-list, and turns the claims into a
- * `Principal` (subject, roles, parties for a withdrawer). `installAuth` hooks
+ * exp/nbf, the optional token age and `typ`, and the algorithm allow-list,
+ * and turns the claims into a `Principal` (who the caller is, roles, parties
+ * for a withdrawer). `installAuth` hooks
  * this and the route's role declaration (src/server/roles.ts) into fastify.
  * Errors are `AuthError`s with a stable code; no message contains the token.
  * A token that verified is remembered (bounded LRU keyed by the exact token
@@ -70,6 +71,16 @@ export class AuthError extends Error {
 export interface Principal {
   /** The token's `sub`. */
   subject: string;
+  /** The token's `iss` (one of `auth.issuer`). */
+  issuer: string;
+  /**
+   * Who the caller is, as the audit log names it and as idempotency keys are
+   * scoped: the token's `sub` when one issuer is trusted; with several, the
+   * issuer and subject as a JSON pair (`["<iss>","<sub>"]`), because a
+   * subject is unique only within its issuer (two identity providers may
+   * both issue `sub: "bot-1"`).
+   */
+  caller: string;
   /** The service's roles found in the roles claim (others are ignored). */
   roles: Role[];
   /** For a withdrawer: the parties its token lists. Empty for every other principal. */
@@ -106,6 +117,8 @@ interface Remembered {
   principal: Principal;
   exp: number;
   nbf: number | undefined;
+  /** The token's `iat`, kept when `auth.maxTokenAgeSeconds` bounds its age. */
+  iat: number | undefined;
   /** Epoch ms after which the token is verified again. */
   until: number;
 }
@@ -156,9 +169,21 @@ function stringList(v: unknown, what: string): string[] {
   throw new AuthError('malformed', `the ${what} claim must be a list of strings or a space-separated string`);
 }
 
+/** True when `auth.issuer` names more than one issuer: callers are then told apart by issuer too. */
+export function severalIssuers(cfg: Pick<AuthConfig, 'issuer'>): boolean {
+  return Array.isArray(cfg.issuer) && new Set(cfg.issuer).size > 1;
+}
+
+/** The caller identity of a subject issued by `issuer` (see `Principal.caller`). */
+export function callerId(cfg: Pick<AuthConfig, 'issuer'>, issuer: string, subject: string): string {
+  return severalIssuers(cfg) ? JSON.stringify([issuer, subject]) : subject;
+}
+
 function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '')
     throw new AuthError('malformed', 'the token has no subject (sub)');
+  // jose checked iss against auth.issuer (always set), so it is a string here.
+  if (typeof payload.iss !== 'string') throw new AuthError('wrong_issuer', 'the token has no issuer (iss)');
   const roles = [...new Set(stringList(claim(payload, cfg.rolesClaim), 'roles').filter(isRole))];
   if (roles.length === 0)
     throw new AuthError('no_role', `the token carries none of the service's roles (claim ${cfg.rolesClaim})`);
@@ -175,6 +200,8 @@ function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
   }
   return {
     subject: payload.sub,
+    issuer: payload.iss,
+    caller: callerId(cfg, payload.iss, payload.sub),
     roles,
     parties,
     ...(typeof payload.jti === 'string' ? { tokenId: payload.jti } : {}),
@@ -193,7 +220,10 @@ function keySourceProblem(e: unknown, timeoutMs: number): string {
 /** A jose error as an AuthError. Never carries the jose error along: it holds the claims. */
 function mapJoseError(e: unknown): AuthError {
   if (e instanceof AuthError) return e;
-  if (e instanceof errors.JWTExpired) return new AuthError('expired', 'the token has expired');
+  if (e instanceof errors.JWTExpired)
+    return e.claim === 'iat'
+      ? new AuthError('expired', 'the token is older than this service accepts (iat, auth.maxTokenAgeSeconds)')
+      : new AuthError('expired', 'the token has expired');
   if (e instanceof errors.JWTClaimValidationFailed) {
     switch (e.claim) {
       case 'nbf':
@@ -202,6 +232,12 @@ function mapJoseError(e: unknown): AuthError {
         return new AuthError('wrong_issuer', 'the token was not issued by a trusted issuer');
       case 'aud':
         return new AuthError('wrong_audience', 'the token is not meant for this service (aud)');
+      case 'typ':
+        return new AuthError('malformed', "the token's typ header is not the one this service requires");
+      case 'iat':
+        return e.reason === 'missing'
+          ? new AuthError('malformed', 'the token has no issued-at time (iat), which this service requires')
+          : new AuthError('not_yet_valid', 'the token was issued in the future (iat)');
       default:
         return new AuthError(
           'malformed',
@@ -260,7 +296,9 @@ export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Ver
     audience: cfg.audience,
     algorithms,
     clockTolerance: cfg.clockToleranceSeconds,
-    requiredClaims: ['exp', 'sub'],
+    requiredClaims: ['exp', 'sub', 'iss'],
+    ...(cfg.maxTokenAgeSeconds !== undefined ? { maxTokenAge: cfg.maxTokenAgeSeconds } : {}),
+    ...(cfg.tokenType !== undefined ? { typ: cfg.tokenType } : {}),
     ...(opts.now ? { currentDate: opts.now() } : {}),
   });
 
@@ -305,6 +343,7 @@ export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Ver
   const cacheTtlMs = opts.cacheTtlMs ?? (cfg.jwksUrl !== undefined ? cfg.jwksCacheSeconds * 1000 : 600_000);
   const cache = cacheSize > 0 && cacheTtlMs > 0 ? new TokenCache(cacheSize) : undefined;
   const tolerance = cfg.clockToleranceSeconds;
+  const maxAge = cfg.maxTokenAgeSeconds;
 
   /** The remembered principal of `token` if it is still within the bounds it was verified under. */
   function recall(token: string): Principal | undefined {
@@ -312,8 +351,14 @@ export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Ver
     if (r === undefined) return undefined;
     const nowMs = (opts.now ? opts.now() : new Date()).getTime();
     const now = Math.floor(nowMs / 1000);
-    // The same comparisons as jose's: expired when exp <= now - tolerance, early when nbf > now + tolerance.
-    if (nowMs > r.until || r.exp <= now - tolerance || (r.nbf !== undefined && r.nbf > now + tolerance)) {
+    // The same comparisons as jose's: expired when exp <= now - tolerance, early when nbf > now + tolerance,
+    // too old when now - iat - tolerance > maxTokenAgeSeconds.
+    if (
+      nowMs > r.until ||
+      r.exp <= now - tolerance ||
+      (r.nbf !== undefined && r.nbf > now + tolerance) ||
+      (maxAge !== undefined && r.iat !== undefined && now - r.iat - tolerance > maxAge)
+    ) {
       cache!.delete(token);
       return undefined;
     }
@@ -343,6 +388,7 @@ export function createVerifier(cfg: AuthConfig, opts: VerifierOptions = {}): Ver
           principal: copyPrincipal(principal),
           exp: payload.exp,
           nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined,
+          iat: typeof payload.iat === 'number' ? payload.iat : undefined,
           until: nowMs + cacheTtlMs,
         });
       }

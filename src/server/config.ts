@@ -205,6 +205,10 @@ export const authSchema = z
     rolesClaim: nonEmpty.default(DEFAULT_ROLES_CLAIM),
     partiesClaim: nonEmpty.default(DEFAULT_PARTIES_CLAIM),
     clockToleranceSeconds: z.number().min(0).max(300, 'at most 300').default(30),
+    /** When set: tokens must carry `iat` and be at most this old (seconds), whatever their `exp`. */
+    maxTokenAgeSeconds: z.number().int('a whole number of seconds').min(1).max(31_536_000).optional(),
+    /** When set: the token's `typ` header must be this (e.g. `at+jwt`, RFC 9068; `application/` optional). */
+    tokenType: nonEmpty.optional(),
     jwksCacheSeconds: z.number().min(0).default(600),
     jwksTimeoutMs: z.number().int().min(1).max(60_000).default(5000),
   })
@@ -262,7 +266,7 @@ export const configSchema = z
       .prefault({}),
     airGap: z
       .strictObject({
-        /** Label of the key that seals exported signing requests (created as Ed25519 on first use). */
+        /** Label of the key that seals exported signing requests (created, Ed25519, by POST /v1/air-gap/export-key). */
         exportKey: z
           .string()
           .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a key label: 1-64 letters, digits, ".", "_" or "-"')
@@ -377,6 +381,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'auth.rolesClaim', env: ['CANTON_SIGNER_AUTH_ROLES_CLAIM'], kind: 'string' },
   { path: 'auth.partiesClaim', env: ['CANTON_SIGNER_AUTH_PARTIES_CLAIM'], kind: 'string' },
   { path: 'auth.clockToleranceSeconds', env: ['CANTON_SIGNER_AUTH_CLOCK_TOLERANCE_SECONDS'], kind: 'number' },
+  { path: 'auth.maxTokenAgeSeconds', env: ['CANTON_SIGNER_AUTH_MAX_TOKEN_AGE_SECONDS'], kind: 'number' },
+  { path: 'auth.tokenType', env: ['CANTON_SIGNER_AUTH_TOKEN_TYPE'], kind: 'string' },
   { path: 'auth.jwksCacheSeconds', env: ['CANTON_SIGNER_AUTH_JWKS_CACHE_SECONDS'], kind: 'number' },
   { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
   { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },

@@ -124,6 +124,8 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)('%s tokens against a configu
     const p = await v.verify(`Bearer ${await sign(pairs[alg].privateKey, alg)}`);
     expect(p).toEqual<Principal>({
       subject: 'bot-1',
+      issuer: ISSUER,
+      caller: 'bot-1',
       roles: ['withdrawer'],
       parties: [ALICE],
       tokenId: 'token-1',
@@ -287,6 +289,69 @@ describe('token and header shape', () => {
       await sign(pairs.ES256.privateKey, 'ES256', claims({ aud: 'a1', exp: now() - 2 })),
       'expired',
     );
+  });
+
+  it('tells callers of several issuers apart by issuer and subject; with one issuer the subject names them', async () => {
+    const two = createVerifier(
+      authConfig({ issuer: [ISSUER, 'https://idp2/'], publicKeys: [{ pem: pairs.ES256.pem }] }),
+    );
+    const a = await two.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256')}`);
+    const b = await two.verify(
+      `Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims({ iss: 'https://idp2/' }))}`,
+    );
+    // The same sub from two identity providers: two callers (idempotency keys and audit rows apart).
+    expect(a).toMatchObject({ subject: 'bot-1', issuer: ISSUER, caller: JSON.stringify([ISSUER, 'bot-1']) });
+    expect(b).toMatchObject({ subject: 'bot-1', issuer: 'https://idp2/', caller: '["https://idp2/","bot-1"]' });
+    expect(a.caller).not.toBe(b.caller);
+    // No pair of (issuer, subject) texts can spell another pair's caller.
+    const c = await two.verify(
+      `Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims({ iss: 'https://idp2/', sub: '","bot-1' }))}`,
+    );
+    expect(c.caller).not.toBe(a.caller);
+    // One issuer (also when listed twice): the subject alone, as before.
+    const one = createVerifier(authConfig({ issuer: [ISSUER, ISSUER], publicKeys: [{ pem: pairs.ES256.pem }] }));
+    expect((await one.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256')}`)).caller).toBe('bot-1');
+  });
+
+  it('with auth.maxTokenAgeSeconds, needs iat and refuses an older token whatever its exp', async () => {
+    const v3 = createVerifier(
+      authConfig({ maxTokenAgeSeconds: 600, clockToleranceSeconds: 0, publicKeys: [{ pem: pairs.ES256.pem }] }),
+    );
+    const ok = claims({ iat: now() - 590, exp: now() + 86_400 });
+    await expect(v3.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', ok)}`)).resolves.toMatchObject({
+      subject: 'bot-1',
+    });
+    const old = await expectCode(
+      v3,
+      await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: now() - 700, exp: now() + 86_400 })),
+      'expired',
+    );
+    expect(old.message).toMatch(/older than this service accepts/);
+    const { iat: _drop, ...noIat } = claims();
+    const missing = await expectCode(v3, await sign(pairs.ES256.privateKey, 'ES256', noIat), 'malformed');
+    expect(missing.message).toMatch(/iat/);
+    await expectCode(
+      v3,
+      await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: now() + 120 })),
+      'not_yet_valid',
+    );
+    // Without the setting an old iat is fine while exp allows.
+    const plain = createVerifier(authConfig({ publicKeys: [{ pem: pairs.ES256.pem }] }));
+    await expect(
+      plain.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: now() - 700 }))}`),
+    ).resolves.toBeDefined();
+  });
+
+  it('with auth.tokenType, needs that typ header (application/ prefix and case aside)', async () => {
+    const v4 = createVerifier(authConfig({ tokenType: 'at+jwt', publicKeys: [{ pem: pairs.ES256.pem }] }));
+    for (const typ of ['at+jwt', 'application/at+jwt', 'AT+JWT'])
+      await expect(
+        v4.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims(), { typ })}`),
+      ).resolves.toMatchObject({ subject: 'bot-1' });
+    for (const header of [{ typ: 'JWT' }, {}]) {
+      const e = await expectCode(v4, await sign(pairs.ES256.privateKey, 'ES256', claims(), header), 'malformed');
+      expect(e.message).toMatch(/typ/);
+    }
   });
 
   it('uses the injected clock', async () => {
@@ -490,6 +555,8 @@ describe('JWKS from a URL', () => {
       expect(fetches - before).toBe(1);
       expect(p2).toEqual<Principal>({
         subject: 'bot-1',
+        issuer: ISSUER,
+        caller: 'bot-1',
         roles: ['withdrawer'],
         parties: [ALICE],
         tokenId: 'token-1',
@@ -518,6 +585,30 @@ describe('JWKS from a URL', () => {
       await expectCode(v, t, 'expired');
       clock = 1_900_000_000_000 - 36_000; // nbf - 31 s
       await expectCode(v, t, 'not_yet_valid');
+    });
+
+    it('refuses a remembered token once it is older than auth.maxTokenAgeSeconds', async () => {
+      mode = 'ok';
+      keys = [{ ...pairs.ES256.jwk, kid: 'k' }];
+      clock = 1_900_000_000_000;
+      const v = createVerifier(
+        authConfig({
+          jwksUrl: `${base}/jwks`,
+          jwksCacheSeconds: 0,
+          clockToleranceSeconds: 30,
+          maxTokenAgeSeconds: 60,
+        }),
+        { now: at, cacheTtlMs: 600_000 },
+      );
+      const t = await es({ exp: secs() + 3_600 });
+      await expect(v.verify(`Bearer ${t}`)).resolves.toMatchObject({ subject: 'bot-1' });
+      const before = fetches;
+      clock += 89_000; // iat + 89 s: within max age + tolerance, still remembered
+      await expect(v.verify(`Bearer ${t}`)).resolves.toMatchObject({ subject: 'bot-1' });
+      expect(fetches).toBe(before);
+      clock += 2_000; // iat + 91 s
+      const e = await expectCode(v, t, 'expired');
+      expect(e.message).toMatch(/older than this service accepts/);
     });
 
     it('verifies again after the time limit: a key removed from the set stops working', async () => {
@@ -588,7 +679,13 @@ describe('error messages', () => {
 });
 
 describe('authorize', () => {
-  const principal = (roles: Role[], parties: string[] = []): Principal => ({ subject: 's', roles, parties });
+  const principal = (roles: Role[], parties: string[] = []): Principal => ({
+    subject: 's',
+    issuer: ISSUER,
+    caller: 's',
+    roles,
+    parties,
+  });
   const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
   it('grants exactly the declared roles, the auditor only for reads', () => {

@@ -1,7 +1,7 @@
 /**
  * What the /v1 route handlers share: the flow context of one request (its
  * journal and party-book writes attributed in the audit log to the caller's
- * token subject), the party-book lookup that answers 404 for a party this
+ * identity), the party-book lookup that answers 404 for a party this
  * signer does not hold, the audit row of an access refusal, and the zod
  * pieces for party ids and contract ids in paths.
  */
@@ -17,9 +17,9 @@ import { type AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 
-/** The audit actor of a request: its token's subject. */
+/** The audit actor of a request, which also scopes its idempotency keys: its caller identity (`Principal.caller`). */
 export function actorOf(request: FastifyRequest): string {
-  return request.principal?.subject ?? 'anonymous';
+  return request.principal?.caller ?? 'anonymous';
 }
 
 /**
@@ -35,11 +35,11 @@ export async function auditAccessRefusal(
   e: AuthError,
   status: number = e.statusCode,
 ): Promise<void> {
-  const subject = request.principal?.subject;
-  if (subject === undefined) return;
+  const caller = request.principal?.caller;
+  if (caller === undefined) return;
   try {
     await appendAudit(deps.store.db, {
-      actor: subject,
+      actor: caller,
       action: 'access.refused',
       subject: e.party !== undefined ? `party:${e.party}` : null,
       details: {
