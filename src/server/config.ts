@@ -206,7 +206,13 @@ export const authSchema = z
     partiesClaim: nonEmpty.default(DEFAULT_PARTIES_CLAIM),
     clockToleranceSeconds: z.number().min(0).max(300, 'at most 300').default(30),
     /** When set: tokens must carry `iat` and be at most this old (seconds), whatever their `exp`. */
-    maxTokenAgeSeconds: z.number().int('a whole number of seconds').min(1).max(31_536_000).optional(),
+    maxTokenAgeSeconds: z
+      .number()
+      .min(1)
+      .max(31_536_000, 'at most 31536000 (a year)')
+      // A refinement, not .int(): zod's int check would stop the cross-checks that list the other problems.
+      .refine(Number.isInteger, 'a whole number of seconds')
+      .optional(),
     /** When set: the token's `typ` header must be this (e.g. `at+jwt`, RFC 9068; `application/` optional). */
     tokenType: nonEmpty.optional(),
     jwksCacheSeconds: z.number().min(0).default(600),

@@ -180,6 +180,8 @@ describe('loading', () => {
         CANTON_SIGNER_AUTH_ALGORITHMS: 'ES256,HS512',
         CANTON_SIGNER_AUTH_SHARED_SECRET: 'k'.repeat(64),
         CANTON_SIGNER_AUTH_CLOCK_TOLERANCE_SECONDS: '0',
+        CANTON_SIGNER_AUTH_MAX_TOKEN_AGE_SECONDS: '900',
+        CANTON_SIGNER_AUTH_TOKEN_TYPE: 'at+jwt',
         CANTON_SIGNER_AUTH_ROLES_CLAIM: 'r',
         DATABASE_URL: 'postgres://generic@h/db',
         CANTON_SIGNER_DATABASE_URL: 'postgres://specific@h/db',
@@ -199,6 +201,8 @@ describe('loading', () => {
       issuer: 'https://only/',
       algorithms: ['ES256', 'HS512'],
       clockToleranceSeconds: 0,
+      maxTokenAgeSeconds: 900,
+      tokenType: 'at+jwt',
       rolesClaim: 'r',
     });
     expect(cfg.database).toEqual({ url: 'postgres://specific@h/db', dataDir: '/w/d' });
@@ -264,7 +268,7 @@ describe('validation', () => {
     const list = await problems({
       file: file({
         listen: { port: 'http' },
-        auth: { clockToleranceSeconds: 9999 },
+        auth: { clockToleranceSeconds: 9999, maxTokenAgeSeconds: 1.5, tokenType: '' },
         log: { level: 'loud' },
         extra: 1,
       }),
@@ -276,6 +280,8 @@ describe('validation', () => {
         'auth.issuer (CANTON_SIGNER_AUTH_ISSUER): required',
         'auth.audience (CANTON_SIGNER_AUTH_AUDIENCE): required',
         'auth.clockToleranceSeconds (CANTON_SIGNER_AUTH_CLOCK_TOLERANCE_SECONDS): at most 300',
+        'auth.maxTokenAgeSeconds (CANTON_SIGNER_AUTH_MAX_TOKEN_AGE_SECONDS): a whole number of seconds',
+        expect.stringMatching(/^auth\.tokenType \(CANTON_SIGNER_AUTH_TOKEN_TYPE\): /),
         expect.stringMatching(/^auth\.jwksUrl \(CANTON_SIGNER_AUTH_JWKS_URL\): no key to verify/),
         'pipeline.minWindowSeconds (CANTON_SIGNER_MIN_WINDOW_SECONDS): Invalid input: expected number, received string',
         expect.stringMatching(/^log\.level \(CANTON_SIGNER_LOG_LEVEL\): Invalid option/),
@@ -285,7 +291,7 @@ describe('validation', () => {
         'network.ledgerApiUser (CANTON_SIGNER_LEDGER_API_USER): required unless network.sandbox is true',
       ]),
     );
-    expect(list).toHaveLength(11);
+    expect(list).toHaveLength(13);
     const e = await loadConfig({ env: {} }).catch((err: ConfigError) => err);
     expect((e as ConfigError).message).toMatch(/^invalid configuration \(\d+ problems\):\n {2}/);
     expect((e as ConfigError).message).toContain('auth.audience (CANTON_SIGNER_AUTH_AUDIENCE): required');
