@@ -222,7 +222,10 @@ function mapJoseError(e: unknown): AuthError {
   if (e instanceof AuthError) return e;
   if (e instanceof errors.JWTExpired)
     return e.claim === 'iat'
-      ? new AuthError('expired', 'the token is older than this service accepts (iat, auth.maxTokenAgeSeconds)')
+      ? new AuthError(
+          'expired',
+          'the token is older than this service accepts (iat, auth.maxTokenAgeSeconds)',
+        )
       : new AuthError('expired', 'the token has expired');
   if (e instanceof errors.JWTClaimValidationFailed) {
     switch (e.claim) {

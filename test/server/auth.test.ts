@@ -301,7 +301,11 @@ describe('token and header shape', () => {
     );
     // The same sub from two identity providers: two callers (idempotency keys and audit rows apart).
     expect(a).toMatchObject({ subject: 'bot-1', issuer: ISSUER, caller: JSON.stringify([ISSUER, 'bot-1']) });
-    expect(b).toMatchObject({ subject: 'bot-1', issuer: 'https://idp2/', caller: '["https://idp2/","bot-1"]' });
+    expect(b).toMatchObject({
+      subject: 'bot-1',
+      issuer: 'https://idp2/',
+      caller: '["https://idp2/","bot-1"]',
+    });
     expect(a.caller).not.toBe(b.caller);
     // No pair of (issuer, subject) texts can spell another pair's caller.
     const c = await two.verify(
@@ -309,16 +313,24 @@ describe('token and header shape', () => {
     );
     expect(c.caller).not.toBe(a.caller);
     // One issuer (also when listed twice): the subject alone, as before.
-    const one = createVerifier(authConfig({ issuer: [ISSUER, ISSUER], publicKeys: [{ pem: pairs.ES256.pem }] }));
+    const one = createVerifier(
+      authConfig({ issuer: [ISSUER, ISSUER], publicKeys: [{ pem: pairs.ES256.pem }] }),
+    );
     expect((await one.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256')}`)).caller).toBe('bot-1');
   });
 
   it('with auth.maxTokenAgeSeconds, needs iat and refuses an older token whatever its exp', async () => {
     const v3 = createVerifier(
-      authConfig({ maxTokenAgeSeconds: 600, clockToleranceSeconds: 0, publicKeys: [{ pem: pairs.ES256.pem }] }),
+      authConfig({
+        maxTokenAgeSeconds: 600,
+        clockToleranceSeconds: 0,
+        publicKeys: [{ pem: pairs.ES256.pem }],
+      }),
     );
     const ok = claims({ iat: now() - 590, exp: now() + 86_400 });
-    await expect(v3.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', ok)}`)).resolves.toMatchObject({
+    await expect(
+      v3.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', ok)}`),
+    ).resolves.toMatchObject({
       subject: 'bot-1',
     });
     const old = await expectCode(
@@ -349,7 +361,11 @@ describe('token and header shape', () => {
         v4.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims(), { typ })}`),
       ).resolves.toMatchObject({ subject: 'bot-1' });
     for (const header of [{ typ: 'JWT' }, {}]) {
-      const e = await expectCode(v4, await sign(pairs.ES256.privateKey, 'ES256', claims(), header), 'malformed');
+      const e = await expectCode(
+        v4,
+        await sign(pairs.ES256.privateKey, 'ES256', claims(), header),
+        'malformed',
+      );
       expect(e.message).toMatch(/typ/);
     }
   });
