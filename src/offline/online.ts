@@ -104,14 +104,25 @@ export class OnlineAirGap {
   }
 
   /**
-   * Creates the export key (Ed25519, file keystore) when there is none and
-   * records it in the key table, audited as `key.put` by `actor`. An
+   * Creates the export key (Ed25519, file keystore) when there is none,
+   * audited as `key.create` by `actor` before it is made, and records it in
+   * the key table (`key.put`). An
    * existing key is kept (and recorded if the key table lacks it).
    */
   async createExportKey(actor: string): Promise<{ key: KeyDescription; created: boolean }> {
     let key: KeyDescription;
     let created = false;
     try {
+      const exists = await this.signer.describe(this.label).then(
+        () => true,
+        (e: unknown) => {
+          if (e instanceof KeyError && e.code === 'key_not_found') return false;
+          throw e;
+        },
+      );
+      if (exists) throw new KeyError('key_exists', `${this.label} exists`);
+      // Audited before the key exists (key.create), recorded once made (key.put).
+      await this.store.keys.noteCreation({ label: this.label, scheme: 'ed25519', backend: 'file' }, actor);
       key = await this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' });
       created = true;
     } catch (e) {

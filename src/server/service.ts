@@ -129,6 +129,26 @@ async function connectClients(
   };
 }
 
+/**
+ * At start: keys the signer holds that the key table lacks or describes
+ * differently are recorded (audited `key.put` by `service`): keys made with
+ * the command line, and a key whose creation request stopped between making
+ * the key and recording it (its `key.create` row is in the audit log). A
+ * signer that cannot list its keys now (an HSM away) is logged, not fatal:
+ * /ready reports it.
+ */
+async function recordHeldKeys(signer: Signer, store: Store, log: pino.Logger): Promise<void> {
+  let held: Awaited<ReturnType<Signer['list']>>;
+  try {
+    held = await signer.list();
+  } catch (e) {
+    log.warn({ error: e instanceof KeyError ? e.code : 'unexpected' }, 'could not list the keys at start');
+    return;
+  }
+  const put = await store.keys.recordHeld(held, 'service', 'found in the keystore at start');
+  if (put.length > 0) log.info({ keys: put }, 'recorded keys found in the keystore');
+}
+
 /** Counts signatures by backend and scheme, and key backend errors by backend and code, around `signer.sign`. */
 function instrumentSigner(signer: Signer, metrics: ServiceMetrics): void {
   const sign = signer.sign.bind(signer);
@@ -192,6 +212,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       oldestPendingAges: () => store.withdrawals.oldestPendingAges(),
     });
     instrumentSigner(signer, metrics);
+    await recordHeldKeys(signer, store, log);
     const airGap = new OnlineAirGap(store, signer, { exportKeyLabel: config.airGap.exportKey });
     // Cold keys sign with what came back through the air gap (checked on import, verified again by the pipeline).
     offlineKeys(signer)?.setSignatureSource(airGap);

@@ -1,6 +1,7 @@
 /**
- * /v1/keys: create (201, public description only, metadata in the store and
- * an audited `key.put` by the caller), the request errors naming the field,
+ * /v1/keys: create (201, public description only; audited `key.create` by
+ * the caller before the key exists, then its metadata in the store and an
+ * audited `key.put`; keys the keystore holds are recorded at start), the request errors naming the field,
  * a taken label (409), list and show (404 key_not_found), disable / enable,
  * and who may do what (admin writes, auditor reads). Cold keys: registered
  * from a public key with backend `offline`, listed like others, signing
@@ -9,8 +10,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/hashing/canton-hash.js';
+import { createService } from '../../src/server/service.js';
 import { listAudit } from '../../src/store/audit.js';
-import { type ServiceEnv, serviceEnv } from '../support/service.js';
+import { type ServiceEnv, serviceEnv, testConfig } from '../support/service.js';
 
 let env: ServiceEnv;
 let admin: { authorization: string };
@@ -45,8 +47,14 @@ describe('POST /v1/keys', () => {
       expect(Buffer.from(k.publicKey, 'base64').length).toBeGreaterThan(40);
       const stored = await env.store.keys.get(label);
       expect(stored).toMatchObject({ label, scheme, fingerprint: k.fingerprint, publicKeySpki: k.publicKey });
+      // Audited before the key exists (key.create), then recorded with its fingerprint (key.put).
       const audit = await listAudit(env.store.db, { subject: `key:${label}` });
-      expect(audit.map((a) => [a.action, a.actor])).toEqual([['key.put', 'test-admin']]);
+      expect(audit.map((a) => [a.action, a.actor])).toEqual([
+        ['key.create', 'test-admin'],
+        ['key.put', 'test-admin'],
+      ]);
+      expect(audit[0]!.details).toEqual({ backend: 'file', scheme });
+      expect(audit[1]!.details).toMatchObject({ fingerprint: k.fingerprint });
     },
   );
 
@@ -56,11 +64,63 @@ describe('POST /v1/keys', () => {
     expect(r.json().backend).toBe('file');
   });
 
-  it('a taken label is 409 key_exists', async () => {
+  it('a taken label is 409 key_exists, and audits nothing more', async () => {
     await inject('POST', '/v1/keys', admin, { label: 'k-twice', scheme: 'ed25519' });
     const r = await inject('POST', '/v1/keys', admin, { label: 'k-twice', scheme: 'ed25519' });
     expect(r.statusCode).toBe(409);
     expect(r.json().code).toBe('key_exists');
+    const audit = await listAudit(env.store.db, { subject: 'key:k-twice' });
+    expect(audit.map((a) => a.action)).toEqual(['key.create', 'key.put']);
+  });
+
+  it('makes no key when the request cannot be audited first', async () => {
+    const keys = env.store.keys;
+    const note = keys.noteCreation;
+    keys.noteCreation = async () => {
+      throw new Error('the database is away');
+    };
+    try {
+      const r = await inject('POST', '/v1/keys', admin, { label: 'k-unaudited', scheme: 'ed25519' });
+      expect(r.statusCode).toBe(500);
+    } finally {
+      keys.noteCreation = note;
+    }
+    await expect(env.flow.signer.describe('k-unaudited')).rejects.toMatchObject({ code: 'key_not_found' });
+    expect(await keys.get('k-unaudited')).toBeUndefined();
+  });
+
+  it('at start, records keys the keystore holds that the key table lacks (made with the CLI, or a creation cut short)', async () => {
+    const made = await env.flow.signer.generate({ label: 'k-cli', scheme: 'ed25519', backend: 'file' });
+    expect(await env.store.keys.get('k-cli')).toBeUndefined();
+    const again = await createService({
+      config: testConfig(),
+      store: env.store,
+      signer: env.flow.signer,
+      clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
+      worker: false,
+    });
+    try {
+      expect(await env.store.keys.get('k-cli')).toMatchObject({
+        fingerprint: made.fingerprint,
+        backend: 'file',
+      });
+      const audit = await listAudit(env.store.db, { subject: 'key:k-cli' });
+      expect(audit.map((a) => [a.action, a.actor, (a.details as { reason?: string }).reason])).toEqual([
+        ['key.put', 'service', 'found in the keystore at start'],
+      ]);
+    } finally {
+      await again.close();
+    }
+    // Known and unchanged: a second start records nothing.
+    const third = await createService({
+      config: testConfig(),
+      store: env.store,
+      signer: env.flow.signer,
+      clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
+      worker: false,
+    });
+    await third.close();
+    expect(await listAudit(env.store.db, { subject: 'key:k-cli' })).toHaveLength(1);
   });
 
   it.each([
@@ -129,7 +189,7 @@ describe('disable / enable', () => {
     expect(e.json().disabled).toBe(false);
     await expect(env.flow.signer.sign('k-toggle', new Uint8Array(32))).resolves.toBeDefined();
     const audit = await listAudit(env.store.db, { subject: 'key:k-toggle' });
-    expect(audit.map((a) => a.action)).toEqual(['key.put', 'key.disable', 'key.enable']);
+    expect(audit.map((a) => a.action)).toEqual(['key.create', 'key.put', 'key.disable', 'key.enable']);
     expect((await inject('POST', '/v1/keys/nope/disable', admin)).statusCode).toBe(404);
   });
 });
@@ -165,7 +225,10 @@ describe('cold keys (backend offline)', () => {
       publicKeySpki: k.publicKey,
     });
     const audit = await listAudit(env.store.db, { subject: 'key:k-cold' });
-    expect(audit.map((a) => [a.action, a.actor])).toEqual([['key.put', 'test-admin']]);
+    expect(audit.map((a) => [a.action, a.actor])).toEqual([
+      ['key.create', 'test-admin'],
+      ['key.put', 'test-admin'],
+    ]);
     const list = await inject('GET', '/v1/keys', await env.auth(['auditor']));
     expect(list.json().keys.find((x: { label: string }) => x.label === 'k-cold')).toMatchObject({
       backend: 'offline',

@@ -13,7 +13,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { STANDARD_BASE64 } from '../../hashing/input.js';
-import { BACKEND_KINDS, type BackendKind } from '../../keys/backend.js';
+import { BACKEND_KINDS, type BackendKind, KeyError } from '../../keys/backend.js';
 import type { KeyDescription } from '../../keys/signer.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
@@ -110,6 +110,20 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
     },
     async (request, reply) => {
       const body = request.body as z.output<typeof CreateKey>;
+      const actor = actorOf(request);
+      // A taken label is refused before anything is audited; then the request is audited
+      // before the key exists (key.create), and the key recorded once made (key.put).
+      if (
+        await deps.signer.describe(body.label).then(
+          () => true,
+          (e: unknown) => {
+            if (e instanceof KeyError && e.code === 'key_not_found') return false;
+            throw e;
+          },
+        )
+      )
+        throw new KeyError('key_exists', `a key labelled ${body.label} exists`);
+      await deps.store.keys.noteCreation(body, actor);
       const key =
         body.backend === 'offline'
           ? await deps.signer.importPublicKey(
@@ -118,7 +132,7 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
               new Uint8Array(Buffer.from(body.publicKey ?? '', 'base64')),
             )
           : await deps.signer.generate({ label: body.label, scheme: body.scheme, backend: body.backend });
-      await record(key, actorOf(request));
+      await record(key, actor);
       return reply.status(201).send(view(key));
     },
   );

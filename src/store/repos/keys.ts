@@ -61,8 +61,23 @@ export class KeyRepo {
     private readonly opts: { actor?: string } = {},
   ) {}
 
-  /** Inserts or refreshes a key's metadata (audited as `key.put`). */
-  async put(k: KeyMetadataInput, actor?: string): Promise<KeyMetadata> {
+  /**
+   * Audits that `actor` is about to create a key (`key.create`: label,
+   * backend, scheme), before the key exists: a key is never made without a
+   * row naming who asked, even when the process stops before its `key.put`.
+   * A failing write throws, and then no key may be made.
+   */
+  async noteCreation(k: { label: string; backend: string; scheme: string }, actor: string): Promise<void> {
+    await appendAudit(this.db, {
+      actor,
+      action: 'key.create',
+      subject: `key:${k.label}`,
+      details: { backend: k.backend, scheme: k.scheme },
+    });
+  }
+
+  /** Inserts or refreshes a key's metadata (audited as `key.put`, with `reason` when given). */
+  async put(k: KeyMetadataInput, actor?: string, reason?: string): Promise<KeyMetadata> {
     const spki =
       typeof k.publicKeySpki === 'string' ? k.publicKeySpki : Buffer.from(k.publicKeySpki).toString('base64');
     const createdAt = k.createdAt ? k.createdAt : null;
@@ -86,6 +101,7 @@ export class KeyRepo {
           scheme: row.scheme,
           fingerprint: row.fingerprint,
           disabled: row.disabled,
+          ...(reason !== undefined ? { reason } : {}),
         },
       });
       return row;
@@ -107,6 +123,32 @@ export class KeyRepo {
   async list(): Promise<KeyMetadata[]> {
     const r = await this.db.query<Row>('SELECT * FROM keys ORDER BY created_at, label');
     return r.rows.map(fromRow);
+  }
+
+  /**
+   * Brings the table in line with the keys a signer holds: each key missing
+   * from the table, or described differently (another fingerprint, backend,
+   * scheme or disabled state: the keystore is the truth), is put (audited as
+   * `key.put`, with `reason`). Returns the labels put. Rows of keys the signer
+   * no longer holds stay: the audit trail refers to them.
+   */
+  async recordHeld(held: readonly KeyMetadataInput[], actor: string, reason: string): Promise<string[]> {
+    const known = new Map((await this.list()).map((k) => [k.label, k]));
+    const put: string[] = [];
+    for (const k of held) {
+      const row = known.get(k.label);
+      if (
+        row &&
+        row.fingerprint === k.fingerprint &&
+        row.backend === k.backend &&
+        row.scheme === k.scheme &&
+        row.disabled === (k.disabled ?? false)
+      )
+        continue;
+      await this.put(k, actor, reason);
+      put.push(k.label);
+    }
+    return put;
   }
 
   /** Marks a key disabled / enabled (audited as `key.disable` / `key.enable`). */
