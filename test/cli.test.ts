@@ -10,7 +10,9 @@
  *   refusal names its code and the protobuf path of the offending field;
  * - `inspect` shows every node, the metadata and what the scheme covers, and
  *   ends with the hash; `inspect --json` is the `canton-signer/inspect@1`
- *   document (docs/inspect-json.md), nodes in pre-order from the roots.
+ *   document (docs/inspect-json.md), nodes in pre-order from the roots;
+ * - a pipeline refusal exits 1 with one stderr line; with `--json` it is also
+ *   one JSON object on stdout (reason, message, problems and details when any).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -766,5 +768,101 @@ describe.concurrent('inspect --json', () => {
     const b = await cli(['inspect', '--json', '-'], TRANSFER.v.prepared_transaction_base64);
     expect(b.status).toBe(0);
     expect(b.stdout).toBe(a.stdout);
+  });
+});
+
+// ---- a pipeline refusal under --json -----------------------------------------------------
+
+describe.concurrent('a pipeline refusal: exit 1, one stderr line, and with --json one JSON object on stdout', () => {
+  /** A keystore folder whose party book holds the ping's acting party (no key: the refusals come first). */
+  const setUp = (name: string) => {
+    const model = decodePreparedTransaction(bytesOf(PING.v));
+    const partyId = model.metadata.submitterInfo.actAs[0] as string;
+    const keystore = join(dir, name);
+    mkdirSync(keystore);
+    writeFileSync(
+      join(keystore, 'parties.json'),
+      JSON.stringify({
+        format: 'canton-signer/parties@1',
+        parties: [
+          {
+            partyId,
+            hint: 'ping',
+            keyLabel: 'ping',
+            scheme: 'ed25519',
+            fingerprint: partyId.split('::')[1],
+            publicKeySpki: 'MCowBQYDK2VwAyEA',
+            via: 'ledger-api',
+            createdAt: '2025-01-01T00:00:00Z',
+          },
+        ],
+      }),
+    );
+    const intent = tmp(
+      `${name}-intent.json`,
+      JSON.stringify({ kind: 'create', party: partyId, template: 'not-the-package:Not.The:Template' }),
+    );
+    const prepared = (hash: string) =>
+      tmp(
+        `${name}-prepared-${hash.slice(0, 8)}.json`,
+        JSON.stringify({
+          preparedTransaction: PING.v.prepared_transaction_base64,
+          preparedTransactionHash: hash,
+          hashingSchemeVersion: 'HASHING_SCHEME_VERSION_V2',
+        }),
+      );
+    const args = (hash: string) => [
+      'sign-and-execute',
+      '--keystore',
+      keystore,
+      '--party',
+      partyId,
+      '--intent',
+      intent,
+      '--prepared',
+      prepared(hash),
+      '--verify-only',
+    ];
+    return { args };
+  };
+
+  it('without --json: stdout empty, the reason and sentence on stderr', async () => {
+    const { args } = setUp('refusal-text');
+    const r = await cli(args(PING.v.expected_hash_base64));
+    const line = expectFailure(r, 1);
+    expect(line).toMatch(/^canton-signer: refused \(intent_mismatch\): \S/);
+  });
+
+  it('with --json: reason, message and each problem on stdout; the same line on stderr', async () => {
+    const { args } = setUp('refusal-json');
+    const r = await cli([...args(PING.v.expected_hash_base64), '--json']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: refused \(intent_mismatch\): [^\n]+\n$/);
+    const v = JSON.parse(r.stdout) as {
+      reason: string;
+      message: string;
+      problems?: { reason: string; message: string }[];
+    };
+    expect(v.reason).toBe('intent_mismatch');
+    expect(r.stderr).toContain(v.message.split('\n')[0] as string);
+    expect(v.problems?.length).toBeGreaterThan(0);
+    for (const p of v.problems ?? []) expect(typeof p.message).toBe('string');
+  });
+
+  it('with --json, a refusal without problems leaves `problems` out and carries its details', async () => {
+    const { args } = setUp('refusal-details');
+    const wrong = Buffer.alloc(32, 7).toString('base64');
+    const r = await cli([...args(wrong), '--json']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: refused \(hash_mismatch\): [^\n]+\n$/);
+    const v = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(v.reason).toBe('hash_mismatch');
+    expect(typeof v.message).toBe('string');
+    expect(v).not.toHaveProperty('problems');
+    expect(v.details).toEqual({
+      claimed: '07'.repeat(32),
+      computed: PING.v.expected_hash_hex,
+      scheme: 'v2',
+    });
   });
 });

@@ -2,7 +2,10 @@
  * The `canton-signer` command line. Exit codes: 0 success, 1 a check, a key
  * operation or a flow failed (e.g. `hash --expect` mismatch, wrong passphrase,
  * a pipeline refusal, a network error), 2 refused input or bad usage. Errors are one
- * line on stderr; stdout carries only the command's result.
+ * line on stderr; stdout carries only the command's result. With `--json`, a
+ * pipeline refusal is also written to stdout as one JSON object (`reason`,
+ * `message`, and `problems` / `details` when it has any), like the JSON other
+ * commands print before they exit 1 (`send`, `audit verify`).
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
@@ -19,6 +22,7 @@ import { registerInspect } from './inspect.js';
 import { registerKeys } from './keys.js';
 import { registerOffline } from './offline.js';
 import { CliExit } from './options.js';
+import { printJson } from './output.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
 import { registerServe } from './serve.js';
@@ -62,8 +66,23 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** The JSON form of a refusal printed under `--json`: empty `problems` and `details` are left out. */
+export function refusalJson(e: Refusal): Record<string, unknown> {
+  return {
+    reason: e.reason,
+    message: e.message,
+    ...(e.problems.length > 0 ? { problems: [...e.problems] } : {}),
+    ...(Object.keys(e.details).length > 0 ? { details: { ...e.details } } : {}),
+  };
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  // whether the command that runs was given --json (hooks on the root run for every subcommand)
+  let json = false;
+  program.hook('preAction', (_root, action) => {
+    json = action.opts().json === true;
+  });
   try {
     await program.parseAsync(argv);
     return 0;
@@ -77,6 +96,7 @@ export async function main(argv: string[]): Promise<number> {
       return e.exitCode;
     }
     if (e instanceof Refusal) {
+      if (json) printJson(refusalJson(e));
       process.stderr.write(`canton-signer: refused (${e.reason}): ${oneLine(e.message)}\n`);
       return 1;
     }
