@@ -4,8 +4,11 @@
  * anything is committed — strict decode, the hash recomputed under the
  * requested scheme, signatures against the party's registered keys and
  * threshold, deduplication by change id, time windows, inputs still active —
- * then the commit and its completion. Used by the Ledger API routes and by the
- * validator's submit-accept / submit-send.
+ * then the commit and its completion. Rejections after the prechecks (a
+ * duplicate change id too) are completions as well, with Canton's status shape
+ * (`CODE(category,correlation-id prefix): cause`, a packed ErrorInfo in the
+ * details). Used by the Ledger API routes and by the validator's
+ * submit-accept / submit-send.
  */
 
 import { decodePreparedTransaction } from '../hashing/decode.js';
@@ -18,7 +21,7 @@ import { changeIdOf, type DeduplicationPeriodJson } from './checks/dedup.js';
 import { type PartySignaturesJson, verifyPartySignatures } from './checks/signatures.js';
 import { checkTimeWindows } from './checks/time.js';
 import { cantonError, E, SandboxError } from './errors.js';
-import { InactiveContractError, type Update } from './ledger/store.js';
+import { type CompletionStatus, InactiveContractError, type Update } from './ledger/store.js';
 import type { Preparation, SandboxNetwork } from './network.js';
 
 export interface PreparedOutput {
@@ -147,7 +150,6 @@ export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): Exe
   const commandId = decoded.metadata.submitterInfo.commandId;
   const changeId = changeIdOf(input.userId, actAs, commandId);
   const now = net.clock.now();
-  net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod });
   const reject = (err: SandboxError): never => {
     net.store.complete({
       commandId,
@@ -155,12 +157,19 @@ export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): Exe
       userId: input.userId,
       actAs,
       updateId: undefined,
-      status: { code: err.grpcCode, message: err.message, errorId: err.code ?? 'REJECTED' },
+      status: completionStatus(err),
       recordTime: now,
       synchronizerId: decoded.metadata.synchronizerId,
     });
     throw err;
   };
+  // A duplicate change id is rejected like any other post-submission rejection: with a completion.
+  try {
+    net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod });
+  } catch (e) {
+    if (e instanceof SandboxError) reject(e);
+    throw e;
+  }
   const preparation = net.preparations.get(key(input.scheme, bytesToHex(hash)));
   if (!preparation)
     reject(
@@ -216,6 +225,57 @@ export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): Exe
     at: now,
   });
   return { update, completionOffset: completion.offset };
+}
+
+/**
+ * The completion status of a rejection, as Canton renders its errors in a
+ * google.rpc.Status: message `CODE(category,correlation-id prefix): cause`,
+ * details a packed `google.rpc.ErrorInfo` (reason = the error id, metadata =
+ * category, definite answer and the error's context).
+ */
+export function completionStatus(err: SandboxError): CompletionStatus {
+  const b = err.body;
+  if (!('code' in b)) return { code: err.grpcCode, message: err.message, errorId: 'REJECTED', details: [] };
+  const metadata: Record<string, string> = { category: String(b.errorCategory), ...b.context };
+  if (b.definiteAnswer !== undefined) metadata.definite_answer = String(b.definiteAnswer);
+  return {
+    code: b.grpcCodeValue,
+    message: `${b.code}(${b.errorCategory},${b.correlationId.slice(0, 8)}): ${b.cause}`,
+    errorId: b.code,
+    details: [
+      {
+        typeUrl: 'type.googleapis.com/google.rpc.ErrorInfo',
+        value: bytesToBase64(errorInfo(b.code, metadata)),
+      },
+    ],
+  };
+}
+
+/** `google.rpc.ErrorInfo { string reason = 1; string domain = 2; map<string,string> metadata = 3; }`. */
+function errorInfo(reason: string, metadata: Record<string, string>): Uint8Array {
+  const out: number[] = [];
+  const field = (tag: number, bytes: Uint8Array | number[]) => {
+    out.push(tag, ...lenOf(bytes.length), ...bytes);
+  };
+  const utf8 = (t: string) => new TextEncoder().encode(t);
+  field(0x0a, utf8(reason));
+  for (const [k, v] of Object.entries(metadata)) {
+    const kb = utf8(k);
+    const vb = utf8(v);
+    const entry = [0x0a, ...lenOf(kb.length), ...kb, 0x12, ...lenOf(vb.length), ...vb];
+    field(0x1a, entry);
+  }
+  return Uint8Array.from(out);
+}
+
+function lenOf(n: number): number[] {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  out.push(n);
+  return out;
 }
 
 function inactiveContracts(ids: string[]): SandboxError {

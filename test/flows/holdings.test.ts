@@ -7,18 +7,22 @@
  * 10 with the total unchanged.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DUST_THRESHOLD, partyBalance } from '../../src/flows/balance.js';
 import {
+  feeRoundOf,
   type Holding,
   listHoldings,
   MAX_INPUTS,
+  ROUND_MARGIN,
   selectInputs,
   sumUnits,
   toUnits,
 } from '../../src/flows/holdings.js';
 import { mergeHoldings } from '../../src/flows/merge.js';
 import { Refusal } from '../../src/flows/refusal.js';
+import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
+import { transfer } from '../../src/flows/transfer.js';
 import { fromUnits, shortAmount } from '../../src/intent/decimal.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv } from '../support/flow-env.js';
@@ -150,6 +154,45 @@ describe('selectInputs', () => {
     expect(refusalOf(() => selectInputs(hs, '0')).message).toMatch(/must be positive/);
     expect(refusalOf(() => selectInputs([], '1')).message).toMatch(/insufficient funds/);
   });
+
+  it('values Amulet holdings after holding fees as of the round; holdings without fee info accrue none', () => {
+    const fee = { createdInRound: 5, ratePerRound: '0.5' };
+    const hs: Holding[] = [
+      { cid: '00a', amount: '10', instrument: CC, locked: false, holdingFee: fee },
+      { cid: '00b', amount: '1', instrument: CC, locked: false, holdingFee: { ...fee, createdInRound: 6 } },
+    ];
+    // As of round 7: 10 − 2 × 0.5 = 9 and 1 − 0.5 = 0.5.
+    const e = refusalOf(() => selectInputs(hs, '10', { instrument: CC, asOfRound: 7 }));
+    expect(e.message).toMatch(
+      /insufficient funds: 2 unlocked Amulet holding\(s\) hold 9\.5 after 1\.5 of holding fees as of round 7 \(11 before fees\), the transfer needs 10/,
+    );
+    expect(e.details).toMatchObject({
+      available: '9.5000000000',
+      holdingFees: '1.5000000000',
+      asOfRound: '7',
+    });
+    const s = selectInputs(hs, '9', { instrument: CC, asOfRound: 7 });
+    expect(s.inputs.map((h) => h.cid)).toEqual(['00a']);
+    expect(s).toMatchObject({ total: '9.0000000000', holdingFees: '1.0000000000', asOfRound: 7 });
+    // The fee never exceeds the amount: a holding can be worth 0, not less.
+    expect(refusalOf(() => selectInputs(hs, '9.5', { asOfRound: 1000 })).details.available).toBe(
+      '0.0000000000',
+    );
+    // Default round: the current round listHoldings learned, plus the margin; else the newest created-in round.
+    expect(feeRoundOf(hs)).toBe(6);
+    expect(feeRoundOf([{ ...hs[0]!, holdingFee: { ...fee, currentRound: 8 } }])).toBe(8 + ROUND_MARGIN);
+    expect(refusalOf(() => selectInputs(hs, '10.6')).details).toMatchObject({
+      available: '10.5000000000',
+      holdingFees: '0.5000000000',
+    });
+    // No fee info (another instrument): the view's amount is the value.
+    const other: Holding[] = [{ cid: '00c', amount: '10', instrument: OTHER, locked: false }];
+    expect(selectInputs(other, '10', { asOfRound: 1000 })).toMatchObject({
+      total: '10.0000000000',
+      holdingFees: '0.0000000000',
+    });
+    expect(feeRoundOf(other)).toBeUndefined();
+  });
 });
 
 describe('against the sandbox', () => {
@@ -226,5 +269,45 @@ describe('against the sandbox', () => {
     expect(r.transactions.length).toBeGreaterThan(2);
     expect(r.after.total).toBe('24.0000000000');
     await expect(mergeHoldings(env.ctx, bob.partyId, { batch: 1 })).rejects.toThrow(/batch/);
+  });
+
+  it('a transfer after rounds passed: the whole initial amount is refused before anything is prepared, naming the fees; its value goes through', async () => {
+    const carol = await env.addParty('carol');
+    // Onboarded through the validator's setup proposal: the validator keeps a wallet (the balance round).
+    await env.validator.createSetupProposal({ user_party_id: carol.partyId });
+    await acceptSetupProposal(env.ctx, carol.partyId);
+    const tapped = env.net.tap(carol.partyId, '10');
+    env.net.advanceRound();
+    env.net.advanceRound();
+    const [h] = await listHoldings(env.ctx, carol.partyId, {
+      instrument: { admin: env.net.dso, id: 'Amulet' },
+    });
+    const earliest = Number(env.net.latestRound().number) - 1;
+    expect(h).toMatchObject({
+      cid: tapped.contractId,
+      amount: '10.0000000000',
+      holdingFee: { ratePerRound: '0.0000190259', currentRound: earliest },
+    });
+    const before = env.journal.records.length;
+    const e = await transfer(env.ctx, { from: carol.partyId, to: carol.partyId, amount: '10' }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(Refusal);
+    expect((e as Refusal).message).toMatch(
+      /insufficient funds: .* of holding fees as of round \d+ \(10 before fees\)/,
+    );
+    expect(env.journal.records.length).toBe(before); // nothing prepared, nothing signed
+    const r = await transfer(env.ctx, { from: carol.partyId, to: carol.partyId, amount: '9.99' });
+    expect(r.kind).toBe('self');
+    // The round is remembered for ROUND_TTL_MS: more transfers cost no more calls to the validator.
+    const asked = vi.spyOn(env.ctx.validator!, 'externalPartyBalance');
+    try {
+      for (let i = 0; i < 3; i++)
+        await listHoldings(env.ctx, carol.partyId, { instrument: { admin: env.net.dso, id: 'Amulet' } });
+      expect(asked).not.toHaveBeenCalled();
+    } finally {
+      asked.mockRestore();
+    }
   });
 });

@@ -379,6 +379,54 @@ describe('user rights', () => {
   });
 });
 
+describe('authorization of the body userId and of reads', () => {
+  it("an admin's token acting under another userId: PERMISSION_DENIED (403)", async () => {
+    const e = await rejection(admin.prepare(proposal(carol))); // userId LEDGER_API_USER, token of the admin
+    expect(e.status).toBe(403);
+    expect(e.code).toBe('PERMISSION_DENIED');
+    expect(e.detail).toContain("does not match the token's user");
+  });
+
+  it('completions, update by offset and active contracts need read rights for every party: PERMISSION_DENIED (403)', async () => {
+    // The admin user has no CanReadAs / CanActAs for carol.
+    const end = (await admin.ledgerEnd()).offset;
+    const c = await rejection(
+      admin.completions({ userId: VALIDATOR_USER, parties: [carol.id], beginExclusive: 0 }, { limit: 1 }),
+    );
+    expect([c.status, c.code]).toEqual([403, 'PERMISSION_DENIED']);
+    expect(c.detail).toContain(`may not read as ${carol.id}`);
+    const a = await rejection(
+      admin.activeContracts({ activeAtOffset: end, eventFormat: { filtersByParty: { [carol.id]: {} } } }),
+    );
+    expect([a.status, a.code]).toEqual([403, 'PERMISSION_DENIED']);
+    const u = await rejection(
+      admin.updateByOffset({
+        offset: end,
+        updateFormat: {
+          includeTransactions: {
+            eventFormat: { filtersByParty: { [carol.id]: {} } },
+            transactionShape: 'TRANSACTION_SHAPE_ACS_DELTA',
+          },
+        },
+      }),
+    );
+    expect([u.status, u.code]).toEqual([403, 'PERMISSION_DENIED']);
+    expect(u.detail).toContain(`may not read as ${carol.id}`);
+    expect(validateAgainst(spec, 'JsCantonError', adminRec.lastBody)).toEqual([]);
+    // A party-wildcard read needs CanReadAsAnyParty (the default user has no such right).
+    const any = await rejection(
+      plain.activeContracts({ activeAtOffset: end, eventFormat: { filtersForAnyParty: {} } }),
+    );
+    expect([any.status, any.code]).toEqual([403, 'PERMISSION_DENIED']);
+    // With the right (carol's actAs is the default user's), the same reads are answered.
+    await plain.activeContracts({ activeAtOffset: end, eventFormat: { filtersByParty: { [carol.id]: {} } } });
+    await plain.completions(
+      { userId: LEDGER_API_USER, parties: [carol.id], beginExclusive: 0 },
+      { limit: 1, streamIdleTimeoutMs: 10 },
+    );
+  });
+});
+
 describe('participant state', () => {
   it('connected synchronizers: the sandbox synchronizer with its alias; confirmation for an external party', async () => {
     const all = await admin.connectedSynchronizers();

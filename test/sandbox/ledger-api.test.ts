@@ -239,6 +239,42 @@ describe('refusals, with Canton codes', () => {
     expect(e.cantonError?.context.completion_offset).toBe(String(first.completionOffset));
   });
 
+  it("the same change id twice on async execute: 200 {}, then a DUPLICATE_COMMAND rejection completion in Canton's status shape", async () => {
+    const { prep, hash } = await prepared();
+    const begin = (await client.ledgerEnd()).offset;
+    const req = (submissionId: string) => ({
+      preparedTransaction: prep.preparedTransaction,
+      partySignatures: { signatures: [{ party: alice.id, signatures: [signatureOf(alice, hash)] }] },
+      hashingSchemeVersion: 'HASHING_SCHEME_VERSION_V2' as const,
+      submissionId,
+      userId: LEDGER_API_USER,
+      deduplicationPeriod: { Empty: {} },
+    });
+    const first = randomUUID();
+    const second = randomUUID();
+    await client.execute(req(first));
+    expect(await client.execute(req(second))).toEqual({});
+    const items = await client.completions(
+      { userId: LEDGER_API_USER, parties: [alice.id], beginExclusive: begin },
+      { limit: 10, streamIdleTimeoutMs: 500 },
+    );
+    const completions = items.flatMap((i) => {
+      const r = i.completionResponse;
+      return r && 'Completion' in r ? [r.Completion.value] : [];
+    });
+    expect(completions.find((c) => c.submissionId === first)?.status?.code ?? 0).toBe(0);
+    const dup = completions.find((c) => c.submissionId === second);
+    expect(dup?.status?.code).toBe(6); // ALREADY_EXISTS
+    expect(dup?.status?.message).toMatch(
+      /^DUPLICATE_COMMAND\(10,[0-9a-f]{8}\): A command with the given command id/,
+    );
+    const info = dup?.status?.details?.[0];
+    expect(info?.typeUrl).toBe('type.googleapis.com/google.rpc.ErrorInfo');
+    const raw = Buffer.from(info!.value, 'base64').toString('latin1');
+    expect(raw).toContain('DUPLICATE_COMMAND');
+    expect(raw).toContain('completion_offset');
+  });
+
   it('a transaction the participant did not prepare (re-encoded with another command id): model conformance', async () => {
     const { prep } = await prepared();
     const tx = decodePreparedTransaction(prep.preparedTransaction);

@@ -197,13 +197,14 @@ async function prepareTransfer(
   from: TestParty,
   to: TestParty,
   o: TransferOpts,
-  tweak: { dropFactory?: boolean; extraDisclosed?: ReturnType<typeof forLedger> } = {},
+  tweak: { dropFactory?: boolean; drop?: string; extraDisclosed?: ReturnType<typeof forLedger> } = {},
 ): Promise<Prepared & { factory: TransferFactoryWithChoiceContext }> {
   const inputs = o.inputs ?? (await unlocked(from)).map((h) => h.cid);
   const args = transferArgs(from, to, inputs, o);
   const factory = await registry.getTransferFactory({ choiceArguments: args, excludeDebugFields: true });
   let disclosed = forLedger(factory.choiceContext.disclosedContracts);
   if (tweak.dropFactory) disclosed = disclosed.filter((d) => d.contractId !== factory.factoryId);
+  if (tweak.drop) disclosed = disclosed.filter((d) => d.contractId !== tweak.drop);
   disclosed.push(...(tweak.extraDisclosed ?? []));
   const command = {
     ExerciseCommand: {
@@ -478,6 +479,18 @@ describe('refusals, with Canton codes', () => {
     expect(e.detail).toContain(net.externalPartyAmuletRules().contractId);
   });
 
+  it('the open round or AmuletRules not disclosed (the sender is no stakeholder): CONTRACT_NOT_FOUND (404) naming it', async () => {
+    const round = net.latestRound().contractId;
+    const rules = net.amuletRules().contractId;
+    for (const cid of [round, rules]) {
+      const t = prepareTransfer(alice, bob, { amount: '1' }, { drop: cid });
+      const e = await rejection(t);
+      expect(e.status).toBe(404);
+      expect(e.code).toBe('CONTRACT_NOT_FOUND');
+      expect(e.detail).toContain(cid);
+    }
+  });
+
   it('the same prepared transaction executed twice: DUPLICATE_COMMAND (409), nothing moves twice', async () => {
     const t = await prepareTransfer(alice, bob, { amount: '5' });
     await execute(alice, t);
@@ -591,5 +604,54 @@ describe('direct transfer (bob has a TransferPreapproval)', () => {
     expect(e.code).toBe('LOCAL_VERDICT_INACTIVE_CONTRACTS');
     expect(e.detail).toContain(roundId);
     expect(e.status).toBe(404);
+  });
+});
+
+describe('holding fees (Amulet values inputs as of the open round)', () => {
+  it('the Holding view carries created-in-round and rate-per-round; after rounds pass the whole initial amount is refused, its value goes through', async () => {
+    const carol = addParty('carol');
+    const tapped = net.tap(carol.id, '10');
+    const acs = await ledger.activeContracts({
+      activeAtOffset: (await ledger.ledgerEnd()).offset,
+      eventFormat: {
+        filtersByParty: {
+          [carol.id]: {
+            cumulative: [
+              {
+                identifierFilter: {
+                  InterfaceFilter: { value: { interfaceId: HOLDING_IFACE, includeInterfaceView: true } },
+                },
+              },
+            ],
+          },
+        },
+        verbose: false,
+      },
+    });
+    const view = createdEventOf(acs[0]!)?.interfaceViews?.[0]?.viewValue as {
+      amount: string;
+      meta: { values: Record<string, string> };
+    };
+    expect(view.amount).toBe('10.0000000000'); // the initial amount, as Amulet's view states it
+    const createdIn = BigInt(view.meta.values['amulet.splice.lfdecentralizedtrust.org/created-in-round']!);
+    expect(view.meta.values['amulet.splice.lfdecentralizedtrust.org/rate-per-round']).toBe('0.0000190259');
+    net.advanceRound();
+    net.advanceRound();
+    const round = net.latestRound().number;
+    expect(round).toBeGreaterThan(createdIn);
+    const totalFees = addAmounts(...Array.from({ length: Number(round - createdIn) }, () => '0.0000190259'));
+    const value = subAmounts('10', totalFees);
+
+    const e = await rejection(prepareTransfer(carol, carol, { amount: '10', inputs: [tapped.contractId] }));
+    expect(e.status).toBe(400);
+    expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+    expect(e.detail).toContain('insufficient funds');
+    expect(e.detail).toContain(`inputs hold ${value} as of round ${round}`);
+
+    // A self-transfer of 9: the change is the value after fees minus 9.
+    await execute(carol, await prepareTransfer(carol, carol, { amount: '9', inputs: [tapped.contractId] }));
+    expect((await unlocked(carol)).map((h) => h.amount).sort()).toEqual(
+      [subAmounts(value, '9'), '9.0000000000'].sort(),
+    );
   });
 });

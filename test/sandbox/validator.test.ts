@@ -264,6 +264,30 @@ describe('legacy preapproval send (prepare-send / submit-send + SV automation)',
     expect(transferCommandStatus(net, alice.id, 2n)).toBeUndefined();
   });
 
+  it('a submit-send after expires_at is refused (400, the ledger-time rejection): no TransferCommand', async () => {
+    const prep = await validator.prepareTransferPreapprovalSend({
+      sender_party_id: alice.id,
+      receiver_party_id: bob.id,
+      amount: '1',
+      expires_at: new Date(Number(net.clock.now() / 1000n) + 5_000),
+      nonce: 7,
+    });
+    net.clock.advance(6_000);
+    const e = await refusal(
+      validator.submitTransferPreapprovalSend({
+        submission: {
+          party_id: alice.id,
+          transaction: prep.transaction,
+          signed_tx_hash: signHex(alice, prep.tx_hash),
+          public_key: alice.publicHex,
+        },
+      }),
+    );
+    expect(e.status).toBe(400);
+    expect(e.spliceError).toMatch(/^LOCAL_VERDICT_LEDGER_TIME_OUT_OF_BOUND\(9,[0-9a-f]{8}\): .*expiresAt/);
+    expect(transferCommandStatus(net, alice.id, 7n)).toBeUndefined();
+  });
+
   it('refuses a receiver without preapproval (400) and an unknown sender (404)', async () => {
     const e = await refusal(
       validator.prepareTransferPreapprovalSend({

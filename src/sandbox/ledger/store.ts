@@ -77,6 +77,8 @@ export interface CompletionStatus {
   message: string;
   /** Canton error id of a rejection. */
   errorId?: string;
+  /** google.rpc.Status details of a rejection (packed `google.rpc.ErrorInfo` and the like). */
+  details?: { typeUrl: string; value: string }[];
 }
 
 export interface Completion {

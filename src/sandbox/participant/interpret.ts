@@ -3,8 +3,9 @@
  * external party signs (token-standard transfer, transfer-instruction
  * accept/reject/withdraw, TransferPreapprovalProposal creation). It checks the
  * command against the ledger as the Daml code would (Amulet's own checks on
- * admin, instrument, amounts, deadlines, inputs) and builds the transaction with
- * the builders in ../prepared. Anything else is refused by name: the sandbox
+ * admin, instrument, amounts, deadlines, inputs valued after holding fees as of
+ * the open round; contracts the submitter is no stakeholder of must be
+ * disclosed) and builds the transaction with the builders in ../prepared. Anything else is refused by name: the sandbox
  * does not run arbitrary Daml.
  */
 import { randomUUID } from 'node:crypto';
@@ -53,6 +54,27 @@ const contractNotFound = (cid: string): SandboxError =>
   cantonError('CONTRACT_NOT_FOUND', 11, `Contract could not be found with id ${cid}`, {
     resources: [['CONTRACT_ID', cid]],
   });
+
+/**
+ * A contract the submitter reads but is no stakeholder of (the DSO's rules and
+ * rounds, a receiver's preapproval) exists for it only when the prepare request
+ * discloses it: otherwise CONTRACT_NOT_FOUND, as Canton answers.
+ */
+function requireVisible(req: PrepareCommand, actor: string, c: Contract): void {
+  if (c.stakeholders.includes(actor)) return;
+  if (!req.disclosedContracts.some((d) => d.contractId === c.contractId))
+    throw contractNotFound(c.contractId);
+}
+
+/** The context's `amulet-rules` (it must be the DSO's AmuletRules), visible to the submitter. */
+function amuletRulesOf(net: SandboxNetwork, req: PrepareCommand, actor: string, ctx: Record<string, string>) {
+  const rules = net.amuletRules();
+  const id = ctx['amulet-rules'];
+  if (id === undefined) throw interpretationError('Missing context entry for: amulet-rules');
+  if (id !== rules.contractId) throw contractNotFound(id);
+  requireVisible(req, actor, rules);
+  return rules;
+}
 
 /** Builds the prepared transaction for a command, or throws the error Canton would give. */
 export function interpret(net: SandboxNetwork, req: PrepareCommand): PreparedTransaction {
@@ -176,6 +198,8 @@ function factoryTransfer(
   const round = net.store.get(roundId ?? '');
   if (!roundId || !round || round.templateId.entityName !== 'OpenMiningRound')
     throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
+  requireVisible(req, actor, round);
+  const rules = amuletRulesOf(net, req, actor, ctx);
   const openRound = {
     contractId: round.contractId,
     createdAt: round.createdAt,
@@ -198,19 +222,28 @@ function factoryTransfer(
       amount: v.initialAmount,
       createdRound: v.createdRound,
       rate: v.rate,
+      value: v.amount,
+      fees: v.fees,
     };
   });
-  const total = addAmounts('0', ...inputs.map((h) => h.amount));
-  if (!gte(total, amount))
-    throw interpretationError(`insufficient funds: inputs hold ${total}, the transfer needs ${amount}`);
+  // Amulet values every input as of the open round it transfers in: holding fees accrued since
+  // the amulet's creation round are deducted first.
+  const total = addAmounts('0', ...inputs.map((h) => h.value));
+  if (!gte(total, amount)) {
+    const fees = addAmounts('0', ...inputs.map((h) => h.fees));
+    throw interpretationError(
+      `insufficient funds: inputs hold ${total} as of round ${openRound.number} (after ${fees} of holding fees), the transfer needs ${amount}`,
+    );
+  }
   const preapprovalId = ctx['transfer-preapproval'];
   const pre = preapprovalId ? net.store.get(preapprovalId) : undefined;
   if (preapprovalId && !pre) throw contractNotFound(preapprovalId);
+  if (pre) requireVisible(req, actor, pre);
   if (pre && str(pre.argument, 'receiver') !== receiver)
     throw interpretationError('the transfer-preapproval in the context is not the receiver’s');
   if (pre && (big(pre.argument, 'expiresAt') ?? 0n) <= now)
     throw interpretationError('TransferPreapproval expired');
-  const dso = amuletDso(net.dso, net.amuletRules(), openRound);
+  const dso = amuletDso(net.dso, rules, openRound);
   const bounds = {
     minLedgerEffectiveTime: requestedAt > openRound.opensAt ? requestedAt : openRound.opensAt,
     maxLedgerEffectiveTime: executeBefore - 1n,
@@ -275,6 +308,8 @@ function instructionChoice(
   const roundId = ctx['open-round'];
   const round = roundId ? net.store.get(roundId) : undefined;
   if (!roundId || !round) throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
+  requireVisible(req, actor, round);
+  const rules = amuletRulesOf(net, req, actor, ctx);
   const openRound = {
     contractId: round.contractId,
     createdAt: round.createdAt,
@@ -285,7 +320,7 @@ function instructionChoice(
   };
   const input = {
     ...envelope(net, req, actor),
-    dso: amuletDso(net.dso, net.amuletRules(), openRound),
+    dso: amuletDso(net.dso, rules, openRound),
     transfer,
     instruction: { contractId: instr.contractId, createdAt: instr.createdAt },
     lockedAmulet: {

@@ -6,7 +6,7 @@
  * ask.
  */
 import type { Identifier } from '../../hashing/model.js';
-import { HOLDING_INTERFACE, holdingView } from '../amulet.js';
+import { HOLDING_INTERFACE, type HoldingView, holdingView } from '../amulet.js';
 import { isoMicros } from '../ledger/clock.js';
 import type { Completion, Contract, Update } from '../ledger/store.js';
 import { identifierString, type Json, mapContractIds, str, valueToJson } from '../ledger/value-json.js';
@@ -135,6 +135,27 @@ export function matchContract(
   return merged ? { witnesses: witnesses.sort(), match: merged } : undefined;
 }
 
+/** Amulet's Holding-view metadata keys: the round an amulet was created in and its holding fee per round. */
+export const AMULET_CREATED_IN_ROUND = 'amulet.splice.lfdecentralizedtrust.org/created-in-round';
+export const AMULET_RATE_PER_ROUND = 'amulet.splice.lfdecentralizedtrust.org/rate-per-round';
+
+/** Daml's `show` of a Decimal: no trailing zeros, at least one decimal digit (`10.0`, `0.0000190259`). */
+function showDecimal(d: string): string {
+  return d.includes('.') ? d.replace(/0+$/, '').replace(/\.$/, '.0') : `${d}.0`;
+}
+
+/**
+ * The Holding view's `meta` of an Amulet or LockedAmulet, as Splice's
+ * `amuletMetadata` fills it: the view's `amount` is the initial amount, and
+ * these two let a reader compute the holding fees accrued since.
+ */
+function amuletHoldingMeta(h: HoldingView): Record<string, string> {
+  return {
+    [AMULET_CREATED_IN_ROUND]: String(h.createdRound),
+    [AMULET_RATE_PER_ROUND]: showDecimal(h.rate),
+  };
+}
+
 function interfaceView(c: Contract, iface: Identifier, dso: string): Json {
   const status = { code: 0, message: '', details: [] };
   const interfaceId = identifierString(iface);
@@ -156,7 +177,7 @@ function interfaceView(c: Contract, iface: Identifier, dso: string): Json {
         instrumentId: { admin: dso, id: 'Amulet' },
         amount: h?.initialAmount ?? '0.0000000000',
         lock,
-        meta: { values: {} },
+        meta: { values: h ? amuletHoldingMeta(h) : {} },
       },
       implementationPackageId: c.templateId.packageId,
     };
@@ -331,7 +352,11 @@ export function jsTransaction(
 export function completionJson(c: Completion): Json {
   const out: Record<string, Json> = {
     commandId: c.commandId,
-    status: { code: c.status.code, message: c.status.message, details: [] },
+    status: {
+      code: c.status.code,
+      message: c.status.message,
+      details: (c.status.details ?? []).map((d) => ({ ...d, unknownFields: { fields: {} } })),
+    },
     userId: c.userId,
     actAs: c.actAs,
     submissionId: c.submissionId,

@@ -60,13 +60,14 @@ const config = (operation: string) => ({
 export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;
 
-  /** The acting user: the token's, else the request's `userId`, else the default user. */
+  /**
+   * The acting user: the token's, else the request's `userId`, else the default user. With a
+   * user token the body's userId must be the token's user, whatever the user's rights (§3.3).
+   */
   const userOf = (req: FastifyRequest, bodyUserId?: string): SandboxUser => {
     const tokenUser = req.sandboxUser;
-    if (tokenUser !== undefined && bodyUserId !== undefined && bodyUserId !== tokenUser) {
-      const u = net.users.get(tokenUser);
-      if (!u?.admin) throw E.permissionDenied(`userId ${bodyUserId} does not match the token's user`);
-    }
+    if (tokenUser !== undefined && bodyUserId !== undefined && bodyUserId !== tokenUser)
+      throw E.permissionDenied(`userId ${bodyUserId} does not match the token's user ${tokenUser}`);
     const id = bodyUserId ?? tokenUser ?? LEDGER_API_USER;
     const user = net.users.get(id);
     if (!user)
@@ -74,6 +75,17 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     return user;
   };
   const canRead = (u: SandboxUser, p: string) => u.actAs.has(p) || u.readAs.has(p);
+  /**
+   * Reads (completions, updates, active contracts) need CanReadAs or CanActAs for every party
+   * asked about; a party-wildcard filter needs CanReadAsAnyParty, which the sandbox does not model:
+   * it grants that to participant admins only.
+   */
+  const requireRead = (u: SandboxUser, parties: Iterable<string>, anyParty = false) => {
+    for (const p of parties)
+      if (!canRead(u, p)) throw E.permissionDenied(`user ${u.id} may not read as ${p}`);
+    if (anyParty && !u.admin)
+      throw E.permissionDenied(`user ${u.id} may not read as any party (CanReadAsAnyParty)`);
+  };
   const canExecute = (u: SandboxUser, p: string) => u.actAs.has(p) || u.executeAs.has(p);
   const requireAdmin = (u: SandboxUser) => {
     if (!u.admin) throw E.permissionDenied('participant_admin right required');
@@ -265,6 +277,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
   app.post('/v2/commands/completions', config('completions'), async (req) => {
     const body = decode(CompletionStreamRequestSchema, req.body);
     const user = userOf(req, body.userId);
+    requireRead(user, body.parties);
     const q = req.query as Record<string, string | undefined>;
     const limit = q.limit === undefined ? 1000 : Number(q.limit);
     const idleMs = q.stream_idle_timeout_ms === undefined ? 1000 : Number(q.stream_idle_timeout_ms);
@@ -296,9 +309,13 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
 
   app.post('/v2/updates/update-by-offset', config('updateByOffset'), async (req) => {
     const body = decode(GetUpdateByOffsetRequestSchema, req.body);
-    userOf(req);
+    const user = userOf(req);
     const u = net.store.updateByOffset(body.offset);
     const fmt = body.updateFormat.includeTransactions;
+    if (fmt) {
+      const f = eventFilter(fmt.eventFormat);
+      requireRead(user, f.byParty.keys(), f.anyParty !== undefined);
+    }
     const notFound = () =>
       cantonError(
         'UPDATE_NOT_FOUND',
@@ -320,7 +337,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
 
   app.post('/v2/state/active-contracts', config('activeContracts'), async (req) => {
     const body = decode(GetActiveContractsRequestSchema, req.body);
-    userOf(req);
+    const user = userOf(req);
     const end = net.store.ledgerEnd();
     if (body.activeAtOffset > end)
       throw cantonError(
@@ -329,6 +346,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
         `Active contracts at offset ${body.activeAtOffset} requested, but the ledger end is ${end}`,
       );
     const filter = eventFilter(body.eventFormat);
+    requireRead(user, filter.byParty.keys(), filter.anyParty !== undefined);
     // One party's filter: only that party's contracts can match.
     const only = filter.anyParty || filter.byParty.size !== 1 ? undefined : [...filter.byParty.keys()][0];
     const candidates = net.store.activeAt(body.activeAtOffset, only);

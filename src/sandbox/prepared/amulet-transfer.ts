@@ -35,10 +35,16 @@ import {
 export interface AmuletHolding {
   contractId: string;
   createdAt: bigint; // µs
+  /** The amulet's initial amount (its contract argument). */
   amount: string;
   createdRound: bigint;
   rate: string;
+  /** Its value as of the transfer's open round, after holding fees (default: `amount`). */
+  value?: string;
 }
+
+/** What an input is worth in the transfer: its value after holding fees, else its amount. */
+export const inputValue = (h: { amount: string; value?: string | undefined }): string => h.value ?? h.amount;
 
 export interface AmuletTransferSpec {
   dso: AmuletDso;
@@ -48,7 +54,7 @@ export interface AmuletTransferSpec {
   amount: string;
   /** TimeLock of a two-step transfer's output (locked to the DSO until expiry). */
   lock?: { holders: string[]; expiresAt: bigint; context: string };
-  inputs: { contractId: string; amount: string }[];
+  inputs: { contractId: string; amount: string; value?: string | undefined }[];
   actingParties: string[];
   /** Node id of the AmuletRules_Transfer exercise; children follow in pre-order. */
   at: number;
@@ -88,9 +94,14 @@ export function transferOutput(receiver: string, amount: string, lock?: AmuletTr
   return record(amuletType('Splice.AmuletRules', 'TransferOutput'), fields);
 }
 
-/** `TransferResult` with a zero-fee summary (the sandbox charges no fees). */
+/**
+ * `TransferResult`: the inputs valued as of the open round (holding fees
+ * deducted and summed in `holdingFees`); no transfer, output or change fees
+ * (the sandbox's fee schedule is zero).
+ */
 export function transferResult(s: AmuletTransferSpec, withMeta: boolean): Value {
-  const inputTotal = addAmounts(...s.inputs.map((i) => i.amount));
+  const inputTotal = addAmounts(...s.inputs.map(inputValue));
+  const holdingFees = subAmounts(addAmounts(...s.inputs.map((i) => i.amount)), inputTotal);
   const created = s.lock ? 'TransferResultLockedAmulet' : 'TransferResultAmulet';
   const fields: [string, Value][] = [
     ['round', round(s.dso.openRound.number)],
@@ -102,7 +113,7 @@ export function transferResult(s: AmuletTransferSpec, withMeta: boolean): Value 
         ['inputSvRewardAmount', num('0')],
         ['inputAmuletAmount', num(inputTotal)],
         ['balanceChanges', emptyGenMap],
-        ['holdingFees', num('0')],
+        ['holdingFees', num(holdingFees)],
         ['outputFees', list([num('0')])],
         ['senderChangeFee', num('0')],
         ['senderChangeAmount', num(subAmounts(inputTotal, s.amount))],

@@ -22,6 +22,7 @@ import {
   type AmuletTransferSpec,
   addAmounts,
   amuletRulesTransferNodes,
+  inputValue,
   subAmounts,
   transferOutput,
   transferResult,
@@ -163,9 +164,17 @@ const inputFetches = (i: TokenTransferInput): NodeBody[] =>
     fetchNode(holdingRef(i.dso.dso, i.sender, h.contractId), [i.dso.dso, i.sender], HOLDING_IFACE),
   );
 
-/** The inputs' total minus the amount (no fees in the sandbox). */
-const changeOf = (i: TokenTransferInput): string =>
-  subAmounts(addAmounts(...i.inputs.map((h) => h.amount)), i.amount);
+/**
+ * The inputs' value as of the open round (holding fees deducted) minus the
+ * amount (no transfer fees in the sandbox). Refuses (throws) a negative change:
+ * the interpreter checks the funds first and answers with the ledger's error.
+ */
+const changeOf = (i: TokenTransferInput): string => {
+  const change = subAmounts(addAmounts(...i.inputs.map(inputValue)), i.amount);
+  if (change.startsWith('-'))
+    throw new Error(`insufficient funds: the inputs are worth less than ${i.amount} after holding fees`);
+  return change;
+};
 
 /** The sender's change amulet `contractId` holding `change`. */
 function senderChange(
@@ -377,8 +386,9 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
 
 /**
  * `self`: sender = receiver (a holdings merge or split). The factory runs
- * AmuletRules_Transfer with one output to the sender; the change (inputs minus
- * amount; no fees in the sandbox) is a second holding only when it is not zero.
+ * AmuletRules_Transfer with one output to the sender; the change (the inputs'
+ * value after holding fees minus the amount) is a second holding only when it
+ * is not zero.
  * Result `…_Completed` with the output as the receiver's holding.
  */
 function selfTransfer(i: TokenTransferInput): PreparedTransaction {

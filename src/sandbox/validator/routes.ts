@@ -11,12 +11,13 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { fingerprint } from '../../hashing/canton-hash.js';
+import { decodePreparedTransaction } from '../../hashing/decode.js';
 import { bytesToHex, hexToBytes } from '../../hashing/input.js';
 import type { PreparedTransaction } from '../../hashing/model.js';
 import { balanceOf, openRounds, setupProposalContract } from '../amulet.js';
 import type { SandboxContext } from '../context.js';
 import { requireValidatorOperator } from '../context.js';
-import { GRPC, SandboxError, spliceError } from '../errors.js';
+import { cantonError, GRPC, SandboxError, spliceError } from '../errors.js';
 import { isoMicros, parseIsoMicros } from '../ledger/clock.js';
 import type { Contract } from '../ledger/store.js';
 import { big, identifierString, str, valueToJson } from '../ledger/value-json.js';
@@ -78,6 +79,20 @@ function ownPreapprovalOf(net: SandboxNetwork, receiver: string): Contract | und
 }
 
 /** Whether the validator keeps an external-party wallet for `party` (a ValidatorRight from the setup proposal). */
+/** `expiresAt` of the TransferCommand a submit-send's transaction creates (undefined if it cannot tell). */
+function transferCommandExpiry(body: unknown): bigint | undefined {
+  const tx = (body as { submission?: { transaction?: unknown } } | undefined)?.submission?.transaction;
+  if (typeof tx !== 'string') return undefined;
+  try {
+    for (const n of decodePreparedTransaction(tx).transaction.nodes)
+      if (n.node.type === 'create' && n.node.templateId.entityName === 'TransferCommand')
+        return big(n.node.argument, 'expiresAt');
+  } catch {
+    // undecodable: executeSubmission answers for it
+  }
+  return undefined;
+}
+
 function hasExternalWallet(net: SandboxNetwork, party: string): boolean {
   return net.store
     .activeContracts('Splice.Amulet:ValidatorRight')
@@ -417,6 +432,18 @@ export function registerValidatorRoutes(app: FastifyInstance, ctx: SandboxContex
     config('submitTransferPreapprovalSend'),
     async (req) => {
       operator(req);
+      // ExternalPartyAmuletRules_CreateTransferCommand asserts `expiresAt` against ledger time when
+      // the transaction is submitted: past it, the submission is refused (nothing is created).
+      const expiresAt = transferCommandExpiry(req.body);
+      if (expiresAt !== undefined && expiresAt <= net.clock.now())
+        throw asValidatorError(
+          cantonError(
+            'LOCAL_VERDICT_LEDGER_TIME_OUT_OF_BOUND',
+            9,
+            `Rejected transaction: the TransferCommand's expiresAt ${isoMicros(expiresAt)} is not after the ledger time ${isoMicros(net.clock.now())}`,
+            { definiteAnswer: true },
+          ),
+        );
       return { update_id: submit(req.body).update.updateId };
     },
   );
