@@ -253,7 +253,10 @@ async function currentRound(ctx: FlowContext, partyId: string): Promise<number |
   if (!validator) return undefined;
   const now = Date.now();
   let memo = learned.get(validator);
-  if (!memo) learned.set(validator, (memo = { until: 0, noWallet: new Map() }));
+  if (!memo) {
+    memo = { until: 0, noWallet: new Map() };
+    learned.set(validator, memo);
+  }
   if (memo.round !== undefined && now < memo.until) return memo.round;
   if ((memo.noWallet.get(partyId) ?? 0) > now) return undefined;
   try {
