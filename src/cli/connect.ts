@@ -14,6 +14,7 @@ import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
+import { isPartyId } from '../flows/names.js';
 import { keystoreDir, openSigner } from '../keys/config.js';
 import { FileRecorder } from '../store/journal.js';
 import { FilePartyBook } from '../store/parties.js';
@@ -24,6 +25,7 @@ export interface ConnectionOptions {
   ledgerApi?: string;
   validator?: string;
   scan?: string;
+  validatorParty?: string;
   user?: string;
   keystore?: string;
   journal?: string;
@@ -48,6 +50,12 @@ export function connectionOptions(cmd: Command): Command {
       ),
     )
     .addOption(new Option('--scan <url>', 'Scan API root (…/api/scan)').env('CANTON_SIGNER_SCAN_URL'))
+    .addOption(
+      new Option(
+        '--validator-party <party>',
+        "the validator operator's party: setup-accept must name it as provider, send as delegate",
+      ).env('CANTON_SIGNER_VALIDATOR_PARTY'),
+    )
     .addOption(
       new Option('--user <id>', 'Ledger API user that prepares and executes').env(
         'CANTON_SIGNER_LEDGER_API_USER',
@@ -120,6 +128,8 @@ export async function connect(
     );
   if (need.scan && !scanUrl && !validatorUrl)
     throw new UsageError('no Scan: give --scan URL, --validator URL (its scan proxy) or --sandbox ORIGIN');
+  if (opts.validatorParty !== undefined && !isPartyId(opts.validatorParty))
+    throw new UsageError(`--validator-party: not a party id (hint::1220…): ${opts.validatorParty}`);
   const seconds = Number(opts.timeout ?? '30');
   if (!Number.isFinite(seconds) || seconds <= 0)
     throw new UsageError(`--timeout: not a positive number: ${opts.timeout}`);
@@ -150,6 +160,7 @@ export async function connect(
     userId: userId ?? '',
     ...(validator ? { validator } : {}),
     ...(scan ? { scan } : {}),
+    ...(opts.validatorParty ? { validatorParty: opts.validatorParty } : {}),
     parties: new FilePartyBook(dir),
     recorder: new FileRecorder(opts.journal ?? join(dir, 'journal.jsonl')),
     ...(opts.requireV3 ? { requireScheme: 'v3' as const } : {}),

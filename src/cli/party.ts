@@ -113,6 +113,10 @@ export function registerParty(program: Command): void {
           .default('ledger-api'),
       )
       .option('--synchronizer <id>', 'synchronizer to allocate on (Ledger API path)')
+      .option(
+        '--participant <uid>',
+        'the participant the party must be hosted on (refused, nothing signed, if the participant reports another id)',
+      )
       .option('--no-grant-rights', 'do not grant the Ledger API user CanActAs/CanReadAs on the party')
       .option('--json', 'print JSON'),
   ).action(
@@ -122,13 +126,19 @@ export function registerParty(program: Command): void {
         key: string;
         via: Via;
         synchronizer?: string;
+        participant?: string;
         grantRights: boolean;
         json?: boolean;
       },
     ) => {
       if (opts.via === 'validator' && opts.synchronizer !== undefined)
         throw new UsageError('--synchronizer applies to --via ledger-api only');
-      const base = { hint: opts.hint, keyLabel: opts.key, grantRights: opts.grantRights };
+      const base = {
+        hint: opts.hint,
+        keyLabel: opts.key,
+        grantRights: opts.grantRights,
+        ...(opts.participant !== undefined ? { participantId: opts.participant } : {}),
+      };
       const r = await withConnection(
         opts,
         { ledger: true, validator: opts.via === 'validator' },

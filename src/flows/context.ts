@@ -19,6 +19,12 @@ export interface FlowContext extends PipelineOptions {
   parties: PartyBook;
   /** Synchronizer to prepare on when no disclosed contract pins one. */
   synchronizerId?: string;
+  /**
+   * The validator operator's party, pinned by configuration: the provider a
+   * setup acceptance must name, the delegate of a send. Without it, the
+   * validator's own proposal names the provider.
+   */
+  validatorParty?: string;
 }
 
 /** The party's record, or a refusal naming it: the signer only signs for parties it onboarded or imported. */

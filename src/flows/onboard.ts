@@ -10,12 +10,18 @@
  *
  * Nothing is signed unless the topology is exactly the requested one, and
  * every signature goes through the policy hook and `signAndVerify`. After the
- * submission the participant must report the party as hosted before it enters
- * the party book. A re-run with the same key returns the booked party; a party
+ * submission the participant must report the party hosted with confirmation
+ * permission on the participant the topology names (and, on the Ledger API
+ * path, on the synchronizer it was allocated on) before it enters the party
+ * book; only then are the Ledger API user's rights granted. What is booked is
+ * where the party was seen hosted. A failure after the submission is journaled
+ * as `outcome_unknown` (the party may exist). A re-run with the same key
+ * returns the booked party (and grants the rights again, if asked); a party
  * already hosted but not booked (a run that stopped after submitting) is
- * booked without signing again — its id is in our key's namespace, so only
- * our key can have created it.
+ * booked without signing again only if this signer's journal shows it signed
+ * and submitted that party's onboarding.
  */
+import { randomUUID } from 'node:crypto';
 import { isCantonApiError } from '../canton/errors.js';
 import type { RightRequest } from '../canton/ledger-api/schemas.js';
 import type { ParticipantPermission } from '../canton/topology/model.js';
@@ -58,6 +64,11 @@ export interface OnboardOptions {
   grantRights?: boolean;
   /** How long to wait for the participant to report the party hosted (default 5 s). */
   hostedTimeoutMs?: number;
+  /**
+   * The participant the party must be hosted on (`PAR::` prefix optional). When given, the
+   * participant's own id must be this one, else nothing is generated or signed.
+   */
+  participantId?: string;
 }
 
 const LEDGER_API_SCHEMES: readonly KeyScheme[] = ['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1'];
@@ -69,6 +80,8 @@ function onboardingIntent(partyId: string): Intent {
 
 interface Run {
   flow: string;
+  /** Tells this run's `submitted` record from earlier runs' in the journal. */
+  id: string;
   partyId: string;
   intent: Intent;
   rec(step: JournalStep, extra?: Record<string, unknown>): Promise<void>;
@@ -78,6 +91,7 @@ function startRun(ctx: FlowContext, flow: string, partyId: string): Run {
   const intent = onboardingIntent(partyId);
   return {
     flow,
+    id: randomUUID(),
     partyId,
     intent,
     rec: async (step, extra = {}) => {
@@ -137,10 +151,65 @@ async function hostedOn(
     : undefined;
 }
 
-async function waitHosted(ctx: FlowContext, run: Run, timeoutMs: number) {
+/** Where the onboarding must find the party hosted: the participant (as it names itself), permission, synchronizer. */
+interface HostingWanted {
+  /** The participant id exactly as `participantId()` answered (the query parameter wants that form). */
+  participantId: string;
+  /** Required on the Ledger API path (the synchronizer allocated on); any synchronizer on the validator path. */
+  synchronizerId?: string;
+}
+
+const CONFIRMATION = 'PARTICIPANT_PERMISSION_CONFIRMATION';
+
+/** Every synchronizer on which `participantId` reports hosting the party, with the permission it reports. */
+async function hostingOf(
+  ctx: FlowContext,
+  partyId: string,
+  participantId: string,
+): Promise<{ synchronizerId: string; permission?: string }[]> {
+  const r = await ctx.ledger.connectedSynchronizers({ party: partyId, participantId });
+  return r.connectedSynchronizers.map((s) => ({
+    synchronizerId: s.synchronizerId,
+    ...(s.permission ? { permission: s.permission } : {}),
+  }));
+}
+
+/** The entry that shows the party hosted as asked (confirmation, on the wanted synchronizer), if any. */
+function hostedAsAsked(
+  seen: { synchronizerId: string; permission?: string }[],
+  want: HostingWanted,
+): { synchronizerId: string } | undefined {
+  const s = seen.find(
+    (x) =>
+      x.permission === CONFIRMATION &&
+      (want.synchronizerId === undefined || x.synchronizerId === want.synchronizerId),
+  );
+  return s ? { synchronizerId: s.synchronizerId } : undefined;
+}
+
+function describeSeen(seen: { synchronizerId: string; permission?: string }[]): string {
+  return seen.length === 0
+    ? 'not hosted'
+    : seen.map((x) => `${x.synchronizerId} (${x.permission ?? 'permission not reported'})`).join(', ');
+}
+
+function describeWanted(want: HostingWanted): string {
+  return `with confirmation permission on participant ${participantUidOf(want.participantId)}${
+    want.synchronizerId ? ` and synchronizer ${want.synchronizerId}` : ''
+  }`;
+}
+
+async function waitHosted(
+  ctx: FlowContext,
+  run: Run,
+  want: HostingWanted,
+  timeoutMs: number,
+): Promise<{ synchronizerId: string }> {
   const until = Date.now() + timeoutMs;
+  let seen: { synchronizerId: string; permission?: string }[] = [];
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
-    const h = await hostedOn(ctx, run.partyId);
+    seen = await hostingOf(ctx, run.partyId, want.participantId);
+    const h = hostedAsAsked(seen, want);
     if (h) return h;
     if (Date.now() + delay > until) break;
     await new Promise((r) => setTimeout(r, delay));
@@ -149,9 +218,30 @@ async function waitHosted(ctx: FlowContext, run: Run, timeoutMs: number) {
     run,
     new Refusal(
       'outcome_unknown',
-      `the onboarding was accepted but the participant does not report ${run.partyId} as hosted after ${timeoutMs} ms; run the onboarding again to check (it does not sign twice once the party is hosted)`,
+      `the onboarding was accepted but the participant does not report ${run.partyId} hosted ${describeWanted(want)} after ${timeoutMs} ms (it reports: ${describeSeen(seen)}); the party may exist but is not booked; run the onboarding again to check (it does not sign twice once the party is hosted)`,
+      [],
+      { seen: describeSeen(seen) },
     ),
   );
+}
+
+/**
+ * What this signer's journal says about the party's onboarding: whether our key
+ * signed for it and which runs submitted it. `undefined`: the journal cannot be
+ * read back (no recorder, or one without `partyRecords`).
+ */
+async function journalEvidence(
+  ctx: FlowContext,
+  partyId: string,
+  fingerprint: string,
+): Promise<{ signed: boolean; submittedBy: string[] } | undefined> {
+  const records = await ctx.recorder?.partyRecords?.(partyId);
+  if (records === undefined) return undefined;
+  const ours = records.filter((x) => x.flow.startsWith('onboard-'));
+  return {
+    signed: ours.some((x) => x.step === 'signed' && x.signedBy === fingerprint),
+    submittedBy: ours.filter((x) => x.step === 'submitted').map((x) => x.facts?.run ?? ''),
+  };
 }
 
 async function grant(ctx: FlowContext, partyId: string): Promise<void> {
@@ -177,21 +267,22 @@ function signingParty(partyId: string, key: KeyDescription): SigningParty {
  * the checked topology exported across the air gap (the flow stops with
  * `AwaitingSignature`; after the import the same onboarding is run again:
  * the participant generates the same transactions, and the imported
- * signatures are found).
+ * signatures are found). The export's arguments are only worked out (the
+ * synchronizer looked up) when an export is made.
  */
 async function signOrExport(
   ctx: FlowContext,
   run: Run,
   party: SigningParty,
   messages: Uint8Array[],
-  t: Omit<TopologyExport, 'partyId' | 'key' | 'messages'>,
+  exportArgs: () => Promise<Omit<TopologyExport, 'partyId' | 'key' | 'messages'>>,
 ): Promise<SignOutput[]> {
   try {
     return await signHashes(ctx, run, party, messages);
   } catch (e) {
     if (!isAwaitingOfflineSignature(e) || !ctx.airGap?.exportTopology) throw e;
     const a = await ctx.airGap.exportTopology({
-      ...t,
+      ...(await exportArgs()),
       partyId: party.partyId,
       key: { fingerprint: party.fingerprint, scheme: party.scheme, publicKeySpki: party.publicKeySpki },
       messages,
@@ -201,7 +292,6 @@ async function signOrExport(
   }
 }
 
-/** Policy, then sign and verify each hash; journal each signature. */
 async function signHashes(
   ctx: FlowContext,
   run: Run,
@@ -244,36 +334,71 @@ function mismatch(what: string, problems: TopologyProblem[]): Refusal {
 
 /**
  * The submission failed. Definite → `rejected` + Refusal('submission_rejected');
- * ambiguous, or "already exists": the truth is whether the party is hosted now.
+ * ambiguous: the truth is whether the party is hosted as asked now (our own
+ * submission may have made it). "Already exists": the party existed before this
+ * run's submission, so it is taken only if it is hosted as asked and the
+ * journal shows an earlier run of this signer signed and submitted it.
  */
 async function afterFailedSubmit(
   ctx: FlowContext,
   run: Run,
   e: unknown,
-): Promise<{ synchronizerId: string } | never> {
-  if (!isCantonApiError(e)) throw e;
+  want: HostingWanted,
+  fingerprint: string,
+): Promise<{ synchronizerId: string }> {
+  if (!isCantonApiError(e)) return unknownAfterSubmit(run, e);
   const exists = e.status === 409 || e.code === 'PARTY_ALREADY_EXISTS';
+  let note = '';
   if (e.ambiguous || exists) {
     await run.rec('ambiguous', { reason: e.code, message: e.message });
-    const h = await hostedOn(ctx, run.partyId).catch(() => undefined);
-    await run.rec('resolved', { reason: h ? 'committed' : 'unknown' });
-    if (h) return h;
-    if (e.ambiguous)
+    const seen = await hostingOf(ctx, run.partyId, want.participantId).catch(() => undefined);
+    const h = seen && hostedAsAsked(seen, want);
+    if (e.ambiguous) {
+      await run.rec('resolved', { reason: h ? 'committed' : 'unknown' });
+      if (h) return h;
       return refuse(
         run,
         new Refusal(
           'outcome_unknown',
-          `the onboarding submission's outcome is unknown (${e.code}) and ${run.partyId} is not hosted yet; run it again later (it signs again only if the party does not exist)`,
+          `the onboarding submission's outcome is unknown (${e.code}) and ${run.partyId} is not hosted ${describeWanted(want)} yet; run it again later (it signs again only if the party does not exist)`,
           [],
           { code: e.code },
         ),
       );
+    }
+    const ev = h ? await journalEvidence(ctx, run.partyId, fingerprint).catch(() => undefined) : undefined;
+    const earlier = ev?.signed === true && ev.submittedBy.some((id) => id !== run.id);
+    await run.rec('resolved', { reason: h && earlier ? 'committed' : 'rejected' });
+    if (h && earlier) return h;
+    note = h
+      ? `; the participant reports ${run.partyId} hosted, but this signer's journal has no earlier onboarding of it: not booked`
+      : `; ${run.partyId} is not reported hosted ${describeWanted(want)}`;
   }
-  const message = e.detail ? `${e.message}: ${e.detail}` : e.message;
+  const message = `${e.detail ? `${e.message}: ${e.detail}` : e.message}${note}`;
   await run.rec('rejected', { reason: e.code, message });
   throw new Refusal('submission_rejected', `the onboarding was rejected: ${message}`, [], { code: e.code });
 }
 
+/** An error after the submission (the party may exist): journaled and refused as `outcome_unknown`. */
+async function unknownAfterSubmit(run: Run, e: unknown): Promise<never> {
+  if (e instanceof Refusal && e.reason === 'outcome_unknown') throw e; // journaled already
+  const why = e instanceof Error ? e.message : String(e);
+  return refuse(
+    run,
+    new Refusal(
+      'outcome_unknown',
+      `after the onboarding of ${run.partyId} was submitted: ${why}; the party may exist but is not booked; run the onboarding again to check (it does not sign twice once the party is hosted)`,
+      e instanceof Refusal ? e.problems : [],
+      e instanceof Refusal ? { ...e.details, cause: e.reason } : {},
+    ),
+  );
+}
+
+/**
+ * Books the party once the participant reports it hosted as asked (`hosted`
+ * when already seen so), journals `committed`, then grants the rights. The
+ * booked participant and synchronizer are those it was seen hosted on.
+ */
 async function finish(
   ctx: FlowContext,
   run: Run,
@@ -281,43 +406,133 @@ async function finish(
     opts: OnboardOptions;
     key: KeyDescription;
     via: OnboardPath;
-    participantUid: string;
-    synchronizerId?: string;
+    want: HostingWanted;
+    hosted?: { synchronizerId: string };
     status: 'new' | 'recovered';
     signed: SignOutput[];
     hashes: Uint8Array[];
   },
 ): Promise<OnboardResult> {
-  if (args.opts.grantRights ?? true) await grant(ctx, run.partyId);
-  const hosted = await waitHosted(ctx, run, args.opts.hostedTimeoutMs ?? 5000);
-  const record: PartyRecord = {
-    partyId: run.partyId,
-    hint: args.opts.hint,
-    keyLabel: args.key.label,
-    scheme: args.key.scheme,
-    fingerprint: args.key.fingerprint,
-    publicKeySpki: bytesToBase64(args.key.publicKeySpki),
-    via: args.via,
-    participantUid: args.participantUid,
-    synchronizerId: args.synchronizerId ?? hosted.synchronizerId,
-    createdAt: new Date().toISOString(),
-  };
-  await ctx.parties.put(record);
+  const participantUid = participantUidOf(args.want.participantId);
+  let record: PartyRecord;
+  try {
+    const hosted = args.hosted ?? (await waitHosted(ctx, run, args.want, args.opts.hostedTimeoutMs ?? 5000));
+    record = {
+      partyId: run.partyId,
+      hint: args.opts.hint,
+      keyLabel: args.key.label,
+      scheme: args.key.scheme,
+      fingerprint: args.key.fingerprint,
+      publicKeySpki: bytesToBase64(args.key.publicKeySpki),
+      via: args.via,
+      participantUid,
+      synchronizerId: hosted.synchronizerId,
+      createdAt: new Date().toISOString(),
+    };
+    await ctx.parties.put(record);
+  } catch (e) {
+    return unknownAfterSubmit(run, e);
+  }
   await run.rec('committed', {
     ...(args.hashes.length === 1 ? { hash: bytesToHex(args.hashes[0]!) } : {}),
     facts: {
       via: args.via,
-      participantUid: args.participantUid,
+      participantUid,
       synchronizerId: record.synchronizerId ?? '',
       ...(args.status === 'recovered' ? { recovered: 'true' } : {}),
       ...(args.hashes.length > 1 ? { hashes: args.hashes.map(bytesToHex).join(',') } : {}),
     },
   });
+  if (args.opts.grantRights ?? true) await grantOrJournal(ctx, run);
   return {
     party: record,
     status: args.status,
     signedHashes: args.signed.length ? args.hashes.map(bytesToHex) : [],
   };
+}
+
+/** The rights grant, after the party is booked: a failure is journaled (`failed`) and thrown; a re-run grants again. */
+async function grantOrJournal(ctx: FlowContext, run: Run): Promise<void> {
+  try {
+    await grant(ctx, run.partyId);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    await run.rec('failed', {
+      reason: 'grant_failed',
+      message: `${run.partyId} is onboarded and booked, but granting ${ctx.userId} CanActAs + CanReadAs failed: ${why}; run the onboarding again to grant them`,
+    });
+    throw e;
+  }
+}
+
+/** An already booked party: returned as it is (the rights granted again when asked: a grant is idempotent). */
+async function existingResult(
+  ctx: FlowContext,
+  opts: OnboardOptions,
+  flow: string,
+  existing: PartyRecord,
+): Promise<OnboardResult> {
+  if (opts.grantRights ?? true) await grantOrJournal(ctx, startRun(ctx, flow, existing.partyId));
+  return { party: existing, status: 'existing', signedHashes: [] };
+}
+
+/**
+ * The participant's id, checked against the one the caller expects (when given),
+ * before anything is generated or signed.
+ */
+async function participantOf(ctx: FlowContext, run: Run, opts: OnboardOptions): Promise<string> {
+  const reported = (await ctx.ledger.participantId()).participantId;
+  if (opts.participantId !== undefined && participantUidOf(opts.participantId) !== participantUidOf(reported))
+    return refuse(
+      run,
+      new Refusal(
+        'topology_mismatch',
+        `expected the participant to be ${participantUidOf(opts.participantId)}, but it reports itself as ${participantUidOf(reported)}`,
+        [],
+        { expected: participantUidOf(opts.participantId), found: participantUidOf(reported) },
+      ),
+    );
+  return reported;
+}
+
+/**
+ * The participant already reports the party (a run that stopped after
+ * submitting, or a party made elsewhere with our key). Booked without signing
+ * only if it is hosted as asked and this signer's journal shows it signed and
+ * submitted this party's onboarding; refused otherwise.
+ */
+async function recoverHosted(
+  ctx: FlowContext,
+  run: Run,
+  seen: { synchronizerId: string; permission?: string }[],
+  want: HostingWanted,
+  key: KeyDescription,
+): Promise<{ synchronizerId: string }> {
+  const h = hostedAsAsked(seen, want);
+  if (!h)
+    return refuse(
+      run,
+      new Refusal(
+        'topology_mismatch',
+        `the participant reports ${run.partyId} hosted, but not ${describeWanted(want)} (it reports: ${describeSeen(seen)}); nothing signed, not booked`,
+        [],
+        { seen: describeSeen(seen) },
+      ),
+    );
+  const ev = await journalEvidence(ctx, run.partyId, key.fingerprint);
+  if (!ev?.signed || ev.submittedBy.length === 0)
+    return refuse(
+      run,
+      new Refusal(
+        'topology_mismatch',
+        `the participant reports ${run.partyId} hosted, but ${
+          ev
+            ? "this signer's journal has no record of signing and submitting its onboarding"
+            : "this signer's journal cannot be read back"
+        }: nothing signed, not booked`,
+      ),
+    );
+  return h;
 }
 
 /** Onboards `hint::fingerprint(key)` through the validator (Ed25519 keys only). */
@@ -336,12 +551,17 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
       `the validator onboards Ed25519 keys only; key ${key.label} is ${key.scheme}: onboard it through the Ledger API (--via ledger-api)`,
     );
   const { partyId, existing } = await prelude(ctx, opts, key);
-  if (existing) return { party: existing, status: 'existing', signedHashes: [] };
+  if (existing) return existingResult(ctx, opts, flow, existing);
   const run = startRun(ctx, flow, partyId);
-  const participantUid = participantUidOf((await ctx.ledger.participantId()).participantId);
-  const base = { opts, key, via: 'validator' as const, participantUid };
-  if (await hostedOn(ctx, partyId))
-    return finish(ctx, run, { ...base, status: 'recovered', signed: [], hashes: [] });
+  const participantId = await participantOf(ctx, run, opts);
+  const participantUid = participantUidOf(participantId);
+  const want: HostingWanted = { participantId };
+  const base = { opts, key, via: 'validator' as const, want };
+  const seen = await hostingOf(ctx, partyId, participantId);
+  if (seen.length > 0) {
+    const hosted = await recoverHosted(ctx, run, seen, want, key);
+    return finish(ctx, run, { ...base, hosted, status: 'recovered', signed: [], hashes: [] });
+  }
 
   const publicKeyHex = bytesToHex(key.publicKeyRaw);
   const gen = await validator.generateTopology({ party_hint: opts.hint, public_key: publicKeyHex });
@@ -366,13 +586,15 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
     });
   if (problems.length > 0) return refuse(run, mismatch('validator', problems));
 
-  const signed = await signOrExport(ctx, run, signingParty(partyId, key), hashes, {
+  const signed = await signOrExport(ctx, run, signingParty(partyId, key), hashes, async () => ({
     transactions: gen.topology_txs.map((t) => t.topology_tx),
     expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'validator' },
     synchronizerId: ctx.synchronizerId ?? (await firstSynchronizer(ctx)),
     onboarding: { hint: opts.hint, keyLabel: opts.keyLabel, path: 'validator' },
-  });
-  await run.rec('submitted', {});
+  }));
+  await run.rec('submitted', { facts: { run: run.id } });
+  let hosted: { synchronizerId: string } | undefined;
+  let reported: string | undefined;
   try {
     const r = await validator.submitTopology({
       public_key: publicKeyHex,
@@ -381,16 +603,32 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
         signed_hash: signed[i]!.signatureHex,
       })),
     });
-    if (r.party_id !== partyId)
-      return refuse(
-        run,
-        new Refusal('topology_mismatch', `the validator reports party ${r.party_id}, expected ${partyId}`),
-      );
+    reported = r.party_id;
   } catch (e) {
     if (e instanceof Refusal) throw e;
-    await afterFailedSubmit(ctx, run, e);
+    hosted = await afterFailedSubmit(ctx, run, e, want, key.fingerprint);
   }
-  return finish(ctx, run, { ...base, status: 'new', signed, hashes });
+  if (reported !== undefined && reported !== partyId)
+    await partyMismatchAfterSubmit(run, `the validator reports party ${reported}, expected ${partyId}`);
+  return finish(ctx, run, { ...base, ...(hosted ? { hosted } : {}), status: 'new', signed, hashes });
+}
+
+/**
+ * The submission succeeded but names another party: what was created is not
+ * known (ours may exist), so it is journaled as an ambiguous outcome and refused
+ * as `outcome_unknown`, not booked.
+ */
+async function partyMismatchAfterSubmit(run: Run, message: string): Promise<never> {
+  await run.rec('ambiguous', { reason: 'party_mismatch', message });
+  await run.rec('resolved', { reason: 'unknown' });
+  return refuse(
+    run,
+    new Refusal(
+      'outcome_unknown',
+      `${message} after the submission; ${run.partyId} may exist but is not booked; run the onboarding again to check`,
+      [{ reason: 'party_mismatch', message }],
+    ),
+  );
 }
 
 /** Onboards `hint::fingerprint(key)` through the participant's Ledger API. */
@@ -406,13 +644,18 @@ export async function onboardViaLedgerApi(
       `key ${key.label} is ${key.scheme}; external parties are onboarded with ${LEDGER_API_SCHEMES.join(', ')} keys`,
     );
   const { partyId, existing } = await prelude(ctx, opts, key);
-  if (existing) return { party: existing, status: 'existing', signedHashes: [] };
+  if (existing) return existingResult(ctx, opts, flow, existing);
   const run = startRun(ctx, flow, partyId);
-  const participantUid = participantUidOf((await ctx.ledger.participantId()).participantId);
+  const participantId = await participantOf(ctx, run, opts);
+  const participantUid = participantUidOf(participantId);
   const synchronizerId = opts.synchronizerId ?? ctx.synchronizerId ?? (await firstSynchronizer(ctx));
-  const base = { opts, key, via: 'ledger-api' as const, participantUid, synchronizerId };
-  if (await hostedOn(ctx, partyId))
-    return finish(ctx, run, { ...base, status: 'recovered', signed: [], hashes: [] });
+  const want: HostingWanted = { participantId, synchronizerId };
+  const base = { opts, key, via: 'ledger-api' as const, want };
+  const seen = await hostingOf(ctx, partyId, participantId);
+  if (seen.length > 0) {
+    const hosted = await recoverHosted(ctx, run, seen, want, key);
+    return finish(ctx, run, { ...base, hosted, status: 'recovered', signed: [], hashes: [] });
+  }
 
   const gen = await ctx.ledger.generateExternalPartyTopology({
     synchronizer: synchronizerId,
@@ -463,7 +706,7 @@ export async function onboardViaLedgerApi(
   }
   if (problems.length > 0 || !combined) return refuse(run, mismatch('Ledger API', problems));
 
-  const [signed] = await signOrExport(ctx, run, signingParty(partyId, key), [combined], {
+  const [signed] = await signOrExport(ctx, run, signingParty(partyId, key), [combined], async () => ({
     transactions: gen.topologyTransactions,
     expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'ledger-api' },
     synchronizerId,
@@ -473,24 +716,30 @@ export async function onboardViaLedgerApi(
       path: 'ledger-api',
       ...(opts.synchronizerId ? { synchronizerId: opts.synchronizerId } : {}),
     },
-  });
-  await run.rec('submitted', { hash: bytesToHex(combined) });
+  }));
+  await run.rec('submitted', { hash: bytesToHex(combined), facts: { run: run.id } });
+  let hosted: { synchronizerId: string } | undefined;
+  let reported: string | undefined;
   try {
     const r = await ctx.ledger.allocateExternalParty({
       synchronizer: synchronizerId,
       onboardingTransactions: gen.topologyTransactions.map((transaction) => ({ transaction })),
       multiHashSignatures: [signed!.signature],
     });
-    if (r.partyId !== partyId)
-      return refuse(
-        run,
-        new Refusal('topology_mismatch', `the participant allocated party ${r.partyId}, expected ${partyId}`),
-      );
+    reported = r.partyId;
   } catch (e) {
     if (e instanceof Refusal) throw e;
-    await afterFailedSubmit(ctx, run, e);
+    hosted = await afterFailedSubmit(ctx, run, e, want, key.fingerprint);
   }
-  return finish(ctx, run, { ...base, status: 'new', signed: [signed!], hashes: [combined] });
+  if (reported !== undefined && reported !== partyId)
+    await partyMismatchAfterSubmit(run, `the participant allocated party ${reported}, expected ${partyId}`);
+  return finish(ctx, run, {
+    ...base,
+    ...(hosted ? { hosted } : {}),
+    status: 'new',
+    signed: [signed!],
+    hashes: [combined],
+  });
 }
 
 async function firstSynchronizer(ctx: FlowContext): Promise<string> {

@@ -6,6 +6,9 @@
  * consecutive nonces), prepare-send → the one pipeline → submit-send, and
  * tracking of the TransferCommand the SV automation executes later (status by
  * sender and nonce, matched on the prepared command's contract id prefix).
+ * A receiver given by ANS name is resolved through Scan (src/flows/names.ts);
+ * the DSO is pinned from Scan when it is configured, and the delegate (who
+ * executes the command) to the configured validator party when one is pinned.
  */
 import { isCantonApiError } from '../canton/errors.js';
 import { decimalToJsonNumber } from '../canton/validator/client.js';
@@ -14,7 +17,14 @@ import { type FlowContext, partyOf, requireValidator } from './context.js';
 import { resolveParty } from './names.js';
 import { type Flow, type FlowResult, runFlow, type SignedTransaction } from './pipeline.js';
 import { Refusal } from './refusal.js';
-import { isNotFound, isValidatorStale, rawEd25519KeyHex, validatorSubmission } from './setup-accept.js';
+import {
+  isNotFound,
+  isValidatorStale,
+  pinnedValidatorParty,
+  rawEd25519KeyHex,
+  scanDso,
+  validatorSubmission,
+} from './setup-accept.js';
 
 export interface SendRequest {
   from: string;
@@ -182,6 +192,11 @@ export async function sendViaPreapproval(
   checkAmount(req.amount);
   const expiresAt = expiryOf(ctx, req.expiresAt);
   const to = await resolveParty(ctx, req.to);
+  // Neither comes from the validator that prepares the send: the DSO from Scan, the delegate from
+  // the configuration (without them the transaction's own expectedDso / delegate are only checked
+  // for consistency).
+  const dso = await scanDso(ctx);
+  const delegate = pinnedValidatorParty(ctx);
   const draft = {
     kind: 'preapproval-send' as const,
     sender: party.partyId,
@@ -190,6 +205,8 @@ export async function sendViaPreapproval(
     nonce: 0,
     expiresAt,
     ...(req.description !== undefined ? { description: req.description } : {}),
+    ...(delegate !== undefined ? { delegate } : {}),
+    ...(dso !== undefined ? { dso } : {}),
   };
   const checked = PreapprovalSendIntentSchema.safeParse(draft);
   if (!checked.success) {

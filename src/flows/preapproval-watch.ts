@@ -3,10 +3,19 @@
  * (canton-apis §6.2): each party's preapproval through the validator's scan
  * proxy, its provider and expiry, how many days are left, and whether the
  * validator will renew it (it renews the preapprovals it provides when fewer
- * than 30 days remain). Reads only; signs nothing.
+ * than 30 days remain). Reads only; signs nothing. What the proxy answers is
+ * the validator's claim: a preapproval naming another receiver, another DSO
+ * than Scan's, or (with `network.validatorParty` pinned) another provider is
+ * not reported as the party's (`missing`, resp. not renewed, with a `problem`).
  */
 import { type FlowContext, requireValidator } from './context.js';
-import { isNotFound, payloadText } from './setup-accept.js';
+import {
+  isNotFound,
+  payloadText,
+  pinnedValidatorParty,
+  preapprovalProblems,
+  scanDso,
+} from './setup-accept.js';
 
 export interface PreapprovalStatus {
   partyId: string;
@@ -18,6 +27,8 @@ export interface PreapprovalStatus {
   daysLeft?: number;
   /** The provider is this validator, which renews what it provides before it expires. */
   willRenew: boolean;
+  /** Why the preapproval the validator reported is not taken as the party's, or not as renewed by it. */
+  problem?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -29,6 +40,8 @@ export async function watchPreapprovals(
   const validator = requireValidator(ctx, 'preapprovals');
   const withinDays = opts.withinDays ?? 30;
   const now = ctx.nowUs ? Number(ctx.nowUs() / 1000n) : Date.now();
+  const pinned = pinnedValidatorParty(ctx);
+  const dso = await scanDso(ctx);
   const out: PreapprovalStatus[] = [];
   for (const p of await ctx.parties.list()) {
     let pre: Awaited<ReturnType<typeof validator.scanProxyTransferPreapproval>>['transfer_preapproval'];
@@ -40,6 +53,19 @@ export async function watchPreapprovals(
       continue;
     }
     const provider = payloadText(pre, 'provider');
+    // Receiver and DSO decide whether it is the party's at all; the provider whether it is renewed.
+    const foreign = preapprovalProblems(pre, p.partyId, dso ? { dso } : {});
+    if (foreign.length > 0) {
+      out.push({
+        partyId: p.partyId,
+        status: 'missing',
+        contractId: pre.contract.contract_id,
+        willRenew: false,
+        problem: foreign.map((x) => x.message).join(' '),
+      });
+      continue;
+    }
+    const otherProvider = pinned ? preapprovalProblems(pre, p.partyId, { validator: pinned }) : [];
     const expiresAt = payloadText(pre, 'expiresAt');
     const expiresMs = expiresAt === undefined ? Number.NaN : Date.parse(expiresAt);
     const daysLeft = Number.isNaN(expiresMs) ? undefined : Math.floor(((expiresMs - now) / DAY_MS) * 10) / 10;
@@ -50,7 +76,9 @@ export async function watchPreapprovals(
       ...(provider ? { provider } : {}),
       ...(expiresAt ? { expiresAt } : {}),
       ...(daysLeft !== undefined ? { daysLeft } : {}),
-      willRenew: await providedByValidator(ctx, p.partyId, pre.contract.contract_id),
+      willRenew:
+        otherProvider.length === 0 && (await providedByValidator(ctx, p.partyId, pre.contract.contract_id)),
+      ...(otherProvider.length > 0 ? { problem: otherProvider.map((x) => x.message).join(' ') } : {}),
     });
   }
   return out;

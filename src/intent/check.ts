@@ -40,7 +40,7 @@ import {
   type RecognisedAction,
 } from './model.js';
 import { REASON_KEY, recogniseActions } from './recognise.js';
-import { sameInstant } from './time.js';
+import { parseInstantMicros, sameInstant } from './time.js';
 import { descendants, type Visited } from './tree.js';
 import { partyAt } from './values.js';
 
@@ -215,6 +215,21 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
     if (root?.type === 'exercise')
       checkMetaValues(root.chosenValue, 'extraArgs.meta.values', what, add, at, {});
   };
+  /** The action's `expiresAt` strictly after `after` and no later than `notAfter`. */
+  const expiryWithin = (after: string, notAfter: string) => {
+    const found = a.deadlines.expiresAt;
+    const t = found === undefined ? undefined : parseInstantMicros(found);
+    const lo = parseInstantMicros(after);
+    const hi = parseInstantMicros(notAfter);
+    if (t !== undefined && lo !== undefined && hi !== undefined && t > lo && t <= hi) return;
+    add(
+      'deadline_mismatch',
+      found === undefined
+        ? `the transaction does not state expiresAt; the intent wants it after ${after} and no later than ${notAfter}.`
+        : `expiresAt is ${found} but the intent wants it after ${after} and no later than ${notAfter}.`,
+      `${at}: expiresAt`,
+    );
+  };
   const acting = (p: string) => {
     if (a.actingParties.includes(p)) return;
     add(
@@ -300,6 +315,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       contract(intent.proposalCid, 'setup proposal');
       party('user', intent.party);
       if (intent.validator !== undefined) party('validator', intent.validator);
+      if (intent.expires !== undefined) expiryWithin(intent.expires.after, intent.expires.notAfter);
       return;
     case 'preapproval-proposal': {
       party('receiver', intent.receiver);

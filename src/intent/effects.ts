@@ -425,7 +425,11 @@ export function checkMetaValues(
   }
 }
 
-/** A preapproval send creates exactly one TransferCommand, of the intent's fields, under one DSO. */
+/**
+ * A preapproval send creates exactly one TransferCommand, of the intent's fields, under one DSO:
+ * the intent's when it names one (taken from Scan, never from the transaction), else the
+ * transaction's own `expectedDso`.
+ */
 export function checkTransferCommand(
   tx: DecodedTransaction,
   intent: Intent & { kind: 'preapproval-send' },
@@ -443,12 +447,20 @@ export function checkTransferCommand(
       'the transaction does not name the expected DSO of the preapproval send.',
       `${at}: expectedDso`,
     );
-  else if (rulesDso !== undefined && rulesDso !== expectedDso)
-    add(
-      'party_mismatch',
-      `the ExternalPartyAmuletRules exercised belongs to ${rulesDso} but the send expects the DSO ${expectedDso}.`,
-      `${at}: expectedDso`,
-    );
+  else {
+    if (intent.dso !== undefined && expectedDso !== intent.dso)
+      add(
+        'party_mismatch',
+        `the send expects the DSO ${expectedDso} but the DSO is ${intent.dso}.`,
+        `${at}: expectedDso`,
+      );
+    if (rulesDso !== undefined && rulesDso !== expectedDso)
+      add(
+        'party_mismatch',
+        `the ExternalPartyAmuletRules exercised belongs to ${rulesDso} but the send expects the DSO ${expectedDso}.`,
+        `${at}: expectedDso`,
+      );
+  }
   const one = exactlyOne(
     created,
     (c) => c.node.templateId.entityName === 'TransferCommand',
@@ -467,7 +479,10 @@ export function checkTransferCommand(
   f.text('description', intent.description, textAt(v, 'description'), a.memo);
   const delegate = intent.delegate ?? a.parties.delegate;
   if (delegate !== undefined) f.party('delegate', delegate, a.parties.delegate);
-  if (expectedDso !== undefined) f.party('dso', expectedDso);
+  // A TransferCommand under the transaction's expectedDso differs from the intent's only as that
+  // expectedDso does, reported above.
+  const dso = intent.dso ?? expectedDso;
+  if (dso !== undefined) f.party('dso', dso, expectedDso);
   const nonce = int64At(v, 'nonce');
   if (nonce !== BigInt(intent.nonce) && (nonce === undefined || nonce.toString() !== a.nonce))
     add(
@@ -479,8 +494,11 @@ export function checkTransferCommand(
 
 /**
  * A setup acceptance creates exactly one TransferPreapproval and one
- * ValidatorRight, for the party and the proposal's validator (which must be
- * the intent's when it names one).
+ * ValidatorRight, for the party, the intent's validator (else the proposal's)
+ * and the intent's DSO (else the proposal's). A proposal naming another
+ * validator or DSO than the intent is reported once, here for the DSO and by
+ * the field comparison for the validator; creates repeating the proposal's
+ * party are not reported again.
  */
 export function checkSetupCreates(
   tx: DecodedTransaction,
@@ -491,8 +509,17 @@ export function checkSetupCreates(
   add: Add,
 ): void {
   const at = `node ${a.nodeId}`;
-  const proposed = partyAt(inputContractsById(tx).get(root.contractId)?.argument, 'validator');
-  const validator = proposed ?? intent.validator;
+  const proposal = inputContractsById(tx).get(root.contractId)?.argument;
+  const proposed = partyAt(proposal, 'validator');
+  const validator = intent.validator ?? proposed;
+  const proposedDso = partyAt(proposal, 'dso');
+  const dso = intent.dso ?? proposedDso;
+  if (intent.dso !== undefined && proposal !== undefined && proposedDso !== intent.dso)
+    add(
+      'party_mismatch',
+      `the setup proposal names ${proposedDso ?? 'no party'} as dso but the DSO is ${intent.dso}.`,
+      `${at}: dso`,
+    );
   if (validator === undefined)
     add(
       'party_mismatch',
@@ -515,7 +542,8 @@ export function checkSetupCreates(
     if (!one) continue;
     const f = fieldChecker(one.nodeId, entity, one.node.argument, add);
     f.party(userRole, intent.party);
-    if (validator !== undefined) f.party(validatorRole, validator);
+    if (validator !== undefined) f.party(validatorRole, validator, proposed);
+    if (dso !== undefined) f.party('dso', dso, proposedDso);
   }
 }
 

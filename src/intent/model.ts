@@ -110,6 +110,11 @@ export const PreapprovalSendIntentSchema = z.strictObject({
   description: z.string().max(4096).optional(),
   /** When given, the TransferCommand's delegate (the validator that executes it) must be this party. */
   delegate: party.optional(),
+  /**
+   * When given, the send's `expectedDso`, the DSO of the ExternalPartyAmuletRules it exercises
+   * and the TransferCommand's `dso` must all be this party (the flows take it from Scan).
+   */
+  dso: party.optional(),
 });
 
 export const SetupProposalAcceptIntentSchema = z.strictObject({
@@ -118,6 +123,16 @@ export const SetupProposalAcceptIntentSchema = z.strictObject({
   proposalCid: contractId,
   /** The validator party expected to provide the preapproval, when known. */
   validator: party.optional(),
+  /**
+   * When given, the proposal, the TransferPreapproval and the ValidatorRight must all name this
+   * DSO (the flows take it from Scan).
+   */
+  dso: party.optional(),
+  /**
+   * When given, the preapproval's `expiresAt` must lie strictly after `after` and no later than
+   * `notAfter` (the flow bounds it to the future and at most 366 days ahead).
+   */
+  expires: z.strictObject({ after: isoTime, notAfter: isoTime }).optional(),
 });
 
 export const PreapprovalProposalIntentSchema = z.strictObject({

@@ -20,6 +20,7 @@ import type {
   ParticipantPermission,
   PartyToKeyMapping,
   PartyToParticipant,
+  SigningKeyScheme,
   SigningKeySpec,
   SigningKeyUsage,
   SigningPublicKey,
@@ -53,7 +54,10 @@ export interface TopologyProblem {
 export interface TopologyTxInput {
   /** The serialized versioned transaction: bytes or standard base64. */
   transaction: Uint8Array | string;
-  /** The hash the server claims for it: hex (68 chars, `1220…`) or base64 of the 34 bytes. */
+  /**
+   * The hash the server claims for it: hex (68 chars, `1220…`) on the validator path, standard
+   * base64 of the 34 bytes on the Ledger API path (each path's own encoding, canton-apis.md §1).
+   */
   claimedHash?: string;
 }
 
@@ -90,6 +94,17 @@ const SPEC: Record<KeyScheme, SigningKeySpec> = {
   'ecdsa-p384': 'ec_p384',
 };
 
+/**
+ * The deprecated `SigningPublicKey.scheme` each key may carry: unspecified (Canton 3.x writes that),
+ * or the key's own scheme (secp256k1 has no value of its own).
+ */
+const LEGACY_SCHEME: Record<KeyScheme, SigningKeyScheme | undefined> = {
+  ed25519: 'ed25519',
+  'ecdsa-p256': 'ec_dsa_p256',
+  'ecdsa-secp256k1': undefined,
+  'ecdsa-p384': 'ec_dsa_p384',
+};
+
 /** Usages no external party's key should carry. */
 const FOREIGN_USAGES: readonly SigningKeyUsage[] = ['identity_delegation', 'sequencer_authentication'];
 
@@ -102,9 +117,11 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function claimedBytes(h: string): Uint8Array | undefined {
+/** The claimed hash in the path's encoding: hex from the validator, base64 from the Ledger API. */
+function claimedBytes(h: string, path: TopologyExpectation['path']): Uint8Array | undefined {
+  if (path === 'validator')
+    return /^(?:[0-9a-fA-F]{2})+$/.test(h) ? new Uint8Array(Buffer.from(h, 'hex')) : undefined;
   try {
-    if (/^[0-9a-fA-F]+$/.test(h) && h.length % 2 === 0) return new Uint8Array(Buffer.from(h, 'hex'));
     return base64ToBytes(h, 'claimed hash');
   } catch {
     return undefined;
@@ -160,7 +177,7 @@ export function checkTopology(txs: readonly TopologyTxInput[], expect: TopologyE
     const kind = d.transaction.mapping.kind;
     const where = `transaction ${i} (${NAMES[kind]})`;
     if (input.claimedHash !== undefined) {
-      const claimed = claimedBytes(input.claimedHash);
+      const claimed = claimedBytes(input.claimedHash, expect.path);
       if (!claimed || !sameBytes(claimed, d.hash))
         add(
           'hash_mismatch',
@@ -256,6 +273,12 @@ function checkKey(
       `${where}: expected ${what} to have key spec ${SPEC[ctx.scheme]}, found ${k.keySpec}`,
       where,
     );
+  if (k.scheme !== 'unspecified' && k.scheme !== LEGACY_SCHEME[ctx.scheme])
+    add(
+      'key_mismatch',
+      `${where}: expected ${what} to have no (deprecated) key scheme or ${LEGACY_SCHEME[ctx.scheme] ?? 'none'}, found ${k.scheme}`,
+      where,
+    );
   const missing = needs.filter((u) => !k.usage.includes(u));
   if (missing.length > 0)
     add(
@@ -342,6 +365,14 @@ function checkPartyToParticipant(
     add(
       'hosting_mismatch',
       `${where}: expected exactly one hosting participant ${want} (${expect.permission}), found ${found}`,
+      where,
+    );
+  // A new party is hosted outright: the `onboarding` marker is for a party being replicated to a participant.
+  const onboarding = m.participants.filter((p) => p.onboarding).map((p) => p.participantUid);
+  if (onboarding.length > 0)
+    add(
+      'hosting_mismatch',
+      `${where}: expected a new party's hosting without the onboarding marker, found it on ${onboarding.join(', ')}`,
       where,
     );
   const keys = m.partySigningKeys;

@@ -249,6 +249,11 @@ export const configSchema = z
         validatorUrl: httpUrl().optional(),
         scanUrl: httpUrl().optional(),
         ledgerApiUser: nonEmpty.optional(),
+        /** The validator operator's party, pinned: the expected provider of setup acceptances and delegate of sends. */
+        validatorParty: z
+          .string()
+          .regex(/^[^:]+::1220[0-9a-f]{64}$/, 'must be a party id (hint::1220…)')
+          .optional(),
       })
       .prefault({}),
     auth: authSchema,
@@ -378,6 +383,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'network.validatorUrl', env: ['CANTON_SIGNER_VALIDATOR_URL'], kind: 'string' },
   { path: 'network.scanUrl', env: ['CANTON_SIGNER_SCAN_URL'], kind: 'string' },
   { path: 'network.ledgerApiUser', env: ['CANTON_SIGNER_LEDGER_API_USER'], kind: 'string' },
+  { path: 'network.validatorParty', env: ['CANTON_SIGNER_VALIDATOR_PARTY'], kind: 'string' },
   { path: 'auth.issuer', env: ['CANTON_SIGNER_AUTH_ISSUER'], kind: 'oneOrList' },
   { path: 'auth.audience', env: ['CANTON_SIGNER_AUTH_AUDIENCE'], kind: 'oneOrList' },
   { path: 'auth.jwksUrl', env: ['CANTON_SIGNER_AUTH_JWKS_URL'], kind: 'string' },

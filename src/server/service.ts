@@ -222,6 +222,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       userId: clients.userId,
       ...(clients.validator ? { validator: clients.validator } : {}),
       ...(clients.scan ? { scan: clients.scan } : {}),
+      ...(config.network.validatorParty ? { validatorParty: config.network.validatorParty } : {}),
       parties: store.parties,
       recorder: store.recorder.with({
         observe: (r) => {

@@ -3,11 +3,12 @@
  * signed, submitted, committed, rejected, ambiguous, resolved). It holds
  * hashes, parties, intents, reasons and ledger ids, never key material or
  * credentials. Two implementations of one interface: in memory (tests,
- * library use) and an append-only JSON-lines file (the CLI; fsync'd per record).
+ * library use) and an append-only JSON-lines file (the CLI; fsync'd per record);
+ * both can be read back by party (`partyRecords`).
  * The service's database store (issue 6) implements the same interface.
  */
 import { mkdirSync } from 'node:fs';
-import { appendFile, open } from 'node:fs/promises';
+import { appendFile, open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Intent } from '../intent/model.js';
 
@@ -44,6 +45,12 @@ export interface JournalRecord {
 
 export interface FlowRecorder {
   record(r: Omit<JournalRecord, 'at'>): Promise<void>;
+  /**
+   * The records this journal holds about a party (records without a command
+   * id, e.g. an onboarding's), in order. Absent when the journal cannot be
+   * read back.
+   */
+  partyRecords?(partyId: string): Promise<JournalRecord[]>;
 }
 
 export class MemoryRecorder implements FlowRecorder {
@@ -53,6 +60,9 @@ export class MemoryRecorder implements FlowRecorder {
   }
   steps(): string[] {
     return this.records.map((r) => r.step);
+  }
+  async partyRecords(partyId: string): Promise<JournalRecord[]> {
+    return this.records.filter((r) => r.partyId === partyId && r.commandId === undefined);
   }
 }
 
@@ -75,5 +85,28 @@ export class FileRecorder implements FlowRecorder {
     });
     this.tail = run.catch(() => {});
     return run;
+  }
+  /** Reads the file back (after the writes under way); a torn last line is not a record. */
+  async partyRecords(partyId: string): Promise<JournalRecord[]> {
+    await this.tail;
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw e;
+    }
+    const out: JournalRecord[] = [];
+    for (const line of text.split('\n')) {
+      if (!line.includes(partyId)) continue;
+      let r: JournalRecord;
+      try {
+        r = JSON.parse(line) as JournalRecord;
+      } catch {
+        continue;
+      }
+      if (r.partyId === partyId && r.commandId === undefined) out.push(r);
+    }
+    return out;
   }
 }

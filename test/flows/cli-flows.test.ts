@@ -112,6 +112,22 @@ describe('canton-signer setup-accept / send / preapprovals', () => {
     const u = await cli(['send', '--from', alice, '--to', bob, '--amount', '1', '--expires-in', 'soon']);
     expect(u.status).toBe(2);
     expect(u.stderr).toMatch(/--expires-in: not a duration/);
+    const v = await cli(['send', '--from', alice, '--to', bob, '--amount', '1', '--validator-party', 'op']);
+    expect(v.status).toBe(2);
+    expect(v.stderr).toMatch(/--validator-party: not a party id/);
+  });
+
+  it('--validator-party pins the delegate of a send: another validator party is refused, nothing signed', async () => {
+    const before = journal().length;
+    const other = `other-validator::1220${'cd'.repeat(32)}`;
+    const r = await cli(['send', '--from', alice, '--to', bob, '--amount', '1', '--validator-party', other]);
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/refused \((intent_mismatch|bad_request)\).*delegate/);
+    expect(
+      journal()
+        .slice(before)
+        .some((x) => x.step === 'signed'),
+    ).toBe(false);
   });
 
   it('preapprovals lists each party with its status', async () => {

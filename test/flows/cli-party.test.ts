@@ -5,7 +5,7 @@
  * for the Ledger API. Onboard on both paths, re-run, list, show (by party id
  * and by ANS name), balance; refusals exit 1 with one line on stderr.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +134,61 @@ describe('canton-signer party', () => {
       /^canton-signer: refused \(bad_request\): the validator onboards Ed25519 keys only/,
     );
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('--participant: another participant than the one the participant reports is refused (exit 1)', async () => {
+    const r = await cli(
+      withSandbox(
+        'party',
+        'onboard',
+        '--hint',
+        'cli-dan',
+        '--key',
+        'cli-ed',
+        '--participant',
+        'PAR::other::1220ee',
+      ),
+    );
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(
+      /^canton-signer: refused \(topology_mismatch\): expected the participant to be other::1220ee/,
+    );
+    expect(net().parties.has(`cli-dan::${edFp}`)).toBe(false);
+  });
+
+  it('a hosted party missing from the party book is booked again from the journal file, not without it', async () => {
+    const r = await cli(withSandbox('party', 'onboard', '--hint', 'cli-rec', '--key', 'cli-ec', '--json'));
+    expect(r.status, r.stderr).toBe(0);
+    const partyId = `cli-rec::${ecFp}`;
+    const bookPath = join(dir, 'parties.json');
+    const book = JSON.parse(await readFile(bookPath, 'utf8')) as { parties: { partyId: string }[] };
+    const forget = async () => {
+      const now = JSON.parse(await readFile(bookPath, 'utf8')) as typeof book;
+      await writeFile(
+        bookPath,
+        JSON.stringify({ ...now, parties: now.parties.filter((p) => p.partyId !== partyId) }),
+      );
+    };
+    await forget();
+    // Another (empty) journal: no record of having signed it.
+    const none = await cli(
+      withSandbox(
+        'party',
+        'onboard',
+        '--hint',
+        'cli-rec',
+        '--key',
+        'cli-ec',
+        '--journal',
+        join(dir, 'other.jsonl'),
+      ),
+    );
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/refused \(topology_mismatch\): .*no record of signing and submitting/);
+    const again = await cli(withSandbox('party', 'onboard', '--hint', 'cli-rec', '--key', 'cli-ec'));
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^status: {7}already hosted; added to the party book/m);
+    await forget(); // the later tests list the book as the first two onboardings left it
   });
 
   it('--synchronizer with --via validator is a usage error (exit 2)', async () => {

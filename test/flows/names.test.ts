@@ -1,9 +1,10 @@
 /**
  * ANS names where a party is accepted (src/flows/names.ts) against the
- * sandbox's AnsEntry contracts: by name through the validator's scan proxy,
- * with Scan as the fallback when there is no validator or the proxy fails;
- * party ids untouched; unknown, expired and malformed names refused; the
- * reverse lookup and `showParty`'s name and preapproval.
+ * sandbox's AnsEntry contracts: by name through Scan, the validator's scan
+ * proxy only as a cross-check that must agree (an attacker validator's answer
+ * is refused, and without Scan a name is refused); party ids untouched;
+ * unknown, expired and malformed names refused; the reverse lookup (display
+ * only: Scan, then the proxy) and `showParty`'s name and preapproval.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FlowContext } from '../../src/flows/context.js';
@@ -45,15 +46,15 @@ describe('resolveParty', () => {
     expect(isPartyId('alice.unverified.cns')).toBe(false);
   });
 
-  it('resolves a name through the validator scan proxy and keeps the name', async () => {
+  it('resolves a name through Scan, the validator proxy agreeing, and keeps the name', async () => {
     const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
     const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
     expect(await resolveParty(env.ctx, 'alice.unverified.cns')).toEqual({
       partyId: alice,
       name: 'alice.unverified.cns',
     });
+    expect(fromScan).toHaveBeenCalledTimes(1);
     expect(byName).toHaveBeenCalledTimes(1);
-    expect(fromScan).not.toHaveBeenCalled();
     expect((await resolveParty(env.ctx, 'dso.cns')).partyId).toBe(env.net.dso);
     byName.mockRestore();
     fromScan.mockRestore();
@@ -74,23 +75,69 @@ describe('resolveParty', () => {
     expect((await refusal(resolveParty(env.ctx, '  '))).reason).toBe('bad_request');
   });
 
-  it('falls back to Scan without a validator, or when the scan proxy fails', async () => {
+  it('resolves through Scan alone without a validator, or when the scan proxy fails', async () => {
     const { validator: _v, ...noValidator } = env.ctx;
     expect(await resolveParty(noValidator as FlowContext, 'alice.unverified.cns')).toEqual({
       partyId: alice,
       name: 'alice.unverified.cns',
     });
     const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
-    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*', times: 1 });
-    expect((await resolveParty(env.ctx, 'alice.unverified.cns')).partyId).toBe(alice);
-    expect(fromScan).toHaveBeenCalledTimes(1);
-    fromScan.mockRestore();
+    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*' });
+    try {
+      expect((await resolveParty(env.ctx, 'alice.unverified.cns')).partyId).toBe(alice);
+      expect(fromScan).toHaveBeenCalledTimes(1);
+    } finally {
+      env.sb.ctx.faults.clear();
+      fromScan.mockRestore();
+    }
   });
 
-  it('refuses a name when neither the validator nor Scan is configured', async () => {
-    const { validator: _v, scan: _s, ...none } = env.ctx;
-    const e = await refusal(resolveParty(none as FlowContext, 'alice.unverified.cns'));
-    expect(e.message).toMatch(/needs the validator \(scan proxy\) or Scan/);
+  it('refuses a name without Scan: the validator proxy alone is not trusted with it', async () => {
+    const { scan: _s, ...onlyValidator } = env.ctx;
+    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
+    const e = await refusal(resolveParty(onlyValidator as FlowContext, 'alice.unverified.cns'));
+    expect(e.reason).toBe('bad_request');
+    expect(e.message).toBe(
+      'alice.unverified.cns: ANS names are resolved through Scan, not through the validator alone (it could answer with any party); configure network.scanUrl (--scan) or pass a party id',
+    );
+    expect(byName).not.toHaveBeenCalled();
+    byName.mockRestore();
+    const { validator: _v, scan: _t, ...none } = env.ctx;
+    expect((await refusal(resolveParty(none as FlowContext, 'alice.unverified.cns'))).message).toMatch(
+      /ANS names are resolved through Scan/,
+    );
+  });
+
+  it('refuses a name the validator proxy resolves to another party than Scan (attacker validator)', async () => {
+    const mallory = env.net.mallory;
+    const lie = vi.spyOn(env.validator, 'scanProxyAnsEntryByName').mockImplementation(async (name) => ({
+      entry: { user: mallory, name, url: '', description: '' },
+    }));
+    try {
+      const e = await refusal(resolveParty(env.ctx, 'alice.unverified.cns'));
+      expect(e.reason).toBe('bad_request');
+      expect(e.message).toBe(
+        `alice.unverified.cns: Scan resolves it to ${alice} but the validator's scan proxy to ${mallory}; not used (pass a party id)`,
+      );
+      // A proxy that claims an entry Scan does not have does not make one.
+      expect((await refusal(resolveParty(env.ctx, 'nobody.unverified.cns'))).message).toBe(
+        'no ANS entry named nobody.unverified.cns',
+      );
+    } finally {
+      lie.mockRestore();
+    }
+    // …nor does a proxy that denies an entry Scan has: the answers must agree.
+    const real = env.validator.scanProxyAnsEntryByName.bind(env.validator);
+    const deny = vi
+      .spyOn(env.validator, 'scanProxyAnsEntryByName')
+      .mockImplementation(() => real('nobody.unverified.cns')); // the proxy's real 404
+    try {
+      expect((await refusal(resolveParty(env.ctx, 'alice.unverified.cns'))).message).toMatch(
+        /the validator's scan proxy to no party/,
+      );
+    } finally {
+      deny.mockRestore();
+    }
   });
 });
 
@@ -98,6 +145,22 @@ describe('reverse lookup and showParty', () => {
   it('finds the name of a party, none for a party without one', async () => {
     expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
     expect(await nameOfParty(env.ctx, bob)).toBeUndefined();
+  });
+
+  it('reverse lookup (display only) asks Scan first, the proxy when Scan fails or is absent', async () => {
+    const proxy = vi.spyOn(env.validator, 'scanProxyAnsEntryByParty');
+    expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
+    expect(proxy).not.toHaveBeenCalled();
+    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan.*' });
+    try {
+      expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
+      expect(proxy).toHaveBeenCalledTimes(1);
+    } finally {
+      env.sb.ctx.faults.clear();
+      proxy.mockRestore();
+    }
+    const { scan: _s, ...onlyValidator } = env.ctx;
+    expect(await nameOfParty(onlyValidator as FlowContext, alice)).toBe('alice.unverified.cns');
   });
 
   it('shows the book record, hosting, ANS name and preapproval', async () => {

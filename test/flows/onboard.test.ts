@@ -366,7 +366,63 @@ describe('checkTopology', () => {
     const v = checkTopology(txs, { ...expectation, path: 'validator' });
     expect(v.problems).toEqual([]);
     expect(v.hashes.map(bytesToHex)).toEqual(gen.topology_txs.map((t) => t.hash));
-    expect(checkTopology(txs, { ...expectation, path: 'ledger-api' }).problems).toEqual([]);
+    // The Ledger API hands hashes out in base64 (a claimed hash is parsed in the path's encoding).
+    const b64 = txs.map((t) => ({ ...t, claimedHash: Buffer.from(t.claimedHash, 'hex').toString('base64') }));
+    expect(checkTopology(b64, { ...expectation, path: 'ledger-api' }).problems).toEqual([]);
+  });
+
+  it("parses a claimed hash in its path's encoding: hex from the validator, base64 from the Ledger API", async () => {
+    const { gen, expectation } = await material();
+    const hex = gen.topology_txs.map((t) => ({ transaction: t.topology_tx, claimedHash: t.hash }));
+    const b64 = hex.map((t) => ({ ...t, claimedHash: Buffer.from(t.claimedHash, 'hex').toString('base64') }));
+    const reasons = (txs: typeof hex, path: 'validator' | 'ledger-api') =>
+      checkTopology(txs, { ...expectation, path }).problems.map((p) => p.reason);
+    expect(reasons(hex, 'validator')).toEqual([]);
+    expect(reasons(b64, 'ledger-api')).toEqual([]);
+    // Each encoding on the other path is not the hash claimed.
+    expect(reasons(b64, 'validator')).toEqual(['hash_mismatch', 'hash_mismatch', 'hash_mismatch']);
+    expect(reasons(hex, 'ledger-api')).toEqual(['hash_mismatch', 'hash_mismatch', 'hash_mismatch']);
+  });
+
+  it("refuses the onboarding marker on the hosting participant and a deprecated key scheme not the key's own", async () => {
+    const { gen, expectation } = await material();
+    const expectV = { ...expectation, path: 'validator' as const };
+    const txs = gen.topology_txs.map((t) => ({ transaction: t.topology_tx }));
+    const change = (i: number, f: (tx: TopologyTransaction) => void) =>
+      txs.map((t, j) => (j === i ? { transaction: reencode(t.transaction, f) } : t));
+    const kinds = gen.topology_txs.map(
+      (t) => decodeTopologyTransaction(t.topology_tx).transaction.mapping.kind,
+    );
+    const p2pAt = kinds.indexOf('party_to_participant');
+    const ndAt = kinds.indexOf('namespace_delegation');
+    const p2kAt = kinds.indexOf('party_to_key_mapping');
+
+    const onboarding = checkTopology(
+      change(p2pAt, (tx) => {
+        if (tx.mapping.kind === 'party_to_participant') tx.mapping.participants[0]!.onboarding = true;
+      }),
+      expectV,
+    ).problems;
+    expect(onboarding.map((p) => p.reason)).toEqual(['hosting_mismatch']);
+    expect(onboarding[0]!.message).toContain('onboarding marker');
+
+    const wrongScheme = checkTopology(
+      change(ndAt, (tx) => {
+        if (tx.mapping.kind === 'namespace_delegation') tx.mapping.targetKey.scheme = 'ec_dsa_p256';
+      }),
+      expectV,
+    ).problems;
+    expect(wrongScheme.map((p) => p.reason)).toEqual(['key_mismatch']);
+    expect(wrongScheme[0]!.message).toContain('ec_dsa_p256');
+
+    // The key's own (Ed25519) deprecated scheme is accepted, as is unspecified.
+    const ownScheme = checkTopology(
+      change(p2kAt, (tx) => {
+        if (tx.mapping.kind === 'party_to_key_mapping') tx.mapping.signingKeys[0]!.scheme = 'ed25519';
+      }),
+      expectV,
+    ).problems;
+    expect(ownScheme).toEqual([]);
   });
 
   it('names each problem: operation, serial, restriction, undecodable bytes, missing mapping', async () => {

@@ -6,7 +6,10 @@
  * sender are refused with zero signatures and free their nonce; a command
  * whose deadline passes while a lower nonce is in flight is tracked as
  * `expired`, and the next send reads the counter again; a lost submit-send
- * answer is resolved from the command status.
+ * answer is resolved from the command status. Against an untrusted validator:
+ * an ANS name resolves through Scan only (a proxy answering with another
+ * party is refused), the DSO is pinned from Scan and the delegate to the
+ * configured validator party.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ValidatorClient } from '../../src/canton/validator/client.js';
@@ -19,7 +22,7 @@ import {
   trackSend,
 } from '../../src/flows/preapproval-send.js';
 import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
-import { balanceOf } from '../../src/sandbox/amulet.js';
+import { ansEntryContract, balanceOf, transferPreapprovalContract } from '../../src/sandbox/amulet.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
@@ -220,5 +223,96 @@ describe('sendViaPreapproval', () => {
     expect(r.tracking).toMatchObject({ status: 'sent' });
     expect(Number(unlocked(bob)) - Number(before)).toBe(3);
     expect(env.journal.steps()).toEqual(['signed', 'submitted', 'ambiguous', 'resolved', 'committed']);
+  });
+});
+
+describe('sendViaPreapproval against an untrusted validator', () => {
+  const BOB_NAME = 'send-bob.unverified.cns';
+  const pinned = (party: string): FlowContext => ({ ...env.ctx, validatorParty: party }) as FlowContext;
+
+  beforeAll(() => {
+    const net = env.net;
+    net.commitInternal({
+      archives: [],
+      creates: [
+        ansEntryContract(net.dso, bob.partyId, BOB_NAME, net.clock.now() + 86_400_000_000n),
+        // Mallory can receive: a send to her would go through if her party became the intent's receiver.
+        transferPreapprovalContract(net.dso, net.mallory, net.validatorParty, net.clock.now()),
+      ],
+      commandId: 'untrusted-validator-test',
+    });
+  });
+
+  /** The validator's scan proxy answers every name with mallory's party. */
+  const lyingProxy = () =>
+    vi.spyOn(env.validator, 'scanProxyAnsEntryByName').mockImplementation(async (name) => ({
+      entry: { user: env.net.mallory, name, url: '', description: '' },
+    }));
+
+  it('sends to an ANS name as Scan resolves it, with the DSO from Scan in the intent', async () => {
+    const r = await sendViaPreapproval(env.ctx, { from: alice.partyId, to: BOB_NAME, amount: '1' }, FAST);
+    expect(r).toMatchObject({ receiver: bob.partyId, receiverName: BOB_NAME });
+    expect(r.tracking).toMatchObject({ status: 'sent' });
+    expect(env.journal.records[0]!.intent).toMatchObject({ receiver: bob.partyId, dso: env.net.dso });
+  });
+
+  it("refuses a name the validator's proxy resolves to its own party, before preparing", async () => {
+    lyingProxy();
+    const prep = vi.spyOn(env.validator, 'prepareTransferPreapprovalSend');
+    const sign = vi.spyOn(env.signer, 'sign');
+    const before = unlocked(alice);
+    const e = await refusal(sendViaPreapproval(env.ctx, { from: alice.partyId, to: BOB_NAME, amount: '5' }));
+    expect(e.reason).toBe('bad_request');
+    expect(e.message).toBe(
+      `${BOB_NAME}: Scan resolves it to ${bob.partyId} but the validator's scan proxy to ${env.net.mallory}; not used (pass a party id)`,
+    );
+    // Without Scan the proxy's answer alone is not enough to pay anyone.
+    const { scan: _s, ...noScan } = env.ctx;
+    const alone = await refusal(
+      sendViaPreapproval(noScan as FlowContext, { from: alice.partyId, to: BOB_NAME, amount: '5' }),
+    );
+    expect(alone.reason).toBe('bad_request');
+    expect(alone.message).toMatch(/ANS names are resolved through Scan, not through the validator alone/);
+    expect(prep).not.toHaveBeenCalled();
+    expect(sign).not.toHaveBeenCalled();
+    expect(unlocked(alice)).toBe(before);
+    expect(inFlightNonces(env.ctx, alice.partyId)).toEqual([]);
+  });
+
+  it('refuses a send under another DSO than Scan names, with zero signatures', async () => {
+    const realDso = env.net.dso;
+    const fakeDso = `DSO::${realDso.split('::')[1]!.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`;
+    vi.spyOn(env.scan, 'getDsoPartyId').mockResolvedValue({ dso_party_id: fakeDso });
+    const sign = vi.spyOn(env.signer, 'sign');
+    const e = await refusal(
+      sendViaPreapproval(env.ctx, { from: alice.partyId, to: bob.partyId, amount: '1' }),
+    );
+    expect(e.reason).toBe('intent_mismatch');
+    expect(e.problems.map((p) => [p.reason, p.where])).toEqual([['party_mismatch', 'node 0: expectedDso']]);
+    expect(e.problems[0]!.message).toBe(`the send expects the DSO ${realDso} but the DSO is ${fakeDso}.`);
+    expect(sign).not.toHaveBeenCalled();
+    expect(inFlightNonces(env.ctx, alice.partyId)).toEqual([]);
+  });
+
+  it('pins the delegate to the configured validator party', async () => {
+    const other = `other-validator::${env.net.validatorParty.split('::')[1]}`;
+    const sign = vi.spyOn(env.signer, 'sign');
+    const e = await refusal(
+      sendViaPreapproval(pinned(other), { from: alice.partyId, to: bob.partyId, amount: '1' }),
+    );
+    expect(e.reason).toBe('intent_mismatch');
+    expect(e.problems.map((p) => p.reason)).toContain('party_mismatch');
+    expect(e.problems.map((p) => p.where)).toContain('node 0: delegate');
+    expect(sign).not.toHaveBeenCalled();
+    const r = await sendViaPreapproval(
+      pinned(env.net.validatorParty),
+      { from: alice.partyId, to: bob.partyId, amount: '1' },
+      FAST,
+    );
+    expect(r.tracking).toMatchObject({ status: 'sent' });
+    expect(env.journal.records.at(-1)!.intent).toMatchObject({
+      delegate: env.net.validatorParty,
+      dso: env.net.dso,
+    });
   });
 });

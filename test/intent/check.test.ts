@@ -52,8 +52,10 @@ import {
   realVector,
   SEND_EXPIRES,
   SETUP_CID,
+  SETUP_EXPIRES,
   setField,
   swapParty,
+  T0,
   VALIDATOR,
 } from './fixtures.js';
 
@@ -1149,5 +1151,121 @@ describe('hole 6: DSO consistency, the proposal DSO, and text the intent does no
         'memo_mismatch',
       ]);
     });
+  });
+});
+
+// ---- an untrusted validator: DSO, provider and expiry are the intent's, not the transaction's ------------
+
+describe('validator-path pins: DSO, validator, delegate and expiry', () => {
+  const SETUP: Intent = { kind: 'setup-proposal-accept', party: ALICE, proposalCid: SETUP_CID };
+  const setupWhere = (tx: DecodedTransaction, intent: Intent) =>
+    checkIntent(tx, IntentSchema.parse(intent)).problems.map((p) => [p.reason, p.where]);
+
+  it('a send under another DSO than the intent names is refused once, at expectedDso', () => {
+    const tx = decoded(buildPreapprovalSend());
+    expect(reasons(tx, { ...SEND, dso: DSO } as Intent)).toEqual([]);
+    const r = checkIntent(tx, IntentSchema.parse({ ...SEND, dso: CAROL }));
+    expect(r.problems).toEqual([
+      {
+        reason: 'party_mismatch',
+        message: `the send expects the DSO ${DSO} but the DSO is ${CAROL}.`,
+        where: 'node 0: expectedDso',
+      },
+    ]);
+    // A TransferCommand under another DSO than the intent's (and the send's) is refused too.
+    const p = buildPreapprovalSend();
+    const command = findNode(p, createOf('TransferCommand'));
+    const moved = editNode(p, command.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, DSO, MALLORY) } : n,
+    );
+    expect(setupWhere(decoded(moved), { ...SEND, dso: DSO } as Intent)).toEqual([
+      ['party_mismatch', `node ${command.nodeId}: dso`],
+    ]);
+  });
+
+  it('a send whose delegate is not the pinned validator party is refused', () => {
+    const tx = decoded(buildPreapprovalSend());
+    expect(setupWhere(tx, { ...SEND, delegate: MALLORY } as Intent)).toEqual([
+      ['party_mismatch', 'node 0: delegate'],
+    ]);
+  });
+
+  it('a setup acceptance under another DSO than the intent names is refused', () => {
+    const tx = decoded(buildSetupAccept());
+    expect(reasons(tx, { ...SETUP, dso: DSO } as Intent)).toEqual([]);
+    const r = checkIntent(tx, IntentSchema.parse({ ...SETUP, dso: CAROL }));
+    expect(r.problems).toEqual([
+      {
+        reason: 'party_mismatch',
+        message: `the setup proposal names ${DSO} as dso but the DSO is ${CAROL}.`,
+        where: 'node 0: dso',
+      },
+    ]);
+  });
+
+  it('the TransferPreapproval and ValidatorRight must name the DSO, even without one in the intent', () => {
+    const p = buildSetupAccept();
+    const right = findNode(p, createOf('ValidatorRight'));
+    const other = editNode(p, right.nodeId, (n) =>
+      n.type === 'create' ? { ...n, argument: swapParty(n.argument, DSO, MALLORY) } : n,
+    );
+    expect(setupWhere(decoded(other), SETUP)).toEqual([['party_mismatch', `node ${right.nodeId}: dso`]]);
+    expect(setupWhere(decoded(other), { ...SETUP, dso: DSO } as Intent)).toEqual([
+      ['party_mismatch', `node ${right.nodeId}: dso`],
+    ]);
+  });
+
+  it("the creates are checked against the intent's validator, not the proposal's", () => {
+    // The preapproval and the right name mallory; the proposal (an input contract) still names VALIDATOR.
+    const p = buildSetupAccept();
+    const all = {
+      ...p,
+      transaction: {
+        ...p.transaction,
+        nodes: p.transaction.nodes.map((n) =>
+          n.node.type === 'create'
+            ? { ...n, node: { ...n.node, argument: swapParty(n.node.argument, VALIDATOR, MALLORY) } }
+            : n,
+        ),
+      },
+    };
+    const tx = decoded(all);
+    // Without an intent validator the creates follow the proposal: both refused. With one, the creates
+    // follow the intent; a proposal naming another validator is refused once, by the field comparison.
+    expect(reasons(tx, SETUP)).toEqual(['party_mismatch', 'party_mismatch']);
+    expect(reasons(tx, { ...SETUP, validator: VALIDATOR } as Intent)).toEqual([
+      'party_mismatch',
+      'party_mismatch',
+    ]);
+    expect(reasons(tx, { ...SETUP, validator: MALLORY } as Intent)).toEqual(['party_mismatch']);
+  });
+
+  it('the preapproval must expire after the bound and no later than its end', () => {
+    const tx = decoded(buildSetupAccept());
+    const within = (after: bigint, notAfter: bigint) =>
+      reasons(tx, {
+        ...SETUP,
+        expires: { after: isoMicros(after), notAfter: isoMicros(notAfter) },
+      } as Intent);
+    const DAY = 86_400_000_000n;
+    expect(within(T0, T0 + 366n * DAY)).toEqual([]);
+    expect(within(T0, SETUP_EXPIRES)).toEqual([]); // the end is included
+    expect(within(SETUP_EXPIRES, SETUP_EXPIRES + DAY)).toEqual(['deadline_mismatch']); // not after: expired
+    expect(within(T0 - 300n * DAY, T0 + 66n * DAY)).toEqual(['deadline_mismatch']); // too far ahead
+    const r = checkIntent(
+      tx,
+      IntentSchema.parse({
+        ...SETUP,
+        expires: { after: isoMicros(SETUP_EXPIRES + DAY), notAfter: isoMicros(SETUP_EXPIRES + 2n * DAY) },
+      }),
+    );
+    expect(r.problems[0]).toEqual({
+      reason: 'deadline_mismatch',
+      message: `expiresAt is ${isoMicros(SETUP_EXPIRES)} but the intent wants it after ${isoMicros(SETUP_EXPIRES + DAY)} and no later than ${isoMicros(SETUP_EXPIRES + 2n * DAY)}.`,
+      where: 'node 0: expiresAt',
+    });
+    expect(IntentSchema.safeParse({ ...SETUP, expires: { after: 'soon', notAfter: 'later' } }).success).toBe(
+      false,
+    );
   });
 });

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyError, type KeyErrorCode } from '../../src/keys/backend.js';
 import { REDACT_PATHS } from '../../src/server/app.js';
 import { errorBody } from '../../src/server/errors.js';
-import { type ServiceEnv, serviceEnv } from '../support/service.js';
+import { createService } from '../../src/server/service.js';
+import { type ServiceEnv, serviceEnv, testConfig } from '../support/service.js';
 
 let env: ServiceEnv;
 /** The service's log lines (its logger redacts as the real one does). */
@@ -117,6 +118,25 @@ describe('service app', () => {
       /canton_signer_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/,
     );
     expect(r.body).toContain('canton_signer_withdrawals{state="received"} 0');
+  });
+});
+
+describe('configuration reaching the flows', () => {
+  it('network.validatorParty pins the validator party of every flow the service runs', async () => {
+    const party = `validator::1220${'ab'.repeat(32)}`;
+    const pinned = await createService({
+      config: testConfig({ network: { sandbox: true, validatorParty: party } }),
+      store: env.store,
+      signer: env.flow.signer,
+      clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
+      worker: false,
+    });
+    try {
+      expect(pinned.deps.flows.validatorParty).toBe(party);
+    } finally {
+      await pinned.close();
+    }
+    expect(env.service.deps.flows.validatorParty).toBeUndefined();
   });
 });
 

@@ -7,9 +7,11 @@
  * malformed id, and a withdrawer's scope (only its token's parties).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onboardViaLedgerApi } from '../../src/flows/onboard.js';
+import { hostExternalParty } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { listAudit } from '../../src/store/audit.js';
-import type { PartyRecord } from '../../src/store/parties.js';
+import { MemoryPartyBook, type PartyRecord } from '../../src/store/parties.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
 
 let env: ServiceEnv;
@@ -51,6 +53,53 @@ describe('POST /v1/parties (onboarding)', () => {
     const again = await post('/v1/parties', { hint: `carol-${path}`, keyLabel: label, path });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ status: 'existing', signedHashes: [] });
+  });
+
+  it("grantRights: false onboards without granting; participantId not the participant's → 422, nothing signed", async () => {
+    expect((await post('/v1/keys', { label: 'onb-nogrant', scheme: 'ed25519' })).statusCode).toBe(201);
+    const r = await post('/v1/parties', { hint: 'nogrant', keyLabel: 'onb-nogrant', grantRights: false });
+    expect(r.statusCode, r.body).toBe(201);
+    const user = env.flow.net.users.get(LEDGER_API_USER)!;
+    expect(user.actAs.has(r.json().party.partyId)).toBe(false);
+
+    expect((await post('/v1/keys', { label: 'onb-part', scheme: 'ed25519' })).statusCode).toBe(201);
+    const wrong = await post('/v1/parties', {
+      hint: 'part',
+      keyLabel: 'onb-part',
+      participantId: 'PAR::not-ours::1220dd',
+    });
+    expect(wrong.statusCode).toBe(422);
+    expect(wrong.json()).toMatchObject({ code: 'refused', reason: 'topology_mismatch' });
+    const right = await post('/v1/parties', {
+      hint: 'part',
+      keyLabel: 'onb-part',
+      participantId: env.flow.net.participantId,
+    });
+    expect(right.statusCode, right.body).toBe(201);
+  });
+
+  it("a hosted party missing from the book: booked only with the service journal's record of onboarding it", async () => {
+    expect((await post('/v1/keys', { label: 'onb-recover', scheme: 'ecdsa-p256' })).statusCode).toBe(201);
+    const first = await post('/v1/parties', { hint: 'recover', keyLabel: 'onb-recover' });
+    expect(first.statusCode, first.body).toBe(201);
+    // The same onboarding with a party book that lost it: the audit log (DbRecorder) is the evidence.
+    const ctx = { ...env.service.deps.flows, parties: new MemoryPartyBook() };
+    const r = await onboardViaLedgerApi(ctx, { hint: 'recover', keyLabel: 'onb-recover' });
+    expect(r.status).toBe('recovered');
+
+    // Hosted by someone else's hand with our key: no journal record, refused.
+    expect((await post('/v1/keys', { label: 'onb-planted', scheme: 'ed25519' })).statusCode).toBe(201);
+    const key = await env.service.deps.flows.signer.describe('onb-planted');
+    hostExternalParty(env.flow.net, {
+      partyId: `planted::${key.fingerprint}`,
+      fingerprint: key.fingerprint,
+      scheme: key.scheme,
+      publicKeySpki: key.publicKeySpki,
+    });
+    const planted = await post('/v1/parties', { hint: 'planted', keyLabel: 'onb-planted' });
+    expect(planted.statusCode).toBe(422);
+    expect(planted.json()).toMatchObject({ reason: 'topology_mismatch' });
+    expect(await env.store.parties.get(`planted::${key.fingerprint}`)).toBeUndefined();
   });
 
   it('errors: unknown key 404, bad hint 400, a P-256 key through the validator 400, missing field 400', async () => {

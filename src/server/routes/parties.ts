@@ -40,6 +40,18 @@ const Onboard = z.strictObject({
   path: z.enum(['ledger-api', 'validator']).default('ledger-api'),
   /** Ledger API path only: the synchronizer to host the party on (default: the participant's first). */
   synchronizerId: z.string().min(1).max(512).optional(),
+  participantId: z
+    .string()
+    .min(1)
+    .max(512)
+    .optional()
+    .describe(
+      'the participant the party must be hosted on (PAR:: prefix optional); refused (422, nothing signed) if the participant reports another id',
+    ),
+  grantRights: z
+    .boolean()
+    .default(true)
+    .describe("grant the service's Ledger API user CanActAs + CanReadAs on the party once it is booked"),
 });
 
 const OnboardResult = z.object({
@@ -91,6 +103,8 @@ const Preapproval = z.object({
   expiresAt: z.string().optional(),
   daysLeft: z.number().optional(),
   willRenew: z.boolean(),
+  /** Why a preapproval found is not counted as the party's, or will not be renewed (wrong receiver, DSO or provider). */
+  problem: z.string().optional(),
 });
 
 const PreapprovalQuery = z.object({
@@ -115,7 +129,12 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
     async (request, reply) => {
       const body = request.body as z.output<typeof Onboard>;
       const ctx = flowsFor(deps, request, { writesParties: true });
-      const opts = { hint: body.hint, keyLabel: body.keyLabel };
+      const opts = {
+        hint: body.hint,
+        keyLabel: body.keyLabel,
+        grantRights: body.grantRights,
+        ...(body.participantId ? { participantId: body.participantId } : {}),
+      };
       const r =
         body.path === 'validator'
           ? await onboardViaValidator(ctx, opts)

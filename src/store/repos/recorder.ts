@@ -57,6 +57,12 @@ export class DbRecorder implements FlowRecorder {
     };
   }
 
+  /** The records about a party without a command id (where `record` put them), in order. */
+  async partyRecords(partyId: string): Promise<JournalRecord[]> {
+    const subject = this.subjectOf({ flow: '', step: 'signed', partyId });
+    return (await this.records(subject)).filter((r) => r.partyId === partyId && r.commandId === undefined);
+  }
+
   /** The journal records of one subject, in order (from the audit log). */
   async records(subject: string): Promise<JournalRecord[]> {
     const out: JournalRecord[] = [];
