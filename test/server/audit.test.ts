@@ -45,6 +45,7 @@ describe('GET /v1/audit', () => {
     const r = await get('/v1/audit?subject=key:a2');
     expect(r.statusCode).toBe(200);
     expect(r.json().entries).toEqual([
+      expect.objectContaining({ subject: 'key:a2', action: 'key.create', actor: 'test-admin' }),
       expect.objectContaining({ subject: 'key:a2', action: 'key.put', actor: 'test-admin' }),
     ]);
     expect(r.json().entries[0].hash).toMatch(/^[0-9a-f]{64}$/);
