@@ -5,22 +5,32 @@
  * inputs each, smallest holdings first (dust is folded in first), until at
  * most `threshold` remain.
  *
- * The amount of each self-transfer is the sum of the batch's inputs minus
- * `feeReserve` (default 0). The self-transfer creates the amount for the
- * party plus, when the inputs hold more than amount + fees, one change
- * holding: with no reserve on a network without transfer fees (the sandbox)
- * each batch becomes ONE holding. On a live Amulet network the Holding view
- * states an amulet's initial amount, and holding fees accrued since are
- * deducted when it is spent: pass a reserve covering them (the validator
- * balance's `holdingFees`), or the participant refuses to prepare the
- * transfer (nothing is signed); each batch then becomes two holdings.
+ * The amount of each self-transfer is the value of the batch's inputs minus
+ * `feeReserve` (default 0). An Amulet holding's value is its initial amount
+ * minus the holding fees accrued up to the round it is spent in
+ * (holdings.ts `valueUnits`, `feeRoundOf`): the Holding view states the
+ * initial amount, and Amulet deducts those fees when the holding is spent.
+ * The self-transfer creates the amount for the party plus, when the inputs
+ * are worth more than amount + fees, one change holding: with no reserve on
+ * a network without transfer fees each batch becomes ONE holding. The
+ * reserve is for what the value does not foresee (a round turning over
+ * before the transfer runs, transfer fees); when it falls short, the
+ * participant refuses to prepare the transfer and nothing is signed.
  */
 
 import { fromUnits } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import { DUST_THRESHOLD } from './balance.js';
 import { type FlowContext, partyOf } from './context.js';
-import { type Holding, listHoldings, MAX_INPUTS, sumUnits, toUnits } from './holdings.js';
+import {
+  feeRoundOf,
+  type Holding,
+  listHoldings,
+  MAX_INPUTS,
+  sumUnits,
+  toUnits,
+  valueUnits,
+} from './holdings.js';
 import { Refusal } from './refusal.js';
 import { amuletInstrument, type TransferResult, transfer } from './transfer.js';
 
@@ -81,11 +91,13 @@ export async function mergeHoldings(
     // Enough inputs to get to the threshold (one output per batch), never more than `batch`.
     const take = Math.min(batch, current.length, Math.max(2, current.length - threshold + 1));
     const inputs = [...current].sort(smallestFirst).slice(0, take);
-    const total = sumUnits(inputs);
+    // What the inputs are worth when spent: amounts minus the holding fees accrued by then.
+    const round = feeRoundOf(inputs);
+    const total = inputs.reduce((a, h) => a + valueUnits(h, round), 0n);
     if (total <= reserve)
       throw new Refusal(
         'bad_request',
-        `the ${take} smallest holdings hold ${fromUnits(total)}, not more than the fee reserve ${fromUnits(reserve)}: nothing to merge them into`,
+        `the ${take} smallest holdings are worth ${fromUnits(total)} after holding fees, not more than the fee reserve ${fromUnits(reserve)}: nothing to merge them into`,
       );
     transactions.push(
       await transfer(ctx, {
