@@ -211,9 +211,9 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
     );
   };
   /** Metadata text in the root choice's `extraArgs` (token-standard choices): none, as the intent states none. */
-  const extraArgsMeta = (what: string) => {
+  const extraArgsMeta = (what: string, stated: Record<string, string> = {}) => {
     if (root?.type === 'exercise')
-      checkMetaValues(root.chosenValue, 'extraArgs.meta.values', what, add, at, {});
+      checkMetaValues(root.chosenValue, 'extraArgs.meta.values', what, add, at, stated);
   };
   /** The action's `expiresAt` strictly after `after` and no later than `notAfter`. */
   const expiryWithin = (after: string, notAfter: string) => {
@@ -353,6 +353,8 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       if (a.parties.actor !== undefined) party('actor', intent.party);
       if (intent.amount !== undefined) amount(intent.amount);
       if (intent.instrument !== undefined) instrument(intent.instrument);
+      // Text this choice adds (a reason for rejecting, say) only as the intent states it.
+      extraArgsMeta(`the ${a.choice ?? 'choice'}`, intent.meta ?? {});
       return;
     }
     case 'exercise': {

@@ -185,6 +185,15 @@ export const AllocationIntentSchema = z.strictObject({
   contractId,
   amount: decimal.optional(),
   instrument: instrument.optional(),
+  /**
+   * Metadata text the choice's `extraArgs.meta` may carry, key → exact text:
+   * e.g. why a request is rejected (`splice.reason`). Any other non-empty
+   * entry is refused.
+   */
+  meta: z
+    .record(z.string().min(1).max(255), z.string().max(4096))
+    .refine((m) => Object.keys(m).length <= 32, 'at most 32 entries')
+    .optional(),
 });
 
 /**

@@ -66,6 +66,12 @@ const REASON = 'splice.lfdecentralizedtrust.org/reason';
 const reasons = (tx: DecodedTransaction, intent: Intent): IntentProblemReason[] =>
   checkIntent(tx, IntentSchema.parse(intent)).problems.map((p) => p.reason);
 
+/** The choice's `extraArgs.meta` text as an intent states it (nothing when there is none). */
+const extraMeta = (arg: J): { meta?: Record<string, string> } => {
+  const values = arg.extraArgs?.meta?.values ?? {};
+  return Object.keys(values).length > 0 ? { meta: { ...values } } : {};
+};
+
 /** The intent a caller would give for a real vector, read from its JSON by plain property access. */
 function intentForVector(tx: DecodedTransaction): Intent {
   const root = tx.nodeById.get(tx.transaction.roots[0]!)!;
@@ -134,9 +140,10 @@ function intentForVector(tx: DecodedTransaction): Intent {
         party,
         contractId: root.contractId,
         amount: input(root.contractId).allocation.transferLeg.amount,
+        ...extraMeta(arg),
       };
     case 'AllocationRequest_Reject':
-      return { kind: 'allocation-request-reject', party, contractId: root.contractId };
+      return { kind: 'allocation-request-reject', party, contractId: root.contractId, ...extraMeta(arg) };
     default:
       return {
         kind: 'exercise',
@@ -1142,6 +1149,30 @@ describe('hole 6: DSO consistency, the proposal DSO, and text the intent does no
         }
         expect(reasons(addMeta(p, 'extraArgs.meta.values', 'a.example/note', ''), intent), kind).toEqual([]);
       }
+    });
+
+    it('allocation withdraw / request reject: extraArgs.meta text only as the intent states it', () => {
+      const reject = realVector('v2_bitgo_cantonallocationrejectprepareresponse.json');
+      const intent = intentForVector(reject) as Intent & { kind: 'allocation-request-reject' };
+      expect(intent.meta, 'the vector carries a reason').toBeDefined();
+      expect(reasons(reject, intent)).toEqual([]);
+      const { meta: _stated, ...bare } = intent;
+      expect(reasons(reject, bare)).toEqual(['memo_mismatch']);
+      const [key] = Object.keys(intent.meta!);
+      expect(reasons(reject, { ...intent, meta: { [key!]: 'pay mallory' } })).toEqual(['memo_mismatch']);
+      const withdraw = realVector('v2_bitgo_cantonallocationwithdrawprepareresponse.json');
+      const w = intentForVector(withdraw) as Intent & { kind: 'allocation-withdraw' };
+      expect(reasons(withdraw, w)).toEqual([]);
+      const r = checkIntent(
+        addMeta(
+          { transaction: withdraw.transaction, metadata: withdraw.metadata },
+          'extraArgs.meta.values',
+          'a.example/note',
+          'pay mallory',
+        ),
+        IntentSchema.parse(w),
+      );
+      expect(r.problems.map((x) => x.reason)).toEqual(['memo_mismatch']);
     });
 
     it('transfer: a reason in extraArgs.meta may only repeat the memo', () => {
