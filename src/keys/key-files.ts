@@ -1,6 +1,7 @@
 /**
  * What the file-based key stores (encrypted key files, offline public keys,
- * the key state file) do with their folder: write a new key file atomically
+ * the key state file, and the party book and journal beside them) do with
+ * their folder: read a file that may not exist, write a new key file atomically
  * and only if the label is free, make a new name durable (the folder fsynced
  * after the link or rename), take turns with other processes through a lock
  * file, and report a file-system failure as a `keystore_io` KeyError that
@@ -8,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, link, open, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import { KeyError } from './backend.js';
@@ -84,6 +85,16 @@ export async function writeExclusive(
     throw ioError(messages.fail, e);
   } finally {
     await unlink(temp).catch(() => {});
+  }
+}
+
+/** A text file's content, or undefined when there is no such file (other failures throw). */
+export async function readTextIfAny(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
   }
 }
 

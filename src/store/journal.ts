@@ -8,9 +8,10 @@
  * The service's database store (issue 6) implements the same interface.
  */
 import { mkdirSync } from 'node:fs';
-import { appendFile, open, readFile } from 'node:fs/promises';
+import { appendFile, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Intent } from '../intent/model.js';
+import { readTextIfAny } from '../keys/key-files.js';
 
 export type JournalStep =
   | 'refused'
@@ -89,13 +90,7 @@ export class FileRecorder implements FlowRecorder {
   /** Reads the file back (after the writes under way); a torn last line is not a record. */
   async partyRecords(partyId: string): Promise<JournalRecord[]> {
     await this.tail;
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw e;
-    }
+    const text = (await readTextIfAny(this.path)) ?? '';
     const out: JournalRecord[] = [];
     for (const line of text.split('\n')) {
       if (!line.includes(partyId)) continue;

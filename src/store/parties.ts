@@ -5,10 +5,10 @@
  * document `parties.json` in the keystore folder, replaced atomically and durably (key-files.ts `replaceFile`); the
  * service's database store (issue 6) implements the same interface.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { replaceFile } from '../keys/key-files.js';
+import { readTextIfAny, replaceFile } from '../keys/key-files.js';
 import type { KeyScheme } from '../keys/schemes.js';
 
 export interface PartyRecord {
@@ -72,13 +72,8 @@ export class FilePartyBook implements PartyBook {
   }
 
   private async load(): Promise<PartyRecord[]> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw e;
-    }
+    const text = await readTextIfAny(this.path);
+    if (text === undefined) return [];
     const parsed = FileSchema.safeParse(JSON.parse(text));
     if (!parsed.success)
       throw new Error(`${this.path} is not a canton-signer party book: ${parsed.error.issues[0]?.message}`);
