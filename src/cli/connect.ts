@@ -127,7 +127,9 @@ export async function connect(
       'no validator: give --validator URL (or CANTON_SIGNER_VALIDATOR_URL) or --sandbox ORIGIN',
     );
   if (need.scan && !scanUrl && !validatorUrl)
-    throw new UsageError('no Scan: give --scan URL, --validator URL (its scan proxy) or --sandbox ORIGIN');
+    throw new UsageError(
+      'no Scan: give --scan URL, --validator URL (its scan proxy; ANS names still need --scan) or --sandbox ORIGIN',
+    );
   if (opts.validatorParty !== undefined && !isPartyId(opts.validatorParty))
     throw new UsageError(`--validator-party: not a party id (hint::1220…): ${opts.validatorParty}`);
   const seconds = Number(opts.timeout ?? '30');

@@ -14,17 +14,34 @@
  * Amulet values every input as of the open round the transfer runs in, fees
  * deducted, and refuses the transfer when the inputs fall short. So an
  * Amulet holding is worth `amount − min(amount, rate × (round − created-in-round))`
- * here, as of a current round: the validator's balance round for the party
- * (its earliest open round; `listHoldings` with an instrument asks for it,
- * at most every `ROUND_TTL_MS`) plus `ROUND_MARGIN`, since the registry's choice context uses the newest open
- * round. A party the validator keeps no wallet for falls back to the newest
- * created-in round among its holdings, a lower bound: the participant's
- * prepare then has the last word. Holdings without that meta (other
- * instruments) carry no fee.
+ * here, as of the round a transfer would run in. That round is the one the
+ * registry puts in the transfer factory's choice context: the open round with
+ * the highest number whose `opensAt` has passed (Scan's token-standard handler,
+ * `lookupLatestUsableOpenMiningRound(now)`; ../canton/scan/rounds.ts). The open
+ * rounds come from Scan (`POST /v0/open-and-issuing-mining-rounds`) when the
+ * context has Scan, else from the validator's scan proxy (`GET
+ * /v0/scan-proxy/open-and-issuing-mining-rounds`); rounds are global, so this
+ * works for every party, with or without a validator wallet. They are
+ * remembered per client for `ROUND_TTL_MS` (less when Scan suggests a shorter
+ * TTL), and the round is picked as of `ROUND_LOOKAHEAD_MS` from now: Splice
+ * creates each round a tick before it opens, so a round opening between the
+ * valuation and the prepare is already listed and is the one used (the margin
+ * covers exactly one round turning over, and only when one is due). Without
+ * Scan or a validator, the round is the newest created-in round among the
+ * holdings, a lower bound. Holdings without the fee meta (other instruments)
+ * carry no fee.
+ *
+ * Trust: the rounds source is trusted for availability only. A source that
+ * lies (or is stale) about the round makes holdings look worth more or less
+ * than they are: the signer then either refuses a transfer itself, sends a
+ * smaller merge amount (the rest comes back as change), or asks for one the
+ * participant refuses to prepare. The prepared transaction is still checked
+ * against the intent (amount, receiver, inputs) before anything is signed, so
+ * a wrong round can never get something signed that the intent check refuses.
  */
 
-import { isCantonApiError } from '../canton/errors.js';
 import type { CreatedEvent, JsGetActiveContractsResponse } from '../canton/ledger-api/schemas.js';
+import { type OpenRound, openRoundsOf, usableRound } from '../canton/scan/rounds.js';
 import { decimalUnits, fromUnits, isDecimal, NUMERIC_SCALE, shortAmount } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import type { FlowContext } from './context.js';
@@ -76,19 +93,13 @@ export interface HoldingFee {
   createdInRound: number;
   /** Fee per round (decimal string, absolute: CC per round). */
   ratePerRound: string;
-  /** The current round as `listHoldings` learned it (the fees' "as of"), if it did. */
+  /** The round a transfer would run in, as `listHoldings` learned it (the fees' "as of"), if it did. */
   currentRound?: number;
 }
 
 /** Amulet's Holding-view metadata keys (Splice `amuletMetadata`). */
 export const CREATED_IN_ROUND_KEY = 'amulet.splice.lfdecentralizedtrust.org/created-in-round';
 export const RATE_PER_ROUND_KEY = 'amulet.splice.lfdecentralizedtrust.org/rate-per-round';
-
-/**
- * Rounds counted past the validator's balance round (its earliest open round)
- * when valuing holdings: the registry's choice context uses the newest open round.
- */
-export const ROUND_MARGIN = 1;
 
 /** The holding fee accrued as of `round` in units (capped at the amount; 0 without fee info). */
 export function holdingFeeUnits(h: Holding, round: number | undefined): bigint {
@@ -104,9 +115,9 @@ export const valueUnits = (h: Holding, round: number | undefined): bigint =>
   toUnits(h.amount) - holdingFeeUnits(h, round);
 
 /**
- * The round to value `holdings` as of: the current round one of them carries
- * (from `listHoldings`) plus `ROUND_MARGIN`, else the newest created-in round
- * among them (a lower bound); undefined when none carries fee info.
+ * The round to value `holdings` as of: the round a transfer would run in, as
+ * one of them carries it (from `listHoldings`), else the newest created-in
+ * round among them (a lower bound); undefined when none carries fee info.
  */
 export function feeRoundOf(holdings: readonly Holding[]): number | undefined {
   let current: number | undefined;
@@ -117,7 +128,7 @@ export function feeRoundOf(holdings: readonly Holding[]): number | undefined {
     if (f.currentRound !== undefined) current = Math.max(current ?? 0, f.currentRound);
     newest = Math.max(newest ?? 0, f.createdInRound);
   }
-  return current !== undefined ? current + ROUND_MARGIN : newest;
+  return current ?? newest;
 }
 
 /** `created-in-round` and `rate-per-round` from a Holding view's meta, when both are well-formed. */
@@ -201,8 +212,8 @@ export function instrumentOf(v: unknown): InstrumentId | undefined {
 /**
  * The party's holdings (owner = the party), optionally of one instrument.
  * With an instrument (what a transfer spends) and holdings that accrue fees,
- * the current round is looked up too (the validator's balance round for the
- * party, when it keeps a wallet for it) and put in their `holdingFee`.
+ * the round a transfer would run in is looked up too (`currentRound`) and put
+ * in their `holdingFee`.
  */
 export async function listHoldings(
   ctx: FlowContext,
@@ -226,53 +237,104 @@ export async function listHoldings(
     });
   }
   if (opts.instrument && out.some((h) => h.holdingFee)) {
-    const round = await currentRound(ctx, partyId);
+    const newestCreated = out.reduce((m, h) => Math.max(m, h.holdingFee?.createdInRound ?? 0), 0);
+    const round = await currentRound(ctx, newestCreated);
     if (round !== undefined) for (const h of out) if (h.holdingFee) h.holdingFee.currentRound = round;
   }
   return out;
 }
 
 /**
- * How long a learned round is used before the validator is asked again.
- * Rounds last minutes and `ROUND_MARGIN` covers one turning over meanwhile;
- * without this, every transfer would cost one more call to the validator.
+ * How long the open rounds learned from a client are used before it is asked
+ * again (at most; Scan's suggested TTL may be shorter). The round in force is
+ * still picked from them against the clock at each use, so a round that opens
+ * meanwhile is taken up: Splice lists each round a tick before it opens.
+ * Without this, every transfer would cost one more call.
  */
 export const ROUND_TTL_MS = 30_000;
 
-/** Per validator client: the round last learned (any party's: rounds are global) and parties without a wallet. */
-const learned = new WeakMap<object, { round?: number; until: number; noWallet: Map<string, number> }>();
+/**
+ * The round is picked as in force this long from now: a transfer's choice
+ * context is fetched moments after the inputs are valued, and a round that
+ * opens in between is the one it runs in. Larger values only value holdings
+ * a round lower than needed in the last moments before a round turns over.
+ */
+export const ROUND_LOOKAHEAD_MS = 60_000;
+
+/** Per rounds client (Scan or validator): the open rounds last learned, until when. */
+const learned = new WeakMap<object, { rounds: OpenRound[]; until: number }>();
+
+const nowUsOf = (ctx: FlowContext): bigint => (ctx.nowUs ? ctx.nowUs() : BigInt(Date.now()) * 1000n);
 
 /**
- * The validator's balance round (its earliest open round), learned through
- * the party's external-party balance and remembered for `ROUND_TTL_MS`;
- * undefined when the validator keeps no wallet for the party (remembered as
- * long) and nothing fresh was learned through another party.
+ * The open rounds from `client`, remembered for `ROUND_TTL_MS` (or Scan's
+ * shorter TTL); `fresh` asks again regardless.
  */
-async function currentRound(ctx: FlowContext, partyId: string): Promise<number | undefined> {
-  const validator = ctx.validator;
-  if (!validator) return undefined;
+async function roundsFrom(
+  client: object,
+  fetch: () => Promise<{ rounds: OpenRound[]; ttlMs?: number }>,
+  fresh: boolean,
+): Promise<OpenRound[]> {
   const now = Date.now();
-  let memo = learned.get(validator);
-  if (!memo) {
-    memo = { until: 0, noWallet: new Map() };
-    learned.set(validator, memo);
-  }
-  if (memo.round !== undefined && now < memo.until) return memo.round;
-  if ((memo.noWallet.get(partyId) ?? 0) > now) return undefined;
-  try {
-    const round = (await validator.externalPartyBalance(partyId)).computed_as_of_round;
-    memo.round = round;
-    memo.until = now + ROUND_TTL_MS;
-    return round;
-  } catch (e) {
-    if (isCantonApiError(e) && e.status === 404) {
-      // No external-party wallet for this party.
-      if (memo.noWallet.size >= 10_000) memo.noWallet.clear();
-      memo.noWallet.set(partyId, now + ROUND_TTL_MS);
-      return undefined;
+  const memo = learned.get(client);
+  if (memo && !fresh && now < memo.until) return memo.rounds;
+  const { rounds, ttlMs } = await fetch();
+  learned.set(client, { rounds, until: now + Math.min(ROUND_TTL_MS, ttlMs ?? ROUND_TTL_MS) });
+  return rounds;
+}
+
+/**
+ * The open rounds from Scan, else the validator's scan proxy (also when Scan
+ * fails). Undefined when neither is configured or neither answers: valuing
+ * holdings is then left to the newest created-in round (a lower bound) and
+ * the participant's prepare has the last word. A transfer never fails here.
+ */
+async function openRoundsFor(ctx: FlowContext, fresh: boolean): Promise<OpenRound[] | undefined> {
+  const { scan, validator } = ctx;
+  const sources: (() => Promise<OpenRound[]>)[] = [];
+  if (scan)
+    sources.push(() =>
+      roundsFrom(
+        scan,
+        async () => {
+          const r = await scan.getOpenAndIssuingMiningRounds();
+          return { rounds: openRoundsOf(r), ttlMs: Math.floor(r.time_to_live_in_microseconds / 1000) };
+        },
+        fresh,
+      ),
+    );
+  if (validator)
+    sources.push(() =>
+      roundsFrom(
+        validator,
+        async () => ({ rounds: openRoundsOf(await validator.scanProxyOpenAndIssuingMiningRounds()) }),
+        fresh,
+      ),
+    );
+  for (const source of sources) {
+    try {
+      return await source();
+    } catch {
+      // Scan or the proxy down, refusing us, or answering off-spec: try the next, then do without.
     }
-    throw e;
   }
+  return undefined;
+}
+
+/**
+ * The round a transfer would run in: the open round with the highest number
+ * whose `opensAt` is before `ROUND_LOOKAHEAD_MS` from now (the registry's
+ * choice-context round; see the header). When the remembered rounds are
+ * behind what the ledger shows (a holding created in a newer round), they are
+ * fetched again. When no round has opened by the (possibly skewed) clock, the
+ * lowest open round; undefined without Scan or validator, or without open rounds.
+ */
+async function currentRound(ctx: FlowContext, newestCreated: number): Promise<number | undefined> {
+  const at = nowUsOf(ctx) + BigInt(ROUND_LOOKAHEAD_MS) * 1000n;
+  const pick = (rounds: readonly OpenRound[]) => (usableRound(rounds, at) ?? rounds[0])?.number;
+  let round = pick((await openRoundsFor(ctx, false)) ?? []);
+  if (round !== undefined && round < newestCreated) round = pick((await openRoundsFor(ctx, true)) ?? []);
+  return round;
 }
 
 // ---- input selection ----------------------------------------------------------------------------

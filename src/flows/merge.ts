@@ -12,10 +12,12 @@
  * initial amount, and Amulet deducts those fees when the holding is spent.
  * The self-transfer creates the amount for the party plus, when the inputs
  * are worth more than amount + fees, one change holding: with no reserve on
- * a network without transfer fees each batch becomes ONE holding. The
- * reserve is for what the value does not foresee (a round turning over
- * before the transfer runs, transfer fees); when it falls short, the
- * participant refuses to prepare the transfer and nothing is signed.
+ * a network without transfer fees each batch becomes ONE holding. The round
+ * is the one the transfer runs in, from Scan's (or the scan proxy's) open
+ * rounds, for every party (holdings.ts `currentRound`). The reserve is for
+ * what the value does not foresee (transfer fees, a round the rounds source
+ * did not list turning over before the transfer runs); when it falls short,
+ * the participant refuses to prepare the transfer and nothing is signed.
  */
 
 import { fromUnits } from '../intent/decimal.js';

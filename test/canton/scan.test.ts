@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { staticBearer } from '../../src/canton/auth.js';
 import { CantonApiError } from '../../src/canton/errors.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
+import { openRoundsOf, usableRound } from '../../src/canton/scan/rounds.js';
 import type { SortOrder, TransactionHistoryItem } from '../../src/canton/scan/schemas.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
 import { type StubServer, send, startStubServer } from '../support/stub-server.js';
@@ -376,6 +377,55 @@ describe('ScanClient: single calls round-trip', () => {
     expect(hits).toHaveLength(1);
   });
 
+  it('getOpenAndIssuingMiningRounds: POST with empty cache lists; the rounds and the one a transfer runs in', async () => {
+    const round = (id: string, n: number, opensAt: string) => ({
+      contract: {
+        template_id: `3ca1343ab26b453d38c8adb70dca5f1ead8440c42b59b68f070786955cbf9ec1:Splice.Round:OpenMiningRound`,
+        contract_id: id,
+        payload: { dso: DSO, round: { number: String(n) }, opensAt, targetClosesAt: '2026-03-01T13:00:00Z' },
+        created_event_blob: Buffer.from(`blob of ${id}`).toString('base64'),
+        created_at: '2026-03-01T11:40:00.000000Z',
+      },
+      domain_id: DOMAIN,
+    });
+    const body = {
+      time_to_live_in_microseconds: 120_000_000,
+      open_mining_rounds: {
+        '00r41': round('00r41', 41, '2026-03-01T11:40:00Z'),
+        '00r43': round('00r43', 43, '2026-03-01T12:00:00.000001Z'),
+        '00r42': round('00r42', 42, '2026-03-01T11:50:00Z'),
+      },
+      issuing_mining_rounds: {},
+    };
+    expect(schemaProblems('GetOpenAndIssuingMiningRoundsResponse', body)).toEqual([]);
+    const hits = server.route('POST', '/v0/open-and-issuing-mining-rounds', (res) => send(res, 200, body));
+    const r = await client().getOpenAndIssuingMiningRounds();
+    expect(r).toEqual(body);
+    const sent = JSON.parse(hits[0]!.body) as unknown;
+    expect(sent).toEqual({
+      cached_open_mining_round_contract_ids: [],
+      cached_issuing_round_contract_ids: [],
+    });
+    expect(schemaProblems('GetOpenAndIssuingMiningRoundsRequest', sent)).toEqual([]);
+    const rounds = openRoundsOf(r);
+    expect(rounds.map((x) => x.number)).toEqual([41, 42, 43]);
+    // Splice's latest usable round: the newest whose opensAt has passed, not the newest listed.
+    const at = (iso: string) => BigInt(Date.parse(iso)) * 1000n;
+    expect(usableRound(rounds, at('2026-03-01T12:00:00Z'))?.number).toBe(42);
+    expect(usableRound(rounds, at('2026-03-01T12:00:00Z') + 2n)?.number).toBe(43);
+    expect(usableRound(rounds, at('2026-03-01T11:40:00Z'))).toBeUndefined();
+    // Off-spec answers are refused: a missing TTL, a round without its number.
+    server.route('POST', '/v0/open-and-issuing-mining-rounds', (res) =>
+      send(res, 200, { open_mining_rounds: {}, issuing_mining_rounds: {} }),
+    );
+    expect((await failure(client().getOpenAndIssuingMiningRounds())).code).toBe('INVALID_RESPONSE');
+    const noNumber = round('00r44', 44, '2026-03-01T12:10:00Z');
+    noNumber.contract.payload.round = {} as { number: string };
+    expect(() => openRoundsOf({ ...body, open_mining_rounds: { '00r44': noNumber } })).toThrow(
+      /round number/,
+    );
+  });
+
   it('getDsoPartyId', async () => {
     const body = { dso_party_id: DSO };
     expect(schemaProblems('GetDsoPartyIdResponse', body)).toEqual([]);
@@ -455,6 +505,12 @@ describe('ScanClient: every path and verb it uses exists in scan.yaml', () => {
     ['POST', '/v0/ans-rules', 'GetAnsRulesRequest', 'GetAnsRulesResponse'],
     ['POST', '/v0/holdings/summary', 'HoldingsSummaryRequest', 'HoldingsSummaryResponse'],
     ['GET', '/v0/dso-party-id', undefined, 'GetDsoPartyIdResponse'],
+    [
+      'POST',
+      '/v0/open-and-issuing-mining-rounds',
+      'GetOpenAndIssuingMiningRoundsRequest',
+      'GetOpenAndIssuingMiningRoundsResponse',
+    ],
   ];
   const templateRegex = (t: string) =>
     new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+')}$`);

@@ -388,6 +388,31 @@ const CASES: Case[] = [
     call: (v) => v.onboardUser({ name: 'alice', party_id: PARTY, createPartyIfMissing: false }),
   },
   {
+    name: 'scanProxyOpenAndIssuingMiningRounds',
+    method: 'GET',
+    path: '/v0/scan-proxy/open-and-issuing-mining-rounds',
+    spec: scanProxySpec,
+    template: '/v0/scan-proxy/open-and-issuing-mining-rounds',
+    response: {
+      component: 'GetOpenAndIssuingMiningRoundsProxyResponse',
+      body: {
+        open_mining_rounds: [
+          withState(
+            contract('Splice.Round:OpenMiningRound', '00ab07', {
+              dso: DSO,
+              round: { number: '42' },
+              opensAt: '2026-03-01T11:50:00Z',
+              targetClosesAt: '2026-03-01T12:10:00Z',
+            }),
+          ),
+        ],
+        issuing_mining_rounds: [],
+      },
+    },
+    auth: 'proxy',
+    call: (v) => v.scanProxyOpenAndIssuingMiningRounds(),
+  },
+  {
     name: 'scanProxyDsoPartyId',
     method: 'GET',
     path: '/v0/scan-proxy/dso-party-id',
@@ -804,6 +829,7 @@ describe('ValidatorClient: retries follow idempotency', () => {
     'cancelTransferPreapproval',
     'listUsers',
     'scanProxyDsoPartyId',
+    'scanProxyOpenAndIssuingMiningRounds',
     'scanProxyTransferCommandStatus',
     'scanProxyHoldingsSummary',
     'registry().getTransferFactory',
@@ -870,7 +896,7 @@ describe('ValidatorClient: every path and verb it uses exists in the published d
     const names = new Set(CASES.map((c) => c.name));
     expect(names.size).toBe(CASES.length);
     expect(CASES.filter((c) => c.spec === validatorSpec).length).toBe(14);
-    expect(CASES.filter((c) => c.spec === scanProxySpec).length).toBe(8);
+    expect(CASES.filter((c) => c.spec === scanProxySpec).length).toBe(9);
     expect(CASES.filter((c) => c.spec === registrySpec).length).toBe(4);
   });
 });

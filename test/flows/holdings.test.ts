@@ -8,13 +8,15 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ScanClient } from '../../src/canton/scan/client.js';
+import { ValidatorClient } from '../../src/canton/validator/client.js';
 import { DUST_THRESHOLD, partyBalance } from '../../src/flows/balance.js';
+import type { FlowContext } from '../../src/flows/context.js';
 import {
   feeRoundOf,
   type Holding,
   listHoldings,
   MAX_INPUTS,
-  ROUND_MARGIN,
   selectInputs,
   sumUnits,
   toUnits,
@@ -178,9 +180,9 @@ describe('selectInputs', () => {
     expect(refusalOf(() => selectInputs(hs, '9.5', { asOfRound: 1000 })).details.available).toBe(
       '0.0000000000',
     );
-    // Default round: the current round listHoldings learned, plus the margin; else the newest created-in round.
+    // Default round: the round a transfer runs in as listHoldings learned it; else the newest created-in round.
     expect(feeRoundOf(hs)).toBe(6);
-    expect(feeRoundOf([{ ...hs[0]!, holdingFee: { ...fee, currentRound: 8 } }])).toBe(8 + ROUND_MARGIN);
+    expect(feeRoundOf([{ ...hs[0]!, holdingFee: { ...fee, currentRound: 8 } }])).toBe(8);
     expect(refusalOf(() => selectInputs(hs, '10.6')).details).toMatchObject({
       available: '10.5000000000',
       holdingFees: '0.5000000000',
@@ -194,6 +196,20 @@ describe('selectInputs', () => {
     expect(feeRoundOf(other)).toBeUndefined();
   });
 });
+
+/**
+ * The flow context with new Scan and validator clients: they have learned no rounds
+ * yet, as after ROUND_TTL_MS (the sandbox opens a round as it creates it, where
+ * Splice lists it a tick ahead). `scan: false`: no Scan, the validator's scan proxy.
+ */
+function freshCtx(env: FlowEnv, opts: { scan?: boolean } = {}): FlowContext {
+  const { scan: _scan, ...rest } = env.ctx;
+  const validator = new ValidatorClient({ baseUrl: env.sb.urls.validator, retry: { attempts: 1 } });
+  if (opts.scan === false) return { ...rest, validator };
+  return { ...rest, validator, scan: new ScanClient({ baseUrl: env.sb.urls.scan, retry: { attempts: 1 } }) };
+}
+
+const RATE = '0.0000190259';
 
 describe('against the sandbox', () => {
   let env: FlowEnv;
@@ -273,23 +289,23 @@ describe('against the sandbox', () => {
 
   it('a transfer after rounds passed: the whole initial amount is refused before anything is prepared, naming the fees; its value goes through', async () => {
     const carol = await env.addParty('carol');
-    // Onboarded through the validator's setup proposal: the validator keeps a wallet (the balance round).
+    // Onboarded through the validator's setup proposal (the validator keeps a wallet): no difference now.
     await env.validator.createSetupProposal({ user_party_id: carol.partyId });
     await acceptSetupProposal(env.ctx, carol.partyId);
     const tapped = env.net.tap(carol.partyId, '10');
     env.net.advanceRound();
     env.net.advanceRound();
-    const [h] = await listHoldings(env.ctx, carol.partyId, {
-      instrument: { admin: env.net.dso, id: 'Amulet' },
-    });
-    const earliest = Number(env.net.latestRound().number) - 1;
+    const ctx = freshCtx(env);
+    const amulet = { admin: env.net.dso, id: 'Amulet' };
+    const [h] = await listHoldings(ctx, carol.partyId, { instrument: amulet });
+    // The exact round the registry's choice context uses: the newest open round (opened on creation here).
     expect(h).toMatchObject({
       cid: tapped.contractId,
       amount: '10.0000000000',
-      holdingFee: { ratePerRound: '0.0000190259', currentRound: earliest },
+      holdingFee: { ratePerRound: RATE, currentRound: Number(env.net.latestRound().number) },
     });
     const before = env.journal.records.length;
-    const e = await transfer(env.ctx, { from: carol.partyId, to: carol.partyId, amount: '10' }).then(
+    const e = await transfer(ctx, { from: carol.partyId, to: carol.partyId, amount: '10' }).then(
       () => undefined,
       (x: unknown) => x,
     );
@@ -298,16 +314,104 @@ describe('against the sandbox', () => {
       /insufficient funds: .* of holding fees as of round \d+ \(10 before fees\)/,
     );
     expect(env.journal.records.length).toBe(before); // nothing prepared, nothing signed
-    const r = await transfer(env.ctx, { from: carol.partyId, to: carol.partyId, amount: '9.99' });
+    const r = await transfer(ctx, { from: carol.partyId, to: carol.partyId, amount: '9.99' });
     expect(r.kind).toBe('self');
-    // The round is remembered for ROUND_TTL_MS: more transfers cost no more calls to the validator.
-    const asked = vi.spyOn(env.ctx.validator!, 'externalPartyBalance');
+    // The rounds are remembered for ROUND_TTL_MS: more transfers cost no more calls to Scan.
+    const asked = vi.spyOn(ctx.scan!, 'getOpenAndIssuingMiningRounds');
     try {
-      for (let i = 0; i < 3; i++)
-        await listHoldings(env.ctx, carol.partyId, { instrument: { admin: env.net.dso, id: 'Amulet' } });
+      for (let i = 0; i < 3; i++) await listHoldings(ctx, carol.partyId, { instrument: amulet });
       expect(asked).not.toHaveBeenCalled();
     } finally {
       asked.mockRestore();
     }
+  });
+});
+
+describe('after rounds passed, for a party the validator keeps no wallet for', () => {
+  let env: FlowEnv;
+  const amulet = () => ({ admin: env.net.dso, id: 'Amulet' });
+  /** Fees of `n` holdings created in round `created`, as of round `asOf`, as a decimal. */
+  const feesOf = (n: number, created: bigint, asOf: bigint) =>
+    fromUnits(BigInt(n) * toUnits(RATE) * (asOf - created));
+
+  beforeAll(async () => {
+    env = await flowEnv({ seed: 'holdings-rounds' });
+  });
+  afterAll(async () => env?.close());
+
+  it.each([
+    ['Scan', true],
+    ['the validator scan proxy', false],
+  ])(
+    'sending the whole holding is refused before anything is prepared, with the fee figures (rounds from %s); its exact value goes through',
+    async (_source, scan) => {
+      const dave = await env.addParty('dave');
+      const created = env.net.latestRound().number;
+      env.net.tap(dave.partyId, '10');
+      env.net.advanceRound();
+      env.net.advanceRound();
+      env.net.advanceRound();
+      const round = env.net.latestRound().number;
+      const ctx = freshCtx(env, { scan });
+      // No external-party wallet: the validator's balance endpoint has no round for this party.
+      await expect(env.validator.externalPartyBalance(dave.partyId)).rejects.toMatchObject({ status: 404 });
+      const fees = feesOf(1, created, round);
+      const value = fromUnits(toUnits('10') - toUnits(fees));
+      const before = env.journal.records.length;
+      const e = await transfer(ctx, { from: dave.partyId, to: dave.partyId, amount: '10' }).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(Refusal);
+      expect((e as Refusal).message).toBe(
+        `insufficient funds: 1 unlocked Amulet holding(s) hold ${shortAmount(value)} after ${shortAmount(fees)} of holding fees as of round ${round} (10 before fees), the transfer needs 10`,
+      );
+      expect((e as Refusal).details).toEqual({
+        available: value,
+        needed: '10.0000000000',
+        holdingFees: fees,
+        asOfRound: String(round),
+      });
+      expect(env.journal.records.length).toBe(before); // nothing prepared, nothing signed
+      // "Send the whole balance": its value as of the round the transfer runs in is accepted.
+      const r = await transfer(ctx, { from: dave.partyId, to: dave.partyId, amount: value });
+      expect(r.kind).toBe('self');
+      const after = await listHoldings(ctx, dave.partyId, { instrument: amulet() });
+      expect(after.map((h) => h.amount)).toEqual([value]);
+    },
+  );
+
+  it('a merge (no fee reserve) succeeds, into one holding, with the total reduced by the fees', async () => {
+    const erin = await env.addParty('erin');
+    const created = env.net.latestRound().number;
+    for (let i = 0; i < 12; i++) env.net.tap(erin.partyId, '2');
+    env.net.advanceRound();
+    env.net.advanceRound();
+    const round = env.net.latestRound().number;
+    const r = await mergeHoldings(freshCtx(env), erin.partyId, { threshold: 1 });
+    const fees = feesOf(12, created, round);
+    expect(r.before).toEqual({ count: 12, total: '24.0000000000' });
+    expect(r.after).toEqual({ count: 1, total: fromUnits(toUnits('24') - toUnits(fees)) });
+    expect(r.transactions).toHaveLength(1);
+    expect(r.transactions[0]!.inputs).toHaveLength(12);
+  });
+
+  it('Scan failing: the proxy answers instead; both failing: holdings are valued without the round, the transfer is not failed here', async () => {
+    const frank = await env.addParty('frank');
+    env.net.tap(frank.partyId, '10');
+    env.net.advanceRound();
+    const round = env.net.latestRound().number;
+    const down = () => Promise.reject(new Error('unreachable'));
+    const ctx = freshCtx(env);
+    vi.spyOn(ctx.scan!, 'getOpenAndIssuingMiningRounds').mockImplementation(down);
+    const [h] = await listHoldings(ctx, frank.partyId, { instrument: amulet() });
+    expect(h!.holdingFee?.currentRound).toBe(Number(round));
+    const dark = freshCtx(env);
+    vi.spyOn(dark.scan!, 'getOpenAndIssuingMiningRounds').mockImplementation(down);
+    vi.spyOn(dark.validator!, 'scanProxyOpenAndIssuingMiningRounds').mockImplementation(down);
+    const [g] = await listHoldings(dark, frank.partyId, { instrument: amulet() });
+    expect(g!.holdingFee?.currentRound).toBeUndefined();
+    const r = await transfer(dark, { from: frank.partyId, to: frank.partyId, amount: '5' });
+    expect(r.kind).toBe('self');
   });
 });

@@ -3,7 +3,7 @@
  * sandbox's Scan: transaction history derived from taps, the genesis mint and
  * transfers, paged in both orders with several page sizes (no gap, no overlap),
  * Scan's 400/404 answers, holdings summaries with holding fees, ANS lookups,
- * the DSO party, preapprovals, transfer command counters and statuses; responses
+ * the DSO party, open mining rounds, preapprovals, transfer command counters and statuses; responses
  * are checked against the published OpenAPI documents.
  */
 import { randomUUID } from 'node:crypto';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
+import { openRoundsOf, usableRound } from '../../src/canton/scan/rounds.js';
 import type { TransactionHistoryItem } from '../../src/canton/scan/schemas.js';
 import { ValidatorClient } from '../../src/canton/validator/client.js';
 import {
@@ -18,6 +19,7 @@ import {
   ansEntryContract,
   HOLDING_FEE_RATE,
   holdingsOf,
+  openRounds,
   subAmounts,
   transferCommandCounterContract,
   transferPreapprovalContract,
@@ -27,6 +29,8 @@ import type { SandboxNetwork } from '../../src/sandbox/network.js';
 import { amuletRecord, ID, lockedAmuletRecord } from '../../src/sandbox/prepared/common.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+
+const scanProxySpec = loadSpec(join(SPECS_DIR, 'splice-0.6.1/scan-proxy.yaml'));
 
 const scanSpec = loadSpec(join(SPECS_DIR, 'splice-0.6.1/scan.yaml'));
 
@@ -365,6 +369,42 @@ describe('ANS, DSO party, preapprovals, counters', () => {
       cached_ans_rules_domain_id: r.ans_rules_update.domain_id!,
     });
     expect(cached.ans_rules_update).toEqual({ domain_id: net.synchronizerId });
+  });
+
+  it('serves the open mining rounds on Scan (POST, cached contracts left out) and the proxy (GET)', async () => {
+    const rounds = openRounds(net.store);
+    const r = await scan.getOpenAndIssuingMiningRounds();
+    expect(validateAgainst(scanSpec, 'GetOpenAndIssuingMiningRoundsResponse', r)).toEqual([]);
+    expect(Object.keys(r.open_mining_rounds).sort()).toEqual(rounds.map((x) => x.contractId).sort());
+    expect(r.issuing_mining_rounds).toEqual({});
+    expect(r.time_to_live_in_microseconds).toBeGreaterThanOrEqual(0);
+    expect(r.time_to_live_in_microseconds).toBeLessThanOrEqual(net.roundIntervalMs * 1000);
+    const parsed = openRoundsOf(r);
+    expect(parsed.map((x) => BigInt(x.number))).toEqual(rounds.map((x) => x.number));
+    expect(parsed.map((x) => x.opensAtUs)).toEqual(rounds.map((x) => x.opensAt));
+    // The round a transfer runs in is the sandbox's choice-context round.
+    expect(usableRound(parsed, net.clock.now() + 1n)?.number).toBe(Number(net.latestRound().number));
+
+    const first = rounds[0]!.contractId;
+    const cached = await scan.getOpenAndIssuingMiningRounds({
+      cached_open_mining_round_contract_ids: [first, '00gone'],
+      cached_issuing_round_contract_ids: [],
+    });
+    expect(cached.open_mining_rounds[first]).toEqual({ domain_id: net.synchronizerId });
+    expect(cached.open_mining_rounds['00gone']).toBeUndefined();
+    expect(cached.open_mining_rounds[rounds[1]!.contractId]?.contract).toBeDefined();
+    const bad = await fetch(`${sb.urls.scan}/v0/open-and-issuing-mining-rounds`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ cached_open_mining_round_contract_ids: [] }),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/cached_issuing_round_contract_ids/);
+
+    const proxied = await validator.scanProxyOpenAndIssuingMiningRounds();
+    expect(validateAgainst(scanProxySpec, 'GetOpenAndIssuingMiningRoundsProxyResponse', proxied)).toEqual([]);
+    expect(proxied.open_mining_rounds).toEqual(rounds.map((x) => r.open_mining_rounds[x.contractId]));
+    expect(proxied.issuing_mining_rounds).toEqual([]);
   });
 
   it('answers the DSO party on Scan and the proxy', async () => {

@@ -1,9 +1,10 @@
 /**
  * Client of a Splice Scan app (`/api/scan`, `scan.yaml` of Splice 0.6.1): transaction
- * history paging, ANS lookups, ANS rules, holdings summary, DSO party id.
+ * history paging, ANS lookups, ANS rules, holdings summary, DSO party id, open and
+ * issuing mining rounds.
  *
  * Every call here only reads. The POST endpoints (`/v0/transactions`, `/v0/ans-rules`,
- * `/v0/holdings/summary`) take their query in a body but change nothing on the server,
+ * `/v0/holdings/summary`, `/v0/open-and-issuing-mining-rounds`) take their query in a body but change nothing on the server,
  * so they are sent as idempotent and retried like GETs.
  */
 import { encodePath, HttpClient, type HttpClientOptions } from '../http.js';
@@ -13,6 +14,9 @@ import {
   GetAnsRulesResponseSchema,
   type GetDsoPartyIdResponse,
   GetDsoPartyIdResponseSchema,
+  type GetOpenAndIssuingMiningRoundsRequest,
+  type GetOpenAndIssuingMiningRoundsResponse,
+  GetOpenAndIssuingMiningRoundsResponseSchema,
   type HoldingsSummaryRequest,
   type HoldingsSummaryResponse,
   HoldingsSummaryResponseSchema,
@@ -173,6 +177,31 @@ export class ScanClient {
       path: '/v0/holdings/summary',
       body: req,
       response: HoldingsSummaryResponseSchema,
+      idempotent: true,
+      timeoutMs: opts?.timeoutMs,
+    });
+  }
+
+  /**
+   * `POST /v0/open-and-issuing-mining-rounds` (`getOpenAndIssuingMiningRounds`). With no
+   * cached ids (the default) every round comes with its contract. Read-only → idempotent.
+   */
+  async getOpenAndIssuingMiningRounds(
+    req: GetOpenAndIssuingMiningRoundsRequest = {
+      cached_open_mining_round_contract_ids: [],
+      cached_issuing_round_contract_ids: [],
+    },
+    opts?: CallOptions,
+  ): Promise<GetOpenAndIssuingMiningRoundsResponse> {
+    const body: GetOpenAndIssuingMiningRoundsRequest = {
+      cached_open_mining_round_contract_ids: [...req.cached_open_mining_round_contract_ids],
+      cached_issuing_round_contract_ids: [...req.cached_issuing_round_contract_ids],
+    };
+    return this.http.request({
+      method: 'POST',
+      path: '/v0/open-and-issuing-mining-rounds',
+      body,
+      response: GetOpenAndIssuingMiningRoundsResponseSchema,
       idempotent: true,
       timeoutMs: opts?.timeoutMs,
     });

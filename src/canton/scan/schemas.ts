@@ -93,6 +93,41 @@ export const GetAnsRulesResponseSchema = z.object({ ans_rules_update: MaybeCache
 export type GetAnsRulesResponse = z.output<typeof GetAnsRulesResponseSchema>;
 
 // ------------------------------------------------------------------------------------------
+// Mining rounds
+
+/**
+ * `GetOpenAndIssuingMiningRoundsRequest`: the contract ids the caller already holds
+ * (their `contract` is then left out of the answer). Empty arrays ask for everything.
+ */
+export interface GetOpenAndIssuingMiningRoundsRequest {
+  cached_open_mining_round_contract_ids: string[];
+  cached_issuing_round_contract_ids: string[];
+}
+
+/**
+ * `GetOpenAndIssuingMiningRoundsResponse` (Scan): `Splice.Round.OpenMiningRound` and
+ * `IssuingMiningRound` contracts keyed by contract id (`MaybeCachedContractWithStateMap`),
+ * and a suggested cache TTL that expires before any round missing here opens.
+ */
+export const GetOpenAndIssuingMiningRoundsResponseSchema = z.object({
+  time_to_live_in_microseconds: int,
+  open_mining_rounds: z.record(z.string(), MaybeCachedContractWithStateSchema),
+  issuing_mining_rounds: z.record(z.string(), MaybeCachedContractWithStateSchema),
+});
+export type GetOpenAndIssuingMiningRoundsResponse = z.output<
+  typeof GetOpenAndIssuingMiningRoundsResponseSchema
+>;
+
+/** `GetOpenAndIssuingMiningRoundsProxyResponse` (validator scan proxy): plain lists, no TTL. */
+export const GetOpenAndIssuingMiningRoundsProxyResponseSchema = z.object({
+  open_mining_rounds: z.array(ContractWithStateSchema),
+  issuing_mining_rounds: z.array(ContractWithStateSchema),
+});
+export type GetOpenAndIssuingMiningRoundsProxyResponse = z.output<
+  typeof GetOpenAndIssuingMiningRoundsProxyResponseSchema
+>;
+
+// ------------------------------------------------------------------------------------------
 // Holdings summary
 
 /** `HoldingsSummaryRequest`. */

@@ -41,6 +41,8 @@ import {
   GenerateExternalPartyTopologyResponseSchema,
   type GetDsoPartyIdResponse,
   GetDsoPartyIdResponseSchema,
+  type GetOpenAndIssuingMiningRoundsProxyResponse,
+  GetOpenAndIssuingMiningRoundsProxyResponseSchema,
   type HoldingsSummaryRequest,
   type HoldingsSummaryResponse,
   HoldingsSummaryResponseSchema,
@@ -386,6 +388,21 @@ export class ValidatorClient {
       method: 'GET',
       path: `${SCAN_PROXY}/dso-party-id`,
       response: GetDsoPartyIdResponseSchema,
+      timeoutMs: opts?.timeoutMs,
+    });
+  }
+
+  /**
+   * `GET /v0/scan-proxy/open-and-issuing-mining-rounds` (`getOpenAndIssuingMiningRounds`):
+   * the open and issuing rounds as lists (no cache ids, no TTL, unlike Scan's POST).
+   */
+  async scanProxyOpenAndIssuingMiningRounds(
+    opts?: CallOptions,
+  ): Promise<GetOpenAndIssuingMiningRoundsProxyResponse> {
+    return this.proxy.request({
+      method: 'GET',
+      path: `${SCAN_PROXY}/open-and-issuing-mining-rounds`,
+      response: GetOpenAndIssuingMiningRoundsProxyResponseSchema,
       timeoutMs: opts?.timeoutMs,
     });
   }

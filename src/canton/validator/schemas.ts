@@ -17,6 +17,8 @@ export {
   ContractWithStateSchema,
   type GetDsoPartyIdResponse,
   GetDsoPartyIdResponseSchema,
+  type GetOpenAndIssuingMiningRoundsProxyResponse,
+  GetOpenAndIssuingMiningRoundsProxyResponseSchema,
   type HoldingsSummaryRequest,
   type HoldingsSummaryResponse,
   HoldingsSummaryResponseSchema,

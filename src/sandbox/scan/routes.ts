@@ -1,11 +1,12 @@
 /**
  * The sandbox's Scan (`/api/scan/v0/...`) and the validator's BFT scan proxy
  * (`/api/validator/v0/scan-proxy/...`): transaction history, ANS entries and
- * rules, holdings summaries, the DSO party, transfer preapprovals, transfer
- * command counters and statuses — the paths, bodies, statuses and `{error}`
+ * rules, holdings summaries, the DSO party, open (and issuing) mining rounds,
+ * transfer preapprovals, transfer command counters and statuses — the paths, bodies, statuses and `{error}`
  * bodies of Splice's `scan.yaml` / `scan-proxy.yaml`, read off the sandbox ledger.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { openRounds } from '../amulet.js';
 import { transferCommandStatus } from '../automation.js';
 import type { SandboxContext } from '../context.js';
 import { spliceError } from '../errors.js';
@@ -137,6 +138,28 @@ function registerShared(app: FastifyInstance, ctx: SandboxContext, prefix: strin
   });
 }
 
+/** A required array of contract ids in a request body. */
+function idList(b: Record<string, unknown>, name: string): string[] {
+  const v = b[name];
+  if (v === undefined || v === null) throw spliceError(400, `Missing required field ${name}`);
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string'))
+    throw spliceError(400, `Invalid ${name}: expected an array of contract ids`);
+  return v as string[];
+}
+
+/**
+ * Suggested cache TTL of Scan's rounds answer (µs): until the round timer opens the
+ * next round, which opens as it is created (0 once that is due). Rounds advanced by
+ * hand (`advance`, tests) are not foreseen.
+ */
+function roundsTtlUs(ctx: SandboxContext): number {
+  const rs = openRounds(ctx.net.store);
+  const newest = rs[rs.length - 1];
+  if (!newest) return 0;
+  const due = newest.createdAt + BigInt(ctx.net.roundIntervalMs) * 1000n - ctx.net.clock.now();
+  return due > 0n ? Number(due) : 0;
+}
+
 function counterOf(ctx: SandboxContext, sender: string): Contract | undefined {
   return ctx.net.store
     .activeContracts('Splice.ExternalPartyAmuletRules:TransferCommandCounter')
@@ -166,9 +189,40 @@ export function registerScanRoutes(app: FastifyInstance, ctx: SandboxContext): v
       }),
     };
   });
+
+  // The sandbox keeps no IssuingMiningRound contracts (no rewards are minted): always empty.
+  app.post(
+    `${prefix}/open-and-issuing-mining-rounds`,
+    config('scan', 'getOpenAndIssuingMiningRounds'),
+    async (req) => {
+      const b = body(req);
+      const cachedOpen = new Set(idList(b, 'cached_open_mining_round_contract_ids'));
+      idList(b, 'cached_issuing_round_contract_ids');
+      const open: Record<string, unknown> = {};
+      for (const r of openRounds(ctx.net.store)) {
+        const current = contractWithState(ctx.net, r.contract);
+        open[r.contractId] = cachedOpen.has(r.contractId) ? { domain_id: current.domain_id } : current;
+      }
+      return {
+        time_to_live_in_microseconds: roundsTtlUs(ctx),
+        open_mining_rounds: open,
+        issuing_mining_rounds: {},
+      };
+    },
+  );
 }
 
 /** The validator's BFT scan proxy: `/api/validator/v0/scan-proxy/...`. */
 export function registerScanProxyRoutes(app: FastifyInstance, ctx: SandboxContext): void {
-  registerShared(app, ctx, '/api/validator/v0/scan-proxy', 'scan-proxy');
+  const prefix = '/api/validator/v0/scan-proxy';
+  registerShared(app, ctx, prefix, 'scan-proxy');
+
+  app.get(
+    `${prefix}/open-and-issuing-mining-rounds`,
+    config('scan-proxy', 'getOpenAndIssuingMiningRounds'),
+    async () => ({
+      open_mining_rounds: openRounds(ctx.net.store).map((r) => contractWithState(ctx.net, r.contract)),
+      issuing_mining_rounds: [],
+    }),
+  );
 }
