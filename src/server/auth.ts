@@ -238,9 +238,14 @@ function mapJoseError(e: unknown): AuthError {
       case 'typ':
         return new AuthError('malformed', "the token's typ header is not the one this service requires");
       case 'iat':
-        return e.reason === 'missing'
-          ? new AuthError('malformed', 'the token has no issued-at time (iat), which this service requires')
-          : new AuthError('not_yet_valid', 'the token was issued in the future (iat)');
+        if (e.reason === 'missing')
+          return new AuthError(
+            'malformed',
+            'the token has no issued-at time (iat), which this service requires',
+          );
+        if (e.reason === 'check_failed')
+          return new AuthError('not_yet_valid', 'the token was issued in the future (iat)');
+        return new AuthError('malformed', "the token's iat claim is invalid");
       default:
         return new AuthError(
           'malformed',
