@@ -48,6 +48,7 @@ function onboardText(r: OnboardResult): string {
     ['status', STATUS_TEXT[r.status]],
     ...recordRows(r.party),
     ['signed', r.signedHashes.length ? r.signedHashes.join('\n              ') : undefined],
+    ['warning', r.warnings?.length ? r.warnings.join('\n              ') : undefined],
   ]);
 }
 

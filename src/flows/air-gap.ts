@@ -43,8 +43,16 @@ export interface TopologyExport {
     path: 'validator' | 'ledger-api';
   };
   synchronizerId: string;
-  /** How to run the onboarding again after the import (hint, key label, path). */
-  onboarding: { hint: string; keyLabel: string; path: 'validator' | 'ledger-api'; synchronizerId?: string };
+  /** How to run the onboarding again after the import: the options it was asked with. */
+  onboarding: {
+    hint: string;
+    keyLabel: string;
+    path: 'validator' | 'ledger-api';
+    synchronizerId?: string;
+    participantId?: string;
+    /** Only when false (the default grants). */
+    grantRights?: boolean;
+  };
 }
 
 export interface AirGapExporter {

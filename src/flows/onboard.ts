@@ -55,6 +55,8 @@ export interface OnboardResult {
   status: 'new' | 'existing' | 'recovered';
   /** Hex of each hash signed (none for existing / recovered). */
   signedHashes: string[];
+  /** What did not work but did not stop the onboarding (a failed rights grant for a booked party). */
+  warnings?: string[];
 }
 
 export interface OnboardOptions {
@@ -89,13 +91,16 @@ interface Run {
 
 function startRun(ctx: FlowContext, flow: string, partyId: string): Run {
   const intent = onboardingIntent(partyId);
+  const id = randomUUID();
   return {
     flow,
-    id: randomUUID(),
+    id,
     partyId,
     intent,
+    // Every record names its run, so that the journal tells one run's outcome from another's.
     rec: async (step, extra = {}) => {
-      await ctx.recorder?.record({ flow, step, partyId, intent, ...extra });
+      const facts = { ...((extra.facts as Record<string, string> | undefined) ?? {}), run: id };
+      await ctx.recorder?.record({ flow, step, partyId, intent, ...extra, facts });
     },
   };
 }
@@ -226,22 +231,30 @@ async function waitHosted(
 }
 
 /**
- * What this signer's journal says about the party's onboarding: whether our key
- * signed for it and which runs submitted it. `undefined`: the journal cannot be
- * read back (no recorder, or one without `partyRecords`).
+ * The runs of this signer that may have created the party, by the journal:
+ * each signed its onboarding with our key and submitted it, and its
+ * submission was not definitely rejected (no `rejected` record, no
+ * `resolved: rejected`). `undefined`: the journal cannot be read back (no
+ * recorder, or one without `partyRecords`).
  */
 async function journalEvidence(
   ctx: FlowContext,
   partyId: string,
   fingerprint: string,
-): Promise<{ signed: boolean; submittedBy: string[] } | undefined> {
+): Promise<string[] | undefined> {
   const records = await ctx.recorder?.partyRecords?.(partyId);
   if (records === undefined) return undefined;
-  const ours = records.filter((x) => x.flow.startsWith('onboard-'));
-  return {
-    signed: ours.some((x) => x.step === 'signed' && x.signedBy === fingerprint),
-    submittedBy: ours.filter((x) => x.step === 'submitted').map((x) => x.facts?.run ?? ''),
-  };
+  const runs = new Map<string, { signed: boolean; submitted: boolean; rejected: boolean }>();
+  for (const x of records) {
+    if (!x.flow.startsWith('onboard-')) continue;
+    const id = x.facts?.run ?? '';
+    const r = runs.get(id) ?? { signed: false, submitted: false, rejected: false };
+    if (x.step === 'signed' && x.signedBy === fingerprint) r.signed = true;
+    if (x.step === 'submitted') r.submitted = true;
+    if (x.step === 'rejected' || (x.step === 'resolved' && x.reason === 'rejected')) r.rejected = true;
+    runs.set(id, r);
+  }
+  return [...runs].filter(([, r]) => r.signed && r.submitted && !r.rejected).map(([id]) => id);
 }
 
 async function grant(ctx: FlowContext, partyId: string): Promise<void> {
@@ -367,7 +380,7 @@ async function afterFailedSubmit(
       );
     }
     const ev = h ? await journalEvidence(ctx, run.partyId, fingerprint).catch(() => undefined) : undefined;
-    const earlier = ev?.signed === true && ev.submittedBy.some((id) => id !== run.id);
+    const earlier = ev?.some((id) => id !== run.id) === true;
     await run.rec('resolved', { reason: h && earlier ? 'committed' : 'rejected' });
     if (h && earlier) return h;
     note = h
@@ -465,15 +478,30 @@ async function grantOrJournal(ctx: FlowContext, run: Run): Promise<void> {
   }
 }
 
-/** An already booked party: returned as it is (the rights granted again when asked: a grant is idempotent). */
+/**
+ * An already booked party: returned as it is, the rights granted again when
+ * asked (a grant is idempotent). A retry stays safe: a grant that fails here
+ * is journaled and reported as a warning, not thrown.
+ */
 async function existingResult(
   ctx: FlowContext,
   opts: OnboardOptions,
   flow: string,
   existing: PartyRecord,
 ): Promise<OnboardResult> {
-  if (opts.grantRights ?? true) await grantOrJournal(ctx, startRun(ctx, flow, existing.partyId));
-  return { party: existing, status: 'existing', signedHashes: [] };
+  const warnings: string[] = [];
+  if (opts.grantRights ?? true)
+    await grantOrJournal(ctx, startRun(ctx, flow, existing.partyId)).catch((e: unknown) => {
+      warnings.push(
+        `granting ${ctx.userId} CanActAs + CanReadAs on ${existing.partyId} failed: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    });
+  return {
+    party: existing,
+    status: 'existing',
+    signedHashes: [],
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
 }
 
 /**
@@ -520,14 +548,14 @@ async function recoverHosted(
       ),
     );
   const ev = await journalEvidence(ctx, run.partyId, key.fingerprint);
-  if (!ev?.signed || ev.submittedBy.length === 0)
+  if (!ev || ev.length === 0)
     return refuse(
       run,
       new Refusal(
         'topology_mismatch',
         `the participant reports ${run.partyId} hosted, but ${
           ev
-            ? "this signer's journal has no record of signing and submitting its onboarding"
+            ? "this signer's journal has no record of signing and submitting its onboarding (not rejected)"
             : "this signer's journal cannot be read back"
         }: nothing signed, not booked`,
       ),
@@ -590,9 +618,9 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
     transactions: gen.topology_txs.map((t) => t.topology_tx),
     expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'validator' },
     synchronizerId: ctx.synchronizerId ?? (await firstSynchronizer(ctx)),
-    onboarding: { hint: opts.hint, keyLabel: opts.keyLabel, path: 'validator' },
+    onboarding: { hint: opts.hint, keyLabel: opts.keyLabel, path: 'validator', ...carried(opts) },
   }));
-  await run.rec('submitted', { facts: { run: run.id } });
+  await run.rec('submitted');
   let hosted: { synchronizerId: string } | undefined;
   let reported: string | undefined;
   try {
@@ -648,7 +676,7 @@ export async function onboardViaLedgerApi(
   const run = startRun(ctx, flow, partyId);
   const participantId = await participantOf(ctx, run, opts);
   const participantUid = participantUidOf(participantId);
-  const synchronizerId = opts.synchronizerId ?? ctx.synchronizerId ?? (await firstSynchronizer(ctx));
+  const synchronizerId = await connectedSynchronizer(ctx, opts.synchronizerId ?? ctx.synchronizerId);
   const want: HostingWanted = { participantId, synchronizerId };
   const base = { opts, key, via: 'ledger-api' as const, want };
   const seen = await hostingOf(ctx, partyId, participantId);
@@ -715,9 +743,10 @@ export async function onboardViaLedgerApi(
       keyLabel: opts.keyLabel,
       path: 'ledger-api',
       ...(opts.synchronizerId ? { synchronizerId: opts.synchronizerId } : {}),
+      ...carried(opts),
     },
   }));
-  await run.rec('submitted', { hash: bytesToHex(combined), facts: { run: run.id } });
+  await run.rec('submitted', { hash: bytesToHex(combined) });
   let hosted: { synchronizerId: string } | undefined;
   let reported: string | undefined;
   try {
@@ -742,15 +771,46 @@ export async function onboardViaLedgerApi(
   });
 }
 
+/** The options an onboarding run again after an air-gap import must keep (see `TopologyExport.onboarding`). */
+function carried(opts: OnboardOptions): { participantId?: string; grantRights?: boolean } {
+  return {
+    ...(opts.participantId !== undefined ? { participantId: opts.participantId } : {}),
+    ...(opts.grantRights === false ? { grantRights: false } : {}),
+  };
+}
+
 async function firstSynchronizer(ctx: FlowContext): Promise<string> {
-  const r = await ctx.ledger.connectedSynchronizers({});
-  const s = r.connectedSynchronizers[0];
-  if (!s)
+  return connectedSynchronizer(ctx, undefined);
+}
+
+/**
+ * The synchronizer to host the party on, as the participant names it among
+ * its connected synchronizers: `wanted` (also given as a physical id, i.e.
+ * with its protocol-version suffix), else the first. Refused before anything
+ * is generated or signed when the participant is not connected to it, so
+ * that the hosting checked after the submission is looked for under the
+ * id the participant reports.
+ */
+async function connectedSynchronizer(ctx: FlowContext, wanted: string | undefined): Promise<string> {
+  const ids = (await ctx.ledger.connectedSynchronizers({})).connectedSynchronizers.map(
+    (s) => s.synchronizerId,
+  );
+  if (wanted === undefined) {
+    const first = ids[0];
+    if (first === undefined)
+      throw new Refusal(
+        'bad_request',
+        'the participant is connected to no synchronizer: give --synchronizer ID',
+      );
+    return first;
+  }
+  const found = ids.find((id) => id === wanted) ?? ids.find((id) => wanted.startsWith(`${id}::`));
+  if (found === undefined)
     throw new Refusal(
       'bad_request',
-      'the participant is connected to no synchronizer: give --synchronizer ID',
+      `the participant is not connected to synchronizer ${wanted} (connected: ${ids.length > 0 ? ids.join(', ') : 'none'})`,
     );
-  return s.synchronizerId;
+  return found;
 }
 
 export interface PartyView {

@@ -184,6 +184,11 @@ describe('a party hosted but not booked', () => {
     expect(e.message).toContain('no earlier onboarding');
     expect(await env.parties.get(`exists-409::${key.fingerprint}`)).toBeUndefined();
     expect(env.journal.steps()).toEqual(['signed', 'submitted', 'ambiguous', 'resolved', 'rejected']);
+    // The rejected run is no evidence: running again does not book the party as recovered.
+    const again = await refusal(onboardViaLedgerApi(env.ctx, { hint: 'exists-409', keyLabel: key.label }));
+    expect(again.reason).toBe('topology_mismatch');
+    expect(again.message).toContain('no record of signing and submitting');
+    expect(await env.parties.get(`exists-409::${key.fingerprint}`)).toBeUndefined();
   });
 });
 
@@ -234,8 +239,13 @@ describe('after the submission', () => {
     expect(lastRecord().reason).toBe('grant_failed');
     expect(env.net.users.get(LEDGER_API_USER)!.actAs.has(partyId)).toBe(false);
 
+    // A retry while the grant still fails stays a safe 'existing', with a warning.
+    const retry = await onboardViaLedgerApi(ctx, { hint: 'grant-late', keyLabel: key.label });
+    expect(retry.status).toBe('existing');
+    expect(retry.warnings?.[0]).toMatch(/grant refused by the test/);
     const again = await onboardViaLedgerApi(env.ctx, { hint: 'grant-late', keyLabel: key.label });
     expect(again.status).toBe('existing');
+    expect(again.warnings).toBeUndefined();
     expect(env.net.users.get(LEDGER_API_USER)!.actAs.has(partyId)).toBe(true);
   });
 
@@ -286,6 +296,30 @@ describe('after the submission', () => {
 });
 
 describe('the synchronizer lookup', () => {
+  it('a synchronizer the participant is not connected to is refused before anything is generated or signed', async () => {
+    const key = await newKey();
+    const gen = vi.spyOn(env.ledger, 'generateExternalPartyTopology');
+    const sign = vi.spyOn(env.signer, 'sign');
+    const e = await refusal(
+      onboardViaLedgerApi(env.ctx, { hint: 'sync-x', keyLabel: key.label, synchronizerId: 'other::1220ab' }),
+    );
+    expect(e.reason).toBe('bad_request');
+    expect(e.message).toContain(`connected: ${env.net.synchronizerId}`);
+    expect(gen).not.toHaveBeenCalled();
+    expect(sign).not.toHaveBeenCalled();
+  });
+
+  it('a physical synchronizer id (with its protocol version) is taken as the connected one it names', async () => {
+    const key = await newKey();
+    const r = await onboardViaLedgerApi(env.ctx, {
+      hint: 'sync-phys',
+      keyLabel: key.label,
+      synchronizerId: `${env.net.synchronizerId}::34-0`,
+    });
+    expect(r.status).toBe('new');
+    expect(r.party.synchronizerId).toBe(env.net.synchronizerId);
+  });
+
   it('an online key on the validator path needs no synchronizer listed by the participant', async () => {
     const key = await newKey();
     const { synchronizerId: _, ...rest } = env.ctx;

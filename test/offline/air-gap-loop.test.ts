@@ -258,7 +258,13 @@ describe('onboarding a cold party across the air gap', () => {
       const key = await ag.cold.generate({ label, scheme, backend });
       await ag.env.flow.signer.importPublicKey(`${label}-pub`, scheme, key.publicKeySpki);
       const admin = await ag.env.auth(['admin']);
-      const body = { hint: `onb-${backend}`, keyLabel: `${label}-pub`, path };
+      // The ledger-api case declines the rights grant: the run after the import must keep that.
+      const body = {
+        hint: `onb-${backend}`,
+        keyLabel: `${label}-pub`,
+        path,
+        ...(path === 'ledger-api' ? { grantRights: false } : {}),
+      };
       const first = await inject('POST', '/v1/parties', admin, body);
       expect(first.status, JSON.stringify(first.body)).toBe(202);
       expect(first.body.code).toBe('awaiting_offline_signature');
@@ -278,6 +284,7 @@ describe('onboarding a cold party across the air gap', () => {
       const booked = await ag.env.store.parties.get(x.party);
       expect(booked?.fingerprint).toBe(key.fingerprint);
       expect(ag.env.flow.net.parties.get(x.party)?.keys[0]?.fingerprint).toBe(key.fingerprint);
+      expect(ag.env.flow.net.users.get(LEDGER_API_USER)!.actAs.has(x.party)).toBe(path === 'validator');
     },
   );
 });

@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { TopologyExport } from '../../flows/air-gap.js';
 import { onboardViaLedgerApi, onboardViaValidator } from '../../flows/onboard.js';
 import { signAndExecute } from '../../flows/sign-execute.js';
 import { resumeAfterImport } from '../../flows/withdrawal-air-gap.js';
@@ -290,17 +291,21 @@ async function carryOn(
     return exportView((await deps.store.airGap.get(x.id)) ?? x);
   };
   if (x.kind === 'topology-transactions') {
-    const o = x.context.onboarding as
-      | { hint: string; keyLabel: string; path: 'validator' | 'ledger-api'; synchronizerId?: string }
-      | undefined;
+    const o = x.context.onboarding as TopologyExport['onboarding'] | undefined;
     if (!o) return { export: await finish({ reason: 'no onboarding recorded' }) };
     const ctx = flowsFor(deps, request, { writesParties: true });
+    // Run again with the options it was asked with (participant pinned, rights grant declined).
+    const asked = {
+      hint: o.hint,
+      keyLabel: o.keyLabel,
+      ...(o.participantId !== undefined ? { participantId: o.participantId } : {}),
+      ...(o.grantRights === false ? { grantRights: false } : {}),
+    };
     const r = await deps.airGap.withExport(x.id, () =>
       o.path === 'validator'
-        ? onboardViaValidator(ctx, { hint: o.hint, keyLabel: o.keyLabel })
+        ? onboardViaValidator(ctx, asked)
         : onboardViaLedgerApi(ctx, {
-            hint: o.hint,
-            keyLabel: o.keyLabel,
+            ...asked,
             ...(o.synchronizerId ? { synchronizerId: o.synchronizerId } : {}),
           }),
     );

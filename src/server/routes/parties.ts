@@ -58,6 +58,8 @@ const OnboardResult = z.object({
   status: z.enum(['new', 'existing', 'recovered']),
   party: PartyView,
   signedHashes: z.array(z.string()),
+  /** What did not work but did not stop the onboarding (a failed rights grant for a booked party). */
+  warnings: z.array(z.string()).optional(),
 });
 
 const PartyDetail = z.object({
