@@ -350,7 +350,11 @@ describe('token and header shape', () => {
     // Without the setting an old iat is fine while exp allows; an iat that is not a time is malformed either way.
     const plain = createVerifier(authConfig({ publicKeys: [{ pem: pairs.ES256.pem }] }));
     for (const v of [v3, plain])
-      await expectCode(v, await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: 'x' as never })), 'malformed');
+      await expectCode(
+        v,
+        await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: 'x' as never })),
+        'malformed',
+      );
     await expect(
       plain.verify(`Bearer ${await sign(pairs.ES256.privateKey, 'ES256', claims({ iat: now() - 700 }))}`),
     ).resolves.toBeDefined();
