@@ -218,7 +218,14 @@ export function instrumentOf(v: unknown): InstrumentId | undefined {
 export async function listHoldings(
   ctx: FlowContext,
   partyId: string,
-  opts: { instrument?: InstrumentId } = {},
+  opts: {
+    instrument?: InstrumentId;
+    /**
+     * A round opening within this long counts as the one the transfer runs in
+     * (default `ROUND_LOOKAHEAD_MS`; a merge passes 0: see merge.ts).
+     */
+    lookaheadMs?: number;
+  } = {},
 ): Promise<Holding[]> {
   const out: Holding[] = [];
   for (const { event, view } of await activeInterfaceViews(ctx, partyId, HOLDING_INTERFACE)) {
@@ -238,7 +245,12 @@ export async function listHoldings(
   }
   if (opts.instrument && out.some((h) => h.holdingFee)) {
     const newestCreated = out.reduce((m, h) => Math.max(m, h.holdingFee?.createdInRound ?? 0), 0);
-    const round = await currentRound(ctx, newestCreated);
+    const round = await currentRound(
+      ctx,
+      opts.instrument.admin,
+      newestCreated,
+      opts.lookaheadMs ?? ROUND_LOOKAHEAD_MS,
+    );
     if (round !== undefined) for (const h of out) if (h.holdingFee) h.holdingFee.currentRound = round;
   }
   return out;
@@ -261,43 +273,79 @@ export const ROUND_TTL_MS = 30_000;
  */
 export const ROUND_LOOKAHEAD_MS = 60_000;
 
-/** Per rounds client (Scan or validator): the open rounds last learned, until when. */
-const learned = new WeakMap<object, { rounds: OpenRound[]; until: number }>();
+/**
+ * Per rounds client (Scan or validator): the open rounds last learned, or
+ * that asking failed, until when; and the request under way, shared.
+ */
+const learned = new WeakMap<
+  object,
+  { rounds?: OpenRound[]; failed?: boolean; until: number; asking?: Promise<OpenRound[]> }
+>();
+
+/** Per attempt, for this optional call: a slow source must not hold a transfer up for long. */
+export const ROUNDS_TIMEOUT_MS = 5_000;
 
 const nowUsOf = (ctx: FlowContext): bigint => (ctx.nowUs ? ctx.nowUs() : BigInt(Date.now()) * 1000n);
 
 /**
- * The open rounds from `client`, remembered for `ROUND_TTL_MS` (or Scan's
- * shorter TTL); `fresh` asks again regardless.
+ * The open rounds of `dso` from `client`, remembered for `ROUND_TTL_MS` (or
+ * Scan's shorter TTL); a failure is remembered as long, so a source that is
+ * down costs one wait per TTL, and callers at the same moment share one
+ * request. `fresh` asks again regardless. An answer without a round of `dso`
+ * (another network's Scan, an empty list) is a failure.
  */
 async function roundsFrom(
   client: object,
+  dso: string,
   fetch: () => Promise<{ rounds: OpenRound[]; ttlMs?: number }>,
   fresh: boolean,
 ): Promise<OpenRound[]> {
-  const now = Date.now();
   const memo = learned.get(client);
-  if (memo && !fresh && now < memo.until) return memo.rounds;
-  const { rounds, ttlMs } = await fetch();
-  learned.set(client, { rounds, until: now + Math.min(ROUND_TTL_MS, ttlMs ?? ROUND_TTL_MS) });
-  return rounds;
+  if (memo?.asking) return memo.asking;
+  if (memo && !fresh && Date.now() < memo.until) {
+    if (memo.rounds) return memo.rounds;
+    throw new Error('the open rounds could not be had a moment ago');
+  }
+  const asking = (async () => {
+    const { rounds, ttlMs } = await fetch();
+    const ours = rounds.filter((r) => r.dso === dso);
+    if (ours.length === 0) throw new Error(`no open round of ${dso} in the answer`);
+    return { rounds: ours, ttlMs };
+  })().then(
+    ({ rounds, ttlMs }) => {
+      learned.set(client, { rounds, until: Date.now() + Math.min(ROUND_TTL_MS, ttlMs ?? ROUND_TTL_MS) });
+      return rounds;
+    },
+    (e: unknown) => {
+      learned.set(client, { failed: true, until: Date.now() + ROUND_TTL_MS });
+      throw e;
+    },
+  );
+  learned.set(client, { ...(memo ?? { until: 0 }), asking });
+  return asking;
 }
 
 /**
- * The open rounds from Scan, else the validator's scan proxy (also when Scan
- * fails). Undefined when neither is configured or neither answers: valuing
- * holdings is then left to the newest created-in round (a lower bound) and
- * the participant's prepare has the last word. A transfer never fails here.
+ * The open rounds of `dso` from Scan, else the validator's scan proxy (also
+ * when Scan fails). Undefined when neither is configured or neither answers:
+ * holdings are then valued as of the newest round they were created in (fees
+ * up to then) and the participant's prepare has the last word. A transfer
+ * never fails here.
  */
-async function openRoundsFor(ctx: FlowContext, fresh: boolean): Promise<OpenRound[] | undefined> {
+async function openRoundsFor(
+  ctx: FlowContext,
+  dso: string,
+  fresh: boolean,
+): Promise<OpenRound[] | undefined> {
   const { scan, validator } = ctx;
   const sources: (() => Promise<OpenRound[]>)[] = [];
   if (scan)
     sources.push(() =>
       roundsFrom(
         scan,
+        dso,
         async () => {
-          const r = await scan.getOpenAndIssuingMiningRounds();
+          const r = await scan.getOpenAndIssuingMiningRounds(undefined, { timeoutMs: ROUNDS_TIMEOUT_MS });
           return { rounds: openRoundsOf(r), ttlMs: Math.floor(r.time_to_live_in_microseconds / 1000) };
         },
         fresh,
@@ -307,7 +355,12 @@ async function openRoundsFor(ctx: FlowContext, fresh: boolean): Promise<OpenRoun
     sources.push(() =>
       roundsFrom(
         validator,
-        async () => ({ rounds: openRoundsOf(await validator.scanProxyOpenAndIssuingMiningRounds()) }),
+        dso,
+        async () => ({
+          rounds: openRoundsOf(
+            await validator.scanProxyOpenAndIssuingMiningRounds({ timeoutMs: ROUNDS_TIMEOUT_MS }),
+          ),
+        }),
         fresh,
       ),
     );
@@ -322,19 +375,25 @@ async function openRoundsFor(ctx: FlowContext, fresh: boolean): Promise<OpenRoun
 }
 
 /**
- * The round a transfer would run in: the open round with the highest number
- * whose `opensAt` is before `ROUND_LOOKAHEAD_MS` from now (the registry's
+ * The round a transfer would run in: the open round of `dso` with the highest
+ * number whose `opensAt` is before `lookaheadMs` from now (the registry's
  * choice-context round; see the header). When the remembered rounds are
  * behind what the ledger shows (a holding created in a newer round), they are
- * fetched again. When no round has opened by the (possibly skewed) clock, the
- * lowest open round; undefined without Scan or validator, or without open rounds.
+ * fetched again, and if they still are, they are not used. When no round has
+ * opened by the (possibly skewed) clock, the lowest open round; undefined
+ * without Scan or validator, or without open rounds.
  */
-async function currentRound(ctx: FlowContext, newestCreated: number): Promise<number | undefined> {
-  const at = nowUsOf(ctx) + BigInt(ROUND_LOOKAHEAD_MS) * 1000n;
+async function currentRound(
+  ctx: FlowContext,
+  dso: string,
+  newestCreated: number,
+  lookaheadMs: number,
+): Promise<number | undefined> {
+  const at = nowUsOf(ctx) + BigInt(lookaheadMs) * 1000n;
   const pick = (rounds: readonly OpenRound[]) => (usableRound(rounds, at) ?? rounds[0])?.number;
-  let round = pick((await openRoundsFor(ctx, false)) ?? []);
-  if (round !== undefined && round < newestCreated) round = pick((await openRoundsFor(ctx, true)) ?? []);
-  return round;
+  let round = pick((await openRoundsFor(ctx, dso, false)) ?? []);
+  if (round !== undefined && round < newestCreated) round = pick((await openRoundsFor(ctx, dso, true)) ?? []);
+  return round !== undefined && round < newestCreated ? undefined : round;
 }
 
 // ---- input selection ----------------------------------------------------------------------------

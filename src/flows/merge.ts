@@ -58,8 +58,15 @@ export interface MergeResult {
   transactions: TransferResult[];
 }
 
+/**
+ * Valued as of the round in force now (no lookahead): a batch's amount valued
+ * a round ahead would leave a change holding, and a merge of two holdings
+ * would then not reduce the count. If a round opens between the valuation
+ * and the prepare, the participant refuses the transfer (nothing is signed)
+ * and running the merge again values it anew.
+ */
 const unlockedOf = async (ctx: FlowContext, partyId: string, instrument: InstrumentId) =>
-  (await listHoldings(ctx, partyId, { instrument })).filter((h) => !h.locked);
+  (await listHoldings(ctx, partyId, { instrument, lookaheadMs: 0 })).filter((h) => !h.locked);
 
 const smallestFirst = (a: Holding, b: Holding): number => {
   const d = toUnits(a.amount) - toUnits(b.amount);

@@ -245,9 +245,15 @@ async function journalEvidence(
   const records = await ctx.recorder?.partyRecords?.(partyId);
   if (records === undefined) return undefined;
   const runs = new Map<string, { signed: boolean; submitted: boolean; rejected: boolean }>();
+  // Records written before runs were named carry no run id: they are paired by their order
+  // (a run starts with its first `signed` record after another step).
+  let legacy = 0;
+  let previous: string | undefined;
   for (const x of records) {
     if (!x.flow.startsWith('onboard-')) continue;
-    const id = x.facts?.run ?? '';
+    if (x.facts?.run === undefined && x.step === 'signed' && previous !== 'signed') legacy += 1;
+    if (x.facts?.run === undefined) previous = x.step;
+    const id = x.facts?.run ?? `legacy-${legacy}`;
     const r = runs.get(id) ?? { signed: false, submitted: false, rejected: false };
     if (x.step === 'signed' && x.signedBy === fingerprint) r.signed = true;
     if (x.step === 'submitted') r.submitted = true;
@@ -804,7 +810,10 @@ async function connectedSynchronizer(ctx: FlowContext, wanted: string | undefine
       );
     return first;
   }
-  const found = ids.find((id) => id === wanted) ?? ids.find((id) => wanted.startsWith(`${id}::`));
+  // Either side may carry the physical id (the logical one with its protocol-version suffix).
+  const found =
+    ids.find((id) => id === wanted) ??
+    ids.find((id) => wanted.startsWith(`${id}::`) || id.startsWith(`${wanted}::`));
   if (found === undefined)
     throw new Refusal(
       'bad_request',

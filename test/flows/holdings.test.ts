@@ -414,4 +414,40 @@ describe('after rounds passed, for a party the validator keeps no wallet for', (
     const r = await transfer(dark, { from: frank.partyId, to: frank.partyId, amount: '5' });
     expect(r.kind).toBe('self');
   });
+
+  it("a source that failed is asked again only after the TTL; another network's rounds count as no answer", async () => {
+    const gina = await env.addParty('gina');
+    env.net.tap(gina.partyId, '10');
+    env.net.advanceRound();
+    const round = env.net.latestRound().number;
+    const ctx = freshCtx(env);
+    const failing = vi
+      .spyOn(ctx.scan!, 'getOpenAndIssuingMiningRounds')
+      .mockImplementation(() => Promise.reject(new Error('unreachable')));
+    for (let i = 0; i < 3; i++) {
+      const [h] = await listHoldings(ctx, gina.partyId, { instrument: amulet() });
+      expect(h!.holdingFee?.currentRound).toBe(Number(round)); // from the proxy
+    }
+    expect(failing).toHaveBeenCalledTimes(1);
+    // Scan answering rounds of another DSO: not used; the proxy answers.
+    const other = freshCtx(env);
+    const real = other.scan!.getOpenAndIssuingMiningRounds.bind(other.scan!);
+    vi.spyOn(other.scan!, 'getOpenAndIssuingMiningRounds').mockImplementation(async (...a) => {
+      const r = await real(...a);
+      const rounds = Object.fromEntries(
+        Object.entries(r.open_mining_rounds).map(([k, e]) => [
+          k,
+          {
+            ...e,
+            contract: { ...e.contract!, payload: { ...(e.contract!.payload as object), dso: 'dso::1220ff' } },
+          },
+        ]),
+      );
+      return { ...r, open_mining_rounds: rounds };
+    });
+    const proxy = vi.spyOn(other.validator!, 'scanProxyOpenAndIssuingMiningRounds');
+    const [g] = await listHoldings(other, gina.partyId, { instrument: amulet() });
+    expect(g!.holdingFee?.currentRound).toBe(Number(round));
+    expect(proxy).toHaveBeenCalledTimes(1);
+  });
 });

@@ -15,6 +15,7 @@ import { onboardViaLedgerApi, onboardViaValidator } from '../../src/flows/onboar
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { hostExternalParty } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
+import { type JournalStep, MemoryRecorder } from '../../src/store/journal.js';
 import { MemoryPartyBook } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
 
@@ -134,6 +135,41 @@ describe('a party hosted but not booked', () => {
     }
     expect(sign).not.toHaveBeenCalled();
     expect(await env.parties.get(partyId)).toBeUndefined();
+  });
+
+  it('a journal written before runs were named: records are paired by their order', async () => {
+    const key = await newKey();
+    const partyId = `legacy::${key.fingerprint}`;
+    hostExternalParty(env.net, {
+      partyId,
+      fingerprint: key.fingerprint,
+      scheme: key.scheme,
+      publicKeySpki: key.publicKeySpki,
+    });
+    const old = (steps: JournalStep[]) => {
+      const journal = new MemoryRecorder();
+      for (const step of steps)
+        journal.records.push({
+          at: new Date().toISOString(),
+          flow: 'onboard-ledger-api',
+          step,
+          partyId,
+          ...(step === 'signed' ? { signedBy: key.fingerprint } : {}),
+          ...(step === 'resolved' ? { reason: 'rejected' } : {}),
+        });
+      return { ...env.ctx, recorder: journal, parties: new MemoryPartyBook() };
+    };
+    // One old run, rejected: no evidence.
+    const e = await refusal(
+      onboardViaLedgerApi(old(['signed', 'submitted', 'rejected']), { hint: 'legacy', keyLabel: key.label }),
+    );
+    expect(e.reason).toBe('topology_mismatch');
+    // A rejected run, then one that submitted and stopped: the second is evidence.
+    const r = await onboardViaLedgerApi(old(['signed', 'submitted', 'rejected', 'signed', 'submitted']), {
+      hint: 'legacy',
+      keyLabel: key.label,
+    });
+    expect(r.status).toBe('recovered');
   });
 
   it('is refused when the journal cannot be read back', async () => {

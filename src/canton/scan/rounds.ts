@@ -20,6 +20,8 @@ import type {
 
 export interface OpenRound {
   contractId: string;
+  /** The DSO party whose round it is (`dso`). */
+  dso: string;
   /** `round.number`. */
   number: number;
   /** `opensAt`, µs since the epoch. */
@@ -30,6 +32,7 @@ const OPEN_MINING_ROUND = ':Splice.Round:OpenMiningRound';
 
 /** The part of an `OpenMiningRound` payload (Daml JSON: Int64 as a string) read here. */
 const OpenMiningRoundPayloadSchema = z.object({
+  dso: z.string().min(1),
   round: z.object({
     number: z.union([
       z.string().regex(/^\d{1,15}$/),
@@ -60,7 +63,7 @@ export function openRoundOf(c: SpliceContract): OpenRound {
   const opensAtUs = p.success ? isoToMicros(p.data.opensAt) : undefined;
   if (!p.success || opensAtUs === undefined)
     throw new Error(`open mining rounds: contract ${c.contract_id} has no round number or opensAt`);
-  return { contractId: c.contract_id, number: Number(p.data.round.number), opensAtUs };
+  return { contractId: c.contract_id, dso: p.data.dso, number: Number(p.data.round.number), opensAtUs };
 }
 
 /**

@@ -107,7 +107,9 @@ const ImportResult = z.object({
   /** A withdrawal goes back to the worker. */
   withdrawal: WithdrawalView.optional(),
   /** An onboarding is run again and completes. */
-  onboarded: z.object({ partyId: z.string(), status: z.string() }).optional(),
+  onboarded: z
+    .object({ partyId: z.string(), status: z.string(), warnings: z.array(z.string()).optional() })
+    .optional(),
   /** A sign request is executed at once. */
   executed: z
     .object({ updateId: z.string(), commandId: z.string(), completionOffset: z.number() })
@@ -311,7 +313,11 @@ async function carryOn(
     );
     return {
       export: await finish({ partyId: r.party.partyId, status: r.status }),
-      onboarded: { partyId: r.party.partyId, status: r.status },
+      onboarded: {
+        partyId: r.party.partyId,
+        status: r.status,
+        ...(r.warnings?.length ? { warnings: r.warnings } : {}),
+      },
     };
   }
   if (x.context.flow === 'sign')
