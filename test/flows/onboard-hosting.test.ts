@@ -7,34 +7,21 @@
  * grant) and the journal's terminal entry when anything fails after it; the
  * synchronizer looked up only when an export needs it.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
 import type { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { onboardViaLedgerApi, onboardViaValidator } from '../../src/flows/onboard.js';
-import type { KeyScheme } from '../../src/keys/schemes.js';
 import { hostExternalParty } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type JournalStep, MemoryRecorder } from '../../src/store/journal.js';
 import { MemoryPartyBook } from '../../src/store/parties.js';
-import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
+import { type FlowEnv, onboardingSuite, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
-let n = 0;
-
-beforeAll(async () => {
-  env = await flowEnv({ seed: 'onboard-hosting' });
-  env.net.users.get(LEDGER_API_USER)!.admin = true;
+const { newKey } = onboardingSuite('onboard-hosting', (e) => {
+  env = e;
 });
-afterAll(async () => env?.close());
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-});
-
-async function newKey(scheme: KeyScheme = 'ed25519') {
-  return env.signer.generate({ label: `onbh-${scheme}-${++n}`, scheme, backend: 'file' });
-}
 
 function withLedger(patch: Partial<LedgerApiClient>, base: FlowContext = env.ctx): FlowContext {
   return { ...base, ledger: Object.assign(Object.create(env.ledger), patch) as LedgerApiClient };

@@ -5,7 +5,7 @@
  * for; idempotent re-runs; tampered topology refused before any signature;
  * wrong scheme on the validator path refused.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { decodeTopologyTransaction, encodeTopologyTransaction } from '../../src/canton/topology/codec.js';
 import type { TopologyTransaction } from '../../src/canton/topology/model.js';
@@ -15,27 +15,13 @@ import { onboardViaLedgerApi, onboardViaValidator, showParty } from '../../src/f
 import { topologyTransactionHash } from '../../src/hashing/canton-hash.js';
 import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { checkTopology } from '../../src/intent/topology.js';
-import type { KeyScheme } from '../../src/keys/schemes.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
-import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
+import { type FlowEnv, onboardingSuite, refusal } from '../support/flow-env.js';
 
 let env: FlowEnv;
-let n = 0;
-
-beforeAll(async () => {
-  env = await flowEnv({ seed: 'onboard' });
-  // Allocating external parties through the Ledger API takes a participant admin (Canton 3.4).
-  env.net.users.get(LEDGER_API_USER)!.admin = true;
+const { newKey } = onboardingSuite('onboard', (e) => {
+  env = e;
 });
-afterAll(async () => env?.close());
-beforeEach(() => {
-  vi.restoreAllMocks();
-  env.journal.records.length = 0;
-});
-
-async function newKey(scheme: KeyScheme = 'ed25519') {
-  return env.signer.generate({ label: `onb-${scheme}-${++n}`, scheme, backend: 'file' });
-}
 
 /** The party is hosted with exactly our key, and the Ledger API user may act and read as it. */
 function expectUsable(partyId: string, fingerprint: string, via: 'validator' | 'ledger-api') {

@@ -11,7 +11,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, vi } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
 import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { ScanClient } from '../../src/canton/scan/client.js';
@@ -22,7 +22,7 @@ import type { BackendKind, KeyBackend } from '../../src/keys/backend.js';
 import { FileBackend } from '../../src/keys/file-backend.js';
 import { OfflineBackend } from '../../src/keys/offline-backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
-import { Signer } from '../../src/keys/signer.js';
+import { type KeyDescription, Signer } from '../../src/keys/signer.js';
 import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
@@ -203,4 +203,33 @@ export function takenCommandError(
     retryable: false,
     ambiguous: false,
   });
+}
+
+/**
+ * The shared setup of the onboarding suites, registered on the calling file:
+ * a flow env whose Ledger API user is a participant admin (allocating
+ * external parties through the Ledger API takes one, Canton 3.4), mocks
+ * restored and the journal emptied before each test; `newKey` makes a fresh
+ * file key labelled after `seed`.
+ */
+export function onboardingSuite(
+  seed: string,
+  ready: (env: FlowEnv) => void,
+): { newKey: (scheme?: KeyScheme) => Promise<KeyDescription> } {
+  let env: FlowEnv | undefined;
+  let n = 0;
+  beforeAll(async () => {
+    env = await flowEnv({ seed });
+    env.net.users.get(LEDGER_API_USER)!.admin = true;
+    ready(env);
+  });
+  afterAll(async () => env?.close());
+  beforeEach(() => {
+    vi.restoreAllMocks();
+    if (env) env.journal.records.length = 0;
+  });
+  return {
+    newKey: (scheme = 'ed25519') =>
+      env!.signer.generate({ label: `${seed}-${scheme}-${++n}`, scheme, backend: 'file' }),
+  };
 }
