@@ -15,7 +15,7 @@ import { activeInterfaceViews, instrumentOf, TRANSFER_INSTRUCTION_INTERFACE } fr
 import { type LedgerOutcome, ledgerFlow } from './ledger.js';
 import { type FlowResult, runFlow } from './pipeline.js';
 import { Refusal } from './refusal.js';
-import { checkCommandId, disclosedForLedger, REASON_KEY, synchronizerOf } from './transfer.js';
+import { checkCallerCommandId, disclosedForLedger, REASON_KEY, synchronizerOf } from './transfer.js';
 
 export interface Offer {
   instructionCid: string;
@@ -99,7 +99,7 @@ async function instructionChoice(
   const party = await partyOf(ctx, partyId);
   if (!/^00[0-9a-f]{64}[0-9a-f]*$/.test(instructionCid))
     throw new Refusal('bad_request', `instruction: not a contract id: ${instructionCid}`);
-  const commandId = checkCommandId(opts.commandId ?? randomUUID());
+  const commandId = checkCallerCommandId(opts.commandId ?? randomUUID());
   const flow = ledgerFlow(ctx, {
     name: `offer-${choice}`,
     party,

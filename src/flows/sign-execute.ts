@@ -7,6 +7,7 @@
  * the transaction's own metadata carries. `verifyOnly` runs the checks and
  * signs nothing; `signOnly` verifies and signs (journalled) without executing.
  */
+
 import { isCantonApiError } from '../canton/errors.js';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { base64ToBytes } from '../hashing/input.js';
@@ -25,6 +26,7 @@ import {
   verifyPrepared,
 } from './pipeline.js';
 import { Refusal } from './refusal.js';
+import { checkCallerCommandId } from './transfer.js';
 import { describeWindow } from './window.js';
 
 export interface SignExecuteRequest {
@@ -83,6 +85,18 @@ function checkCommandId(req: SignExecuteRequest, inTx: string): void {
     );
 }
 
+/**
+ * Before anything is signed: the transaction's command id is not a
+ * withdrawal's, and is the one the caller named (if it named one). An
+ * undecodable transaction is left to the pipeline, which refuses it as such.
+ */
+function commandIdBeforeSigning(req: SignExecuteRequest): void {
+  const inTx = metadataCommandId(req.preparedTransaction);
+  if (inTx === undefined) return;
+  checkCallerCommandId(inTx);
+  checkCommandId(req, inTx);
+}
+
 function metadataCommandId(b64: string): string | undefined {
   try {
     return decodePreparedTransaction(base64ToBytes(b64, 'prepared transaction')).metadata.submitterInfo
@@ -119,8 +133,7 @@ export interface SignReport extends VerifyReport {
 /** Verify, policy, sign and check the signature, journalled as flow `sign`; nothing is executed. */
 export async function signOnly(ctx: FlowContext, req: SignExecuteRequest): Promise<SignReport> {
   const { intent, party, input } = await setUp(ctx, req);
-  const inTx = req.commandId === undefined ? undefined : metadataCommandId(req.preparedTransaction);
-  if (inTx !== undefined) checkCommandId(req, inTx);
+  commandIdBeforeSigning(req);
   const rec = stepRecorder(ctx.recorder, {
     flow: 'sign',
     partyId: party.partyId,
@@ -156,10 +169,7 @@ export async function signAndExecute(
     ...(req.commandId !== undefined ? { commandId: req.commandId } : {}),
     maxAttempts: 1,
     async prepare() {
-      // A caller's command id that the transaction does not carry is refused before signing
-      // (an undecodable transaction is left to the pipeline, which refuses it as such).
-      const inTx = req.commandId === undefined ? undefined : metadataCommandId(req.preparedTransaction);
-      if (inTx !== undefined) checkCommandId(req, inTx);
+      commandIdBeforeSigning(req);
       return input;
     },
     async submit(signed) {

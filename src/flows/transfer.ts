@@ -13,12 +13,14 @@
  * helpers the offers flow shares (disclosed contracts for the Ledger API and
  * their synchronizer).
  */
+
 import { randomUUID } from 'node:crypto';
 import type { DisclosedContract } from '../canton/ledger-api/schemas.js';
 import type { RegistryDisclosedContract } from '../canton/validator/registry.js';
 import { isoMicros } from '../hashing/inspect.js';
 import { fromUnits } from '../intent/decimal.js';
 import { type InstrumentId, type TransferIntent, TransferIntentSchema } from '../intent/model.js';
+import { WITHDRAWAL_COMMAND_PREFIX } from '../store/repos/withdrawals.js';
 import { type FlowContext, partyOf, requireValidator } from './context.js';
 import {
   type Holding,
@@ -129,6 +131,21 @@ export async function amuletInstrument(ctx: FlowContext): Promise<InstrumentId> 
 }
 
 const COMMAND_ID = /^[A-Za-z0-9#:\-_/ ]{1,255}$/;
+
+/**
+ * A command id a caller chose (an offer action, a transaction brought to be
+ * signed): well-formed, and not a withdrawal's (`cs-wd-…`), since a withdrawal
+ * takes any commit under its command id for its own.
+ */
+export function checkCallerCommandId(id: string): string {
+  checkCommandId(id);
+  if (id.startsWith(WITHDRAWAL_COMMAND_PREFIX))
+    throw new Refusal(
+      'bad_request',
+      `commandId: ${id} is a withdrawal's command id (${WITHDRAWAL_COMMAND_PREFIX}…); only that withdrawal submits under it`,
+    );
+  return id;
+}
 
 export function checkCommandId(id: string): string {
   if (!COMMAND_ID.test(id))

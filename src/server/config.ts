@@ -7,11 +7,13 @@
  * Also owns the checks on the JWT verification keys (public keys only, types
  * that fit the allowed algorithms), shared with src/server/auth.ts.
  */
+
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { redactUrl } from '../store/db.js';
 
 // ---------------------------------------------------------------- algorithms
 
@@ -655,29 +657,9 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<ServiceC
 
 export const REDACTED = '[redacted]';
 const SECRET_KEY = /secret|password|passphrase|token|pin$|credential/i;
-const SECRET_QUERY = /pass|secret|token|key|credential/i;
 
-/** A URL with its password and secret-looking query parameters replaced. Non-URLs unchanged. */
-export function redactUrl(s: string): string {
-  let u: URL;
-  try {
-    u = new URL(s);
-  } catch {
-    return s;
-  }
-  if (!u.host) return s;
-  let changed = false;
-  if (u.password) {
-    u.password = 'REDACTED';
-    changed = true;
-  }
-  for (const k of [...u.searchParams.keys()])
-    if (SECRET_QUERY.test(k)) {
-      u.searchParams.set(k, 'REDACTED');
-      changed = true;
-    }
-  return changed ? u.toString() : s;
-}
+// A URL with its password and secret-looking query parameters replaced: one implementation, the store's.
+export { redactUrl };
 
 function redactValue(key: string, v: unknown): unknown {
   if (typeof v === 'string') return SECRET_KEY.test(key) ? REDACTED : redactUrl(v);

@@ -57,9 +57,18 @@ export function devDefaults(): Record<string, unknown> {
 /**
  * Why development mode must not run with `config`, if it must not: its
  * public keystore passphrase and demo parties are for the built-in sandbox
- * only, never for a network named by the file or the environment.
+ * only, never for a network named by the file or the environment, and its
+ * data stays in the embedded database, never a PostgreSQL server that may
+ * be a real signer's.
  */
 export function devConfigProblem(config: ServiceConfig): string | undefined {
+  if (config.database.url !== undefined)
+    return (
+      '--dev keeps its data in the embedded database (database.dataDir, default ./data), but the configuration ' +
+      'names a PostgreSQL server (database.url, DATABASE_URL or CANTON_SIGNER_DATABASE_URL): development mode ' +
+      "would write its demo parties and keys there and run that database's withdrawals against the sandbox. " +
+      'Unset it for --dev, or run without --dev'
+    );
   if (config.network.sandbox) return undefined;
   return (
     '--dev runs only on the built-in sandbox network, but the configuration sets network.sandbox ' +

@@ -129,6 +129,9 @@ async function connectClients(
   };
 }
 
+/** How long one readiness check (database, keys, Ledger API) may take before it counts as failed. */
+const READY_CHECK_MS = 5_000;
+
 /**
  * At start: keys the signer holds that the key table lacks or describes
  * differently are recorded (audited `key.put` by `service`): keys made with
@@ -265,8 +268,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         // (a host name, a database user) goes only to the (redacting) log.
         const checks: Record<string, { ok: boolean; code?: string }> = {};
         const probe = async (name: string, code: string, f: () => Promise<unknown>) => {
+          let timer: NodeJS.Timeout | undefined;
           try {
-            await f();
+            // A check that hangs (a server dropping packets) is a failed check, after 5 s.
+            await Promise.race([
+              f(),
+              new Promise((_, reject) => {
+                timer = setTimeout(() => reject(new Error('no answer within 5 s')), READY_CHECK_MS);
+              }),
+            ]);
             checks[name] = { ok: true };
           } catch (e) {
             checks[name] = { ok: false, code };
@@ -274,6 +284,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
               { check: name, code, error: redactUrls(e instanceof Error ? e.message : String(e)) },
               'readiness check failed',
             );
+          } finally {
+            clearTimeout(timer);
           }
         };
         await Promise.all([

@@ -570,15 +570,32 @@ class PostgresDb implements Db {
   }
 }
 
-/** `url` without its password, for messages. */
-export function redactUrl(url: string): string {
+const SECRET_QUERY = /pass|secret|token|key|credential/i;
+
+/**
+ * A URL with its password and secret-looking query parameters (`?password=`,
+ * `sslpassword=`, `token=` …) replaced, for messages. Text that is not a URL
+ * with a host comes back unchanged.
+ */
+export function redactUrl(s: string): string {
+  let u: URL;
   try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
+    u = new URL(s);
   } catch {
-    return 'postgresql://(unparsable url)';
+    return s;
   }
+  if (!u.host) return s;
+  let changed = false;
+  if (u.password) {
+    u.password = 'REDACTED';
+    changed = true;
+  }
+  for (const k of [...u.searchParams.keys()])
+    if (SECRET_QUERY.test(k)) {
+      u.searchParams.set(k, 'REDACTED');
+      changed = true;
+    }
+  return changed ? u.toString() : s;
 }
 
 /** A PostgreSQL server through a connection pool. Checks the connection before returning. */
@@ -586,6 +603,10 @@ export async function openPostgres(url: string, opts: { max?: number } = {}): Pr
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 10,
+    // A server that drops packets instead of refusing must not hold a connection attempt for the
+    // OS's ~2 minutes, nor a dead connection open forever.
+    connectionTimeoutMillis: 10_000,
+    keepAlive: true,
     options: '-c TimeZone=UTC',
     types: {
       getTypeParser: ((oid: number, format?: string) =>

@@ -127,6 +127,19 @@ describe('the pipeline around an answer', () => {
     await rejectOffer(env.ctx, bob.partyId, cid);
   });
 
+  it("refuses a withdrawal's command id (cs-wd-…) before anything is prepared", async () => {
+    const cid = await offer('3');
+    env.journal.records.length = 0;
+    const e = await acceptOffer(env.ctx, bob.partyId, cid, { commandId: 'cs-wd-0000' }).then(
+      () => undefined,
+      (x: unknown) => x as Refusal,
+    );
+    expect(e?.reason).toBe('bad_request');
+    expect(e?.message).toMatch(/is a withdrawal's command id/);
+    expect(env.journal.records).toEqual([]);
+    await rejectOffer(env.ctx, bob.partyId, cid);
+  });
+
   it('an ambiguous accept is resolved from the completion stream: one transaction', async () => {
     const cid = await offer('7');
     env.journal.records.length = 0;

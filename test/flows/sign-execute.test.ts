@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { signAndExecute, verifyOnly } from '../../src/flows/sign-execute.js';
+import { signAndExecute, signOnly, verifyOnly } from '../../src/flows/sign-execute.js';
 import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import type { PartyRecord } from '../../src/store/parties.js';
@@ -170,6 +170,19 @@ describe('signAndExecute', () => {
       }),
     );
     expect(hash.reason).toBe('hash_mismatch');
+    expect(sign).not.toHaveBeenCalled();
+  });
+
+  it("refuses a transaction under a withdrawal's command id (cs-wd-…): signing or executing it, nothing signed", async () => {
+    const prep = await prepareProposal(alice, bob.partyId, `cs-wd-${randomUUID()}`);
+    const { commandId: _caller, ...noId } = prep;
+    const sign = vi.spyOn(env.signer, 'sign');
+    const intent = { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId } as const;
+    for (const run of [signAndExecute, signOnly]) {
+      const e = await refusal(run(env.ctx, { partyId: alice.partyId, ...noId, intent }));
+      expect(e.reason).toBe('bad_request');
+      expect(e.message).toMatch(/is a withdrawal's command id/);
+    }
     expect(sign).not.toHaveBeenCalled();
   });
 

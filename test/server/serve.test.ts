@@ -112,6 +112,23 @@ describe('serve --dev: only on the built-in sandbox', () => {
       expect(existsSync(join(dir, 'dev-data', 'dev-auth.json')), what).toBe(false);
     }
   }, 60_000);
+
+  it('exits 2 when DATABASE_URL names a PostgreSQL server: --dev writes only its embedded database', async () => {
+    buildDist(['cli/serve.js', 'server/dev.js']);
+    const r = await runCli(['serve', '--dev'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CANTON_SIGNER_DATA_DIR: join(dir, 'dev-data-pg'),
+        CANTON_SIGNER_KEYSTORE: join(dir, 'dev-keystore-pg'),
+        DATABASE_URL: 'postgresql://custody:hunter2@db.internal:5432/signer',
+      },
+    });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--dev keeps its data in the embedded database/);
+    expect(r.stderr).not.toContain('hunter2');
+    expect(r.stderr).not.toContain('DEVELOPMENT MODE');
+    expect(existsSync(join(dir, 'dev-data-pg', 'dev-auth.json'))).toBe(false);
+  }, 60_000);
 });
 
 describe('serve: a running service', () => {

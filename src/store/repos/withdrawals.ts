@@ -79,9 +79,17 @@ export function canTransition(from: WithdrawalState, to: WithdrawalState): boole
   return WITHDRAWAL_EDGES[from].includes(to);
 }
 
+/**
+ * The prefix of withdrawals' command ids. Reserved: no other flow may submit
+ * under such an id (transfer.ts `checkCallerCommandId`), or the withdrawal
+ * would find that transaction's commit under its command id and take it for
+ * its own.
+ */
+export const WITHDRAWAL_COMMAND_PREFIX = 'cs-wd-';
+
 /** The ledger command id of a withdrawal. */
 export function withdrawalCommandId(id: string): string {
-  return `cs-wd-${id}`;
+  return `${WITHDRAWAL_COMMAND_PREFIX}${id}`;
 }
 
 export interface WithdrawalBody {
