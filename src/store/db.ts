@@ -30,6 +30,7 @@ import type {
   RowDescriptionMessage,
 } from 'pg-protocol/dist/messages.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
+import { lockFolder } from './folder-lock.js';
 import { migrate } from './migrations.js';
 
 export interface QueryResult<T> {
@@ -138,6 +139,8 @@ class PgliteDb implements Db {
     private readonly pg: PGlite,
     readonly location: string,
     private readonly maintenance: Required<Pick<MaintenanceOptions, 'every'>> & MaintenanceOptions,
+    /** Releases the folder's lock (folder-lock.ts); none in memory. */
+    private readonly release?: () => void,
   ) {}
 
   /** Runs `fn` once every earlier statement or transaction finished (and maintenance when due, after it). */
@@ -341,7 +344,10 @@ class PgliteDb implements Db {
 
   async close(): Promise<void> {
     await this.exclusive(async () => {
-      if (!this.pg.closed) await this.pg.close();
+      if (!this.pg.closed) {
+        await this.pg.close();
+        this.release?.();
+      }
     });
   }
 }
@@ -464,18 +470,26 @@ export async function openPglite(
   if (!Number.isSafeInteger(every) || every < 1)
     throw new Error(`maintenance.every: a whole number of statements above 0, not ${every}`);
   let where: string | undefined;
+  let release: (() => void) | undefined;
   if (dir !== 'memory') {
     where = resolve(dir);
     mkdirSync(where, { recursive: true, mode: 0o700 });
+    // Before the engine touches the folder: a second process must not open it at all.
+    release = lockFolder(where);
   }
-  // One options object: PGlite ignores a second argument when the first is not a string.
-  const db = new PGlite({
-    ...(where ? { dataDir: where } : {}),
-    ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
-  });
-  await db.waitReady;
-  await db.query(`SET TIME ZONE 'UTC'`);
-  return new PgliteDb(db, where ?? 'memory', { ...(opts.maintenance || {}), every });
+  try {
+    // One options object: PGlite ignores a second argument when the first is not a string.
+    const db = new PGlite({
+      ...(where ? { dataDir: where } : {}),
+      ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
+    });
+    await db.waitReady;
+    await db.query(`SET TIME ZONE 'UTC'`);
+    return new PgliteDb(db, where ?? 'memory', { ...(opts.maintenance || {}), every }, release);
+  } catch (e) {
+    release?.();
+    throw e;
+  }
 }
 
 /** A gzipped tarball of a PGlite database (a consistent copy: taken between transactions). */
