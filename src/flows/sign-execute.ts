@@ -14,6 +14,7 @@ import { base64ToBytes } from '../hashing/input.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import { type Intent, IntentSchema, type RecognisedAction } from '../intent/model.js';
 import type { CantonSignature } from '../keys/signer.js';
+import { withdrawalCommandId } from '../store/repos/withdrawals.js';
 import { type FlowContext, partyOf } from './context.js';
 import { executeSigned, type LedgerOutcome, lookupCompletion, TAKEN_CODES, takenOutcome } from './ledger.js';
 import {
@@ -45,6 +46,12 @@ export interface SignExecuteRequest {
   validatedIntent?: Intent;
   /** When given, must be the command id in the transaction's metadata. */
   commandId?: string;
+  /**
+   * Set by the withdrawal flow only (an offline-signed withdrawal carried on
+   * after its import): the transaction is that withdrawal's, under exactly
+   * its command id. Without it, a withdrawal's command id (`cs-wd-…`) is refused.
+   */
+  withdrawalId?: string;
 }
 
 export interface VerifyReport {
@@ -93,7 +100,12 @@ function checkCommandId(req: SignExecuteRequest, inTx: string): void {
 function commandIdBeforeSigning(req: SignExecuteRequest): void {
   const inTx = metadataCommandId(req.preparedTransaction);
   if (inTx === undefined) return;
-  checkCallerCommandId(inTx);
+  if (req.withdrawalId === undefined) checkCallerCommandId(inTx);
+  else if (inTx !== withdrawalCommandId(req.withdrawalId))
+    throw new Refusal(
+      'bad_request',
+      `commandId: the transaction carries ${inTx}, not withdrawal ${req.withdrawalId}'s command id`,
+    );
   checkCommandId(req, inTx);
 }
 

@@ -50,6 +50,7 @@ export async function exportedTransfer(
     scheme: req.hashingScheme,
     intent: req.intent,
     commandId: w.commandId,
+    withdrawalId: w.id,
   });
 }
 

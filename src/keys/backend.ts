@@ -49,6 +49,11 @@ export interface KeyBackend {
   sign(key: BackendKey, message: Uint8Array): Promise<Uint8Array>;
   /** Destroys the key for good. */
   remove(label: string): Promise<void>;
+  /**
+   * Checks that the backend can use its keys now (file: the passphrase opens
+   * one key; nothing to check without keys). Throws the KeyError signing would.
+   */
+  checkAccess?(): Promise<void>;
   close(): Promise<void>;
 }
 

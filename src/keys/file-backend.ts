@@ -287,6 +287,12 @@ export class FileBackend implements KeyBackend {
     return out;
   }
 
+  /** Opens one key (kept unlocked, as signing would): a wrong or missing passphrase shows now. */
+  async checkAccess(): Promise<void> {
+    const [first] = await this.list();
+    if (first) await this.unlock(first.label);
+  }
+
   /** Key files the last `list()` could not read, with the reason. */
   lastListProblems(): readonly KeyFileProblem[] {
     return this.problems;

@@ -198,6 +198,16 @@ export class Signer {
     });
   }
 
+  /**
+   * Checks that every backend can use its keys (a file keystore's
+   * passphrase opens its keys); throws the KeyError signing would. The
+   * service runs it at start, so a wrong passphrase stops it there instead
+   * of failing each withdrawal.
+   */
+  async checkAccess(): Promise<void> {
+    for (const b of this.backends) await b.checkAccess?.();
+  }
+
   async list(): Promise<KeyDescription[]> {
     const out: KeyDescription[] = [];
     for (const b of this.backends) for (const k of await b.list()) out.push(await this.describeKey(b, k));

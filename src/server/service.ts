@@ -201,7 +201,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     if (!opts.store) opened.push(() => store.close());
     const signer =
       opts.signer ?? (await openSigner({ keystore: config.keystore.dir, interactive: false, env }));
-    if (!opts.signer) opened.push(() => signer.close());
+    if (!opts.signer) {
+      opened.push(() => signer.close());
+      // A wrong or missing passphrase stops the start here, not each withdrawal later.
+      await signer.checkAccess();
+    }
     let sandbox: RunningSandbox | undefined;
     let clients = opts.clients;
     if (!clients) {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, runCli } from '../support/cli.js';
+import { testSigner } from '../support/flow-env.js';
 import { LISTENING, SANDBOX_ORIGIN, startServe, stopAll } from '../support/serve-process.js';
 
 const SECRET = 'serve-test-shared-secret-0123456789-abcdef';
@@ -67,6 +68,33 @@ describe('serve: configuration errors', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/cannot read .*nope\.json/);
   });
+});
+
+describe('serve: keys at start', () => {
+  it('a wrong keystore passphrase stops the start (exit 1, the key named, not the passphrase)', async () => {
+    buildDist(['cli/serve.js', 'server/service.js', 'keys/file-backend.js', 'keys/signer.js']);
+    const keystore = join(dir, 'ks-wrong');
+    const signer = testSigner(keystore, 'the-right-passphrase');
+    await signer.generate({ label: 'treasury', scheme: 'ed25519', backend: 'file' });
+    await signer.close();
+    const r = await runCli(['serve'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CANTON_SIGNER_SANDBOX: 'true',
+        CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
+        CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
+        CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
+        CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
+        CANTON_SIGNER_KEYSTORE: keystore,
+        CANTON_SIGNER_DATA_DIR: join(dir, 'ks-wrong-data'),
+        CANTON_SIGNER_PORT: '0',
+        CANTON_SIGNER_PASSPHRASE: 'a-wrong-passphrase-XYZZY',
+      },
+    });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/wrong_passphrase: wrong passphrase for key treasury/);
+    expect(r.stdout + r.stderr).not.toContain('XYZZY');
+  }, 60_000);
 });
 
 describe('serve --dev: only on the built-in sandbox', () => {

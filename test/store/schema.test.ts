@@ -567,8 +567,15 @@ describe('openDatabase', () => {
   it('names the server, never the password, when PostgreSQL is unreachable', async () => {
     const e = await openDatabase({ url: 'postgresql://u:s3cret-pw@127.0.0.1:1/x' }).catch((x) => x);
     expect((e as Error).message).toMatch(
-      /cannot connect to PostgreSQL at postgresql:\/\/u:\*\*\*@127\.0\.0\.1:1\/x/,
+      /cannot connect to PostgreSQL at postgresql:\/\/u:REDACTED@127\.0\.0\.1:1\/x/,
     );
     expect((e as Error).message).not.toContain('s3cret-pw');
+    // A password in the query string (the pg driver reads ?password= and sslpassword=) is hidden too.
+    const q = await openDatabase({
+      url: 'postgresql://u@127.0.0.1:1/x?password=qs3cret&sslpassword=ssl3cret&application_name=cs',
+    }).catch((x) => x);
+    expect((q as Error).message).toMatch(/password=REDACTED/);
+    expect((q as Error).message).toMatch(/application_name=cs/);
+    expect((q as Error).message).not.toMatch(/qs3cret|ssl3cret/);
   });
 });
