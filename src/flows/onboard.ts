@@ -623,7 +623,7 @@ export async function onboardViaValidator(ctx: FlowContext, opts: OnboardOptions
   const signed = await signOrExport(ctx, run, signingParty(partyId, key), hashes, async () => ({
     transactions: gen.topology_txs.map((t) => t.topology_tx),
     expect: { participantUid, permission: 'confirmation', threshold: 1, path: 'validator' },
-    synchronizerId: ctx.synchronizerId ?? (await firstSynchronizer(ctx)),
+    synchronizerId: ctx.synchronizerId ?? (await connectedSynchronizer(ctx, undefined)),
     onboarding: { hint: opts.hint, keyLabel: opts.keyLabel, path: 'validator', ...carried(opts) },
   }));
   await run.rec('submitted');
@@ -783,10 +783,6 @@ function carried(opts: OnboardOptions): { participantId?: string; grantRights?: 
     ...(opts.participantId !== undefined ? { participantId: opts.participantId } : {}),
     ...(opts.grantRights === false ? { grantRights: false } : {}),
   };
-}
-
-async function firstSynchronizer(ctx: FlowContext): Promise<string> {
-  return connectedSynchronizer(ctx, undefined);
 }
 
 /**

@@ -214,6 +214,17 @@ export class Signer {
     return out.sort((a, b) => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
   }
 
+  /** Whether a key has this label (in any backend); other failures throw. */
+  async has(label: string): Promise<boolean> {
+    return this.describe(label).then(
+      () => true,
+      (e: unknown) => {
+        if (e instanceof KeyError && e.code === 'key_not_found') return false;
+        throw e;
+      },
+    );
+  }
+
   async describe(label: string, opts: { partyHint?: string } = {}): Promise<KeyDescription> {
     const { description } = await this.locate(label);
     const d = { ...description, disabled: await this.isDisabled(label) };

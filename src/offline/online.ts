@@ -113,14 +113,7 @@ export class OnlineAirGap {
     let key: KeyDescription;
     let created = false;
     try {
-      const exists = await this.signer.describe(this.label).then(
-        () => true,
-        (e: unknown) => {
-          if (e instanceof KeyError && e.code === 'key_not_found') return false;
-          throw e;
-        },
-      );
-      if (exists) throw new KeyError('key_exists', `${this.label} exists`);
+      if (await this.signer.has(this.label)) throw new KeyError('key_exists', `${this.label} exists`);
       // Audited before the key exists (key.create), recorded once made (key.put).
       await this.store.keys.noteCreation({ label: this.label, scheme: 'ed25519', backend: 'file' }, actor);
       key = await this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' });

@@ -90,15 +90,18 @@ describe('POST /v1/keys', () => {
   });
 
   it('at start, records keys the keystore holds that the key table lacks (made with the CLI, or a creation cut short)', async () => {
+    // Another service started on the same store and keystore.
+    const start = () =>
+      createService({
+        config: testConfig(),
+        store: env.store,
+        signer: env.flow.signer,
+        clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
+        worker: false,
+      });
     const made = await env.flow.signer.generate({ label: 'k-cli', scheme: 'ed25519', backend: 'file' });
     expect(await env.store.keys.get('k-cli')).toBeUndefined();
-    const again = await createService({
-      config: testConfig(),
-      store: env.store,
-      signer: env.flow.signer,
-      clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
-      worker: false,
-    });
+    const again = await start();
     try {
       expect(await env.store.keys.get('k-cli')).toMatchObject({
         fingerprint: made.fingerprint,
@@ -112,13 +115,7 @@ describe('POST /v1/keys', () => {
       await again.close();
     }
     // Known and unchanged: a second start records nothing.
-    const third = await createService({
-      config: testConfig(),
-      store: env.store,
-      signer: env.flow.signer,
-      clients: { ledger: env.flow.ledger, userId: env.flow.ctx.userId },
-      worker: false,
-    });
+    const third = await start();
     await third.close();
     expect(await listAudit(env.store.db, { subject: 'key:k-cli' })).toHaveLength(1);
   });

@@ -12,6 +12,7 @@
  * each round a tick before it opens.
  */
 import { z } from 'zod';
+import { parseInstantMicros } from '../../intent/time.js';
 import type {
   GetOpenAndIssuingMiningRoundsProxyResponse,
   GetOpenAndIssuingMiningRoundsResponse,
@@ -42,17 +43,6 @@ const OpenMiningRoundPayloadSchema = z.object({
   opensAt: z.string(),
 });
 
-const ISO = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
-
-/** An ISO-8601 instant as µs since the epoch (digits below µs dropped), or undefined. */
-export function isoToMicros(text: string): bigint | undefined {
-  const m = ISO.exec(text);
-  if (!m) return undefined;
-  const ms = Date.parse(`${m[1]}${m[3]}`);
-  if (Number.isNaN(ms)) return undefined;
-  return BigInt(ms) * 1000n + BigInt((m[2] ?? '').padEnd(6, '0').slice(0, 6));
-}
-
 /** One `OpenMiningRound` contract; throws on another template or a payload off the Daml shape. */
 export function openRoundOf(c: SpliceContract): OpenRound {
   if (!c.template_id.endsWith(OPEN_MINING_ROUND))
@@ -60,7 +50,7 @@ export function openRoundOf(c: SpliceContract): OpenRound {
       `open mining rounds: contract ${c.contract_id} is a ${c.template_id}, not an OpenMiningRound`,
     );
   const p = OpenMiningRoundPayloadSchema.safeParse(c.payload);
-  const opensAtUs = p.success ? isoToMicros(p.data.opensAt) : undefined;
+  const opensAtUs = p.success ? parseInstantMicros(p.data.opensAt) : undefined;
   if (!p.success || opensAtUs === undefined)
     throw new Error(`open mining rounds: contract ${c.contract_id} has no round number or opensAt`);
   return { contractId: c.contract_id, dso: p.data.dso, number: Number(p.data.round.number), opensAtUs };

@@ -113,15 +113,7 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       const actor = actorOf(request);
       // A taken label is refused before anything is audited; then the request is audited
       // before the key exists (key.create), and the key recorded once made (key.put).
-      if (
-        await deps.signer.describe(body.label).then(
-          () => true,
-          (e: unknown) => {
-            if (e instanceof KeyError && e.code === 'key_not_found') return false;
-            throw e;
-          },
-        )
-      )
+      if (await deps.signer.has(body.label))
         throw new KeyError('key_exists', `a key labelled ${body.label} exists`);
       await deps.store.keys.noteCreation(body, actor);
       const key =
