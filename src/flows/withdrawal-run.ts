@@ -6,7 +6,8 @@
  * finished before the pipeline goes on (a failed write aborts the flow):
  *
  *   about to sign   → prepared (the prepared transaction recorded; a cancelled
- *                     withdrawal fails here, so it is never signed)
+ *                     withdrawal fails here, so it is never signed, and a
+ *                     cancel after this move is refused: it authorises signing)
  *   journal signed  → signed (the signature recorded; nothing sent yet)
  *   journal submitted → submitted, with the ledger end read first
  *                     (write-ahead: the row says "maybe on the ledger" before
@@ -592,7 +593,7 @@ function withdrawalContext(
     const entry = moves && base instanceof DbRecorder ? base.entry(r) : undefined;
     const journal = entry ? { audit: [entry] } : undefined;
     if (!entry) await base?.record(r);
-    // A move refused (a cancel won the race) or failed: the step happened all the same (a signature
+    // A move refused (the lease was lost) or failed: the step happened all the same (a signature
     // was made, a transaction committed), so its record is written on its own, as before the move.
     const recorded = async (moveIt: () => Promise<unknown>) => {
       try {

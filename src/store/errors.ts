@@ -43,8 +43,13 @@ export class WithdrawalStateError extends StoreError {
     readonly withdrawalId: string,
     readonly current: string,
     readonly attempted: string,
+    /** Said instead of the generic sentence (e.g. why a cancel comes too late). */
+    message?: string,
   ) {
-    super('invalid_state', `withdrawal ${withdrawalId} is ${current}: cannot move it to ${attempted}`);
+    super(
+      'invalid_state',
+      message ?? `withdrawal ${withdrawalId} is ${current}: cannot move it to ${attempted}`,
+    );
     this.name = 'WithdrawalStateError';
   }
 }

@@ -22,12 +22,12 @@ import { base64ToBytes } from '../../src/hashing/input.js';
 import { fromUnits } from '../../src/intent/decimal.js';
 import { recogniseActions } from '../../src/intent/recognise.js';
 import { listAudit } from '../../src/store/audit.js';
-import { LeaseLostError } from '../../src/store/errors.js';
+import { LeaseLostError, WithdrawalStateError } from '../../src/store/errors.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import type { Withdrawal, WithdrawalState } from '../../src/store/repos/withdrawals.js';
 import { ambiguousExecute, type FlowEnv, flowEnv, hostParty } from '../support/flow-env.js';
-import { pgliteDriver } from '../support/pg.js';
+import { createPostgresDatabase, pgliteDriver, requirePostgres } from '../support/pg.js';
 
 let env: FlowEnv;
 let store: Store;
@@ -212,30 +212,27 @@ describe('withdrawal worker', () => {
     expect(updatesOf(w.commandId)).toEqual([]);
   });
 
-  it('cancelled after prepared: the signed transition fails, nothing is submitted', async () => {
+  it('a cancel after the move that authorises signing (prepared) is refused: signing goes on', async () => {
+    const sign = vi.spyOn(env.signer, 'sign');
     const w = await create('5');
+    let answer: unknown;
     const wk = worker({
       at: async (p, x) => {
-        if (p === 'prepared' && x.id === w.id) await store.withdrawals.cancel(w.id, { actor: 'test' });
+        if (p === 'prepared' && x.id === w.id)
+          answer = await store.withdrawals.cancel(w.id, { actor: 'test' }).catch((e: unknown) => e);
       },
     });
     await wk.start();
     const done = await settled(w.id);
     await wk.stop();
-    expect(done.state).toBe('cancelled');
-    expect(await store.artifacts.signaturesFor(w.id)).toEqual([]);
-    expect(await store.artifacts.submissionsFor(w.commandId)).toEqual([]);
-    expect(updatesOf(w.commandId)).toEqual([]);
-    // The signature made meanwhile is in the audit trail even though its move was refused.
-    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
-    const prepared = await store.artifacts.preparedFor(w.id);
-    expect(trail.map((a) => a.action)).toEqual([
-      'withdrawal.create',
-      'withdrawal.prepared',
-      'withdrawal.cancelled',
-      'flow.signed',
-    ]);
-    expect(trail[3]!.details).toMatchObject({ step: 'signed', hash: prepared[0]!.hash });
+    expect(answer).toBeInstanceOf(WithdrawalStateError);
+    expect((answer as WithdrawalStateError).code).toBe('invalid_state');
+    expect((answer as WithdrawalStateError).message).toMatch(/too late to cancel .*signing has started/);
+    expect(done.state).toBe('committed');
+    expect(sign).toHaveBeenCalledTimes(1);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+    const trail = (await listAudit(store.db, { subject: `withdrawal:${w.id}` })).map((a) => a.action);
+    expect(trail).not.toContain('withdrawal.cancelled');
   });
 
   it("a party's queued withdrawals do not hold every slot: another party's starts meanwhile", async () => {
@@ -436,5 +433,81 @@ describe('a submission whose outcome is unknown', () => {
     ).rejects.toBeInstanceOf(LeaseLostError);
     await store.withdrawals.releaseLease(w.id, 'other-worker');
     await store.withdrawals.cancel(w.id);
+  });
+});
+
+describe('a cancel and the start of signing exclude each other', () => {
+  /** Where the cancel is sent during a run: a step of the run, or right after the prepare call returned. */
+  const POINTS = ['received', 'after prepare', 'prepared', 'signed', 'submitted'] as const;
+
+  /**
+   * Runs a withdrawal of `party` through `runner` (one instance) while another
+   * instance (`canceller`) cancels it at `point`. Whatever the cancel answered:
+   * `cancelled` ⇒ nothing was signed for it (no call to the key, no signature
+   * recorded, no `flow.signed` in the audit log, nothing on the ledger);
+   * refused ⇒ it said signing had started and the withdrawal committed.
+   */
+  async function race(runner: Store, canceller: Store, party: PartyRecord, point: (typeof POINTS)[number]) {
+    const { withdrawal: w } = await runner.withdrawals.create({
+      idempotencyKey: randomUUID(),
+      caller: 'bot',
+      body: { party: party.partyId, receiver: bob.partyId, amount: '1' },
+    });
+    let answer: unknown;
+    const cancel = async () => {
+      answer = await canceller.withdrawals.cancel(w.id, { actor: 'test' }).catch((e: unknown) => e);
+    };
+    const prepare = env.ledger.prepare.bind(env.ledger);
+    vi.spyOn(env.ledger, 'prepare').mockImplementation(async (req, o) => {
+      const res = await prepare(req, o);
+      if (point === 'after prepare') await cancel();
+      return res;
+    });
+    const sign = vi.spyOn(env.signer, 'sign');
+    const runCtx = { ...env.ctx, parties: runner.parties, recorder: runner.recorder };
+    const at = async (p: WithdrawalPoint) => {
+      if (p === point) await cancel();
+    };
+    const claimed = await runner.withdrawals.claim(w.id, 'runner', 60_000);
+    expect(claimed).toBeDefined();
+    const outcome = await runWithdrawal({ ctx: runCtx, store: runner, owner: 'runner', at }, claimed!);
+    vi.restoreAllMocks();
+    const trail = (await listAudit(runner.db, { subject: `withdrawal:${w.id}` })).map((a) => a.action);
+    const sigs = await runner.artifacts.signaturesFor(w.id);
+    if (answer instanceof WithdrawalStateError) {
+      expect(answer.message, point).toMatch(/too late to cancel .*signing has started/);
+      expect(outcome, point).toEqual({ done: true, state: 'committed' });
+      expect(sign, point).toHaveBeenCalledTimes(1);
+      expect(trail, point).not.toContain('withdrawal.cancelled');
+    } else {
+      expect(answer, point).toMatchObject({ changed: true, withdrawal: { state: 'cancelled' } });
+      expect(outcome, point).toEqual({ done: true, state: 'cancelled' });
+      expect(sign, point).not.toHaveBeenCalled();
+      expect(sigs, point).toEqual([]);
+      expect(trail, point).not.toContain('flow.signed');
+      expect(updatesOf(w.commandId), point).toEqual([]);
+    }
+    return answer instanceof WithdrawalStateError ? 'refused' : 'cancelled';
+  }
+
+  it('one instance: a cancel before the move to prepared wins (nothing signed); after it, it is refused', async () => {
+    const answers: string[] = [];
+    for (const p of POINTS) answers.push(await race(store, store, alice, p));
+    expect(answers).toEqual(['cancelled', 'cancelled', 'refused', 'refused', 'refused']);
+  });
+
+  it('two instances on one PostgreSQL: the same, the cancel sent through the other instance', async () => {
+    if (!(await requirePostgres())) return;
+    const pg = await createPostgresDatabase();
+    try {
+      const a = storeOn(await pg.open(), 'instance-a');
+      const b = storeOn(await pg.open({ migrate: false }), 'instance-b');
+      const dave = await hostParty(env.net, env.signer, a.parties, 'dave', { label: 'wd-dave', fund: '100' });
+      const answers: string[] = [];
+      for (const p of POINTS) answers.push(await race(a, b, dave, p));
+      expect(answers).toEqual(['cancelled', 'cancelled', 'refused', 'refused', 'refused']);
+    } finally {
+      await pg.drop();
+    }
   });
 });

@@ -355,8 +355,8 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
   });
 
   describe('cancel', () => {
-    it('cancels while received or prepared; cancelling again is a no-op', async () => {
-      for (const s of ['received', 'prepared'] as const) {
+    it('cancels while received or awaiting_signature; cancelling again is a no-op', async () => {
+      for (const s of ['received', 'awaiting_signature'] as const) {
         const id = await at(s);
         const r = await repo.cancel(id, { actor: 'bot-1', reason: 'user asked' });
         expect(r).toMatchObject({ changed: true, withdrawal: { state: 'cancelled' } });
@@ -369,12 +369,25 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       }
     });
 
-    it('refuses once signed or later, or finished otherwise', async () => {
-      for (const s of ['signed', 'submitted', 'committed', 'rejected', 'failed', 'expired'] as const) {
+    it('refuses once signing started (prepared) or later, or finished otherwise, saying why', async () => {
+      for (const s of [
+        'prepared',
+        'signed',
+        'submitted',
+        'committed',
+        'rejected',
+        'failed',
+        'expired',
+      ] as const) {
         const id = await at(s);
         const e = await repo.cancel(id).catch((x) => x);
         expect(e, s).toBeInstanceOf(WithdrawalStateError);
         expect((e as WithdrawalStateError).current).toBe(s);
+        expect((e as WithdrawalStateError).message, s).toMatch(
+          ['prepared', 'signed', 'submitted'].includes(s)
+            ? /^too late to cancel withdrawal .*: signing has started/
+            : /is finished and cannot be cancelled/,
+        );
         expect((await repo.get(id))!.state).toBe(s);
       }
       await expect(repo.cancel('00000000-0000-4000-8000-000000000001')).rejects.toBeInstanceOf(NotFoundError);

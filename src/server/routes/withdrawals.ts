@@ -3,7 +3,7 @@
  * `Idempotency-Key` per caller: the same key and body answers the same
  * withdrawal with `Idempotent-Replayed: true`, another body is a 409), read
  * one, list them (cursor pagination, party and state filters) and cancel one
- * that is not yet signed. Creating only records the request (before any side
+ * whose signing has not started. Creating only records the request (before any side
  * effect) and kicks the worker (src/flows/withdrawal.ts), which carries it to
  * a definite outcome. A withdrawer reaches only the parties of its token:
  * another party's withdrawal answers 404, as if it did not exist (audited as
@@ -225,7 +225,8 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
       config: { roles: WRITERS },
       schema: {
         tags: ['withdrawals'],
-        summary: 'Cancel a withdrawal that is not yet signed (409 invalid_state once signed)',
+        summary:
+          'Cancel a withdrawal whose signing has not started (409 invalid_state once it has: prepared or later)',
         params: s(IdParams),
         body: s(CancelBody),
         response: { 200: out(WithdrawalView) },

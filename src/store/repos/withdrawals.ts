@@ -22,7 +22,15 @@
  * may be on the ledger: resume looks the command id up on the ledger before
  * acting again. `rejected` = refused by the pipeline or rejected by the
  * ledger; `failed` = gave up (no commit possible); `expired` = its deadline
- * passed uncommitted; `cancelled` = by the caller, only before `signed`.
+ * passed uncommitted; `cancelled` = by the caller, only before signing
+ * starts: while `received`, or `awaiting_signature` (the request across the
+ * air gap is then void). The move to `prepared` is what authorises signing
+ * (the worker makes it right before it signs), so a cancel and that move
+ * exclude each other on the row: a cancel that answered `cancelled` was
+ * never followed by a signature, on any instance, and one that comes after
+ * the move is refused ("signing has started"). The `prepared → cancelled`
+ * edge stays in the table and the trigger for schema compatibility; cancel
+ * does not take it.
  *
  * The command id is derived from the withdrawal id (`cs-wd-<uuid>`), so a
  * resumed withdrawal submits under the same id and the ledger deduplicates.
@@ -73,7 +81,15 @@ export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepa
 /** States a withdrawal waits in before its outcome: the worker's and the air gap's. */
 export const PENDING_STATES = ['received', 'prepared', 'signed', 'submitted', 'awaiting_signature'] as const;
 export type PendingState = (typeof PENDING_STATES)[number];
-const CANCELLABLE: WithdrawalState[] = ['received', 'prepared', 'awaiting_signature'];
+/** Where a caller's cancel is accepted: before signing is authorised (see the header). */
+const CANCELLABLE: WithdrawalState[] = ['received', 'awaiting_signature'];
+
+/** Why a cancel of a withdrawal in `state` comes too late, and what follows. */
+function tooLate(id: string, state: WithdrawalState): string {
+  if (['prepared', 'signed', 'submitted'].includes(state))
+    return `too late to cancel withdrawal ${id}: signing has started (it is ${state}); it goes on to its outcome, which GET /v1/withdrawals/${id} shows`;
+  return `withdrawal ${id} is ${state}: it is finished and cannot be cancelled`;
+}
 
 export function canTransition(from: WithdrawalState, to: WithdrawalState): boolean {
   return WITHDRAWAL_EDGES[from].includes(to);
@@ -613,8 +629,11 @@ export class WithdrawalRepo {
   }
 
   /**
-   * Cancels a withdrawal that is not yet signed. Already cancelled: returns
-   * it unchanged (`changed: false`). Signed or later: WithdrawalStateError.
+   * Cancels a withdrawal whose signing has not started (`received`, or
+   * `awaiting_signature`). Already cancelled: returns it unchanged
+   * (`changed: false`). Signing started (`prepared`) or later:
+   * WithdrawalStateError saying so. The guarded move is atomic with the
+   * worker's move to `prepared`: whichever comes second is refused.
    */
   async cancel(
     id: string,
@@ -647,6 +666,8 @@ export class WithdrawalRepo {
         const again = await this.get(id);
         if (again) return { withdrawal: again, changed: false };
       }
+      if (e instanceof WithdrawalStateError && !CANCELLABLE.includes(e.current as WithdrawalState))
+        throw new WithdrawalStateError(id, e.current, 'cancelled', tooLate(id, e.current as WithdrawalState));
       throw e;
     }
   }
