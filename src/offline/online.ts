@@ -114,9 +114,13 @@ export class OnlineAirGap {
     let created = false;
     try {
       if (await this.signer.has(this.label)) throw new KeyError('key_exists', `${this.label} exists`);
-      // Audited before the key exists (key.create), recorded once made (key.put).
-      await this.store.keys.noteCreation({ label: this.label, scheme: 'ed25519', backend: 'file' }, actor);
-      key = await this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' });
+      // Audited before the key exists (key.create), recorded once made (key.put) or closed by
+      // key.create_refused.
+      key = await this.store.keys.creating(
+        { label: this.label, scheme: 'ed25519', backend: 'file' },
+        actor,
+        () => this.signer.generate({ label: this.label, scheme: 'ed25519', backend: 'file' }),
+      );
       created = true;
     } catch (e) {
       if (!(e instanceof KeyError && e.code === 'key_exists')) throw e;

@@ -140,6 +140,18 @@ describe('POST /v1/keys', () => {
     });
     expect(r.statusCode).toBe(503);
     expect(r.json().code).toBe('backend_unavailable');
+    // The audited request is closed by its refusal, with the reason.
+    const audit = await listAudit(env.store.db, { subject: 'key:k-hsm' });
+    expect(audit.map((a) => [a.action, a.actor])).toEqual([
+      ['key.create', 'test-admin'],
+      ['key.create_refused', 'test-admin'],
+    ]);
+    expect(audit[1]!.details).toMatchObject({
+      backend: 'pkcs11',
+      scheme: 'ed25519',
+      code: 'backend_unavailable',
+      reason: r.json().message,
+    });
   });
 
   it('operator and auditor may not create keys', async () => {
@@ -257,6 +269,10 @@ describe('cold keys (backend offline)', () => {
     expect(r.statusCode).toBe(400);
     expect(r.json().code).toBe('invalid_key_material');
     expect(r.json().message).toContain('ed25519');
+    const audit = await listAudit(env.store.db, { subject: 'key:k-cold-wrong' });
+    expect(audit.map((a) => a.action)).toEqual(['key.create', 'key.create_refused']);
+    expect(audit[1]!.details).toMatchObject({ backend: 'offline', code: 'invalid_key_material' });
+    expect(await env.store.keys.get('k-cold-wrong')).toBeUndefined();
     await inject('POST', '/v1/keys', admin, { label: 'k-hot', scheme: 'ed25519' });
     const taken = await inject('POST', '/v1/keys', admin, {
       label: 'k-hot',

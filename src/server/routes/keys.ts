@@ -6,7 +6,9 @@
  * Answers carry the public description only (label, backend, scheme,
  * fingerprint, SPKI public key, creation time, disabled): private material
  * never leaves the backend. The key's metadata is recorded in the store
- * (audited as `key.put`, `key.disable`, `key.enable`, actor = the caller).
+ * (audited as `key.put`, `key.disable`, `key.enable`, actor = the caller);
+ * a creation is audited as `key.create` before the key is made, and one the
+ * backend refuses is closed by `key.create_refused` with the reason.
  * The keys themselves are the signer's: a key created outside the service
  * (CLI, HSM tooling) is listed too.
  */
@@ -112,18 +114,19 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       const body = request.body as z.output<typeof CreateKey>;
       const actor = actorOf(request);
       // A taken label is refused before anything is audited; then the request is audited
-      // before the key exists (key.create), and the key recorded once made (key.put).
+      // before the key exists (key.create), closed by the key's record once made (key.put) or
+      // by key.create_refused when the backend refuses it.
       if (await deps.signer.has(body.label))
         throw new KeyError('key_exists', `a key labelled ${body.label} exists`);
-      await deps.store.keys.noteCreation(body, actor);
-      const key =
+      const key = await deps.store.keys.creating(body, actor, () =>
         body.backend === 'offline'
-          ? await deps.signer.importPublicKey(
+          ? deps.signer.importPublicKey(
               body.label,
               body.scheme,
               new Uint8Array(Buffer.from(body.publicKey ?? '', 'base64')),
             )
-          : await deps.signer.generate({ label: body.label, scheme: body.scheme, backend: body.backend });
+          : deps.signer.generate({ label: body.label, scheme: body.scheme, backend: body.backend }),
+      );
       await record(key, actor);
       return reply.status(201).send(view(key));
     },

@@ -5,7 +5,7 @@
  * column, and `put` copies named public fields only).
  */
 
-import type { BackendKind } from '../../keys/backend.js';
+import { type BackendKind, KeyError } from '../../keys/backend.js';
 import type { KeyScheme } from '../../keys/schemes.js';
 import { appendAudit } from '../audit.js';
 import type { Db } from '../db.js';
@@ -74,6 +74,40 @@ export class KeyRepo {
       subject: `key:${k.label}`,
       details: { backend: k.backend, scheme: k.scheme },
     });
+  }
+
+  /**
+   * Makes a key through `make`, audited around it: `key.create` first (see
+   * `noteCreation`: a failing write throws and `make` never runs), and when
+   * `make` fails (the backend refused: bad key material, backend not
+   * configured, label taken meanwhile, …) `key.create_refused` naming the
+   * refusal's code and message, so that every `key.create` is closed — by
+   * that row or by the caller's `key.put` of the key made. `make`'s error is
+   * rethrown. Should the refusal row itself fail to be written (the database
+   * gone since the first row), the caller still gets the refusal: no key was
+   * made either way.
+   */
+  async creating<T>(
+    k: { label: string; backend: string; scheme: string },
+    actor: string,
+    make: () => Promise<T>,
+  ): Promise<T> {
+    await this.noteCreation(k, actor);
+    try {
+      return await make();
+    } catch (e) {
+      const refusal =
+        e instanceof KeyError
+          ? { code: e.code, reason: e.message }
+          : { code: 'internal', reason: `internal error (${e instanceof Error ? e.name : typeof e})` };
+      await appendAudit(this.db, {
+        actor,
+        action: 'key.create_refused',
+        subject: `key:${k.label}`,
+        details: { backend: k.backend, scheme: k.scheme, ...refusal },
+      }).catch(() => {});
+      throw e;
+    }
   }
 
   /** Inserts or refreshes a key's metadata (audited as `key.put`, with `reason` when given). */
