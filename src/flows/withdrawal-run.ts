@@ -35,7 +35,9 @@
  * a later run meets (a refusal, the deadline): an earlier submission may still
  * commit, and a terminal answer would invite the client to pay again. A
  * refusal of a row that was never submitted is terminal (`rejected`, reason
- * kept); other errors are retried by the worker. Every move of a worker's run
+ * kept); other errors are retried by the worker. `lastError` is the latest
+ * reason a run did not finish (recorded when it changes, as
+ * `withdrawal.error`), cleared by each move forward. Every move of a worker's run
  * is fenced by its lease (`owner`): once another worker holds the row, the
  * run's next move fails and nothing more is sent.
  */
@@ -281,9 +283,29 @@ function mayStillCommit(truth: Truth | undefined): string {
 
 /**
  * One run of withdrawal `w` (claimed by the caller). Returns a terminal
- * state or why to look again later.
+ * state or why to look again later (an error before the flow starts, such
+ * as the ledger unreachable while looking for the truth, is settled like
+ * one of the flow's).
  */
 export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
+  try {
+    return await runOnce(env, w0);
+  } catch (e) {
+    return settle(env, w0.id, e, { stay: false, definitelyNot: false, executedOk: false, ownFailure: false });
+  }
+}
+
+/** The withdrawal shows `lastError` as why it is not finished yet (written when it changed; best effort). */
+async function showError(env: RunEnv, w: Withdrawal, lastError: string): Promise<void> {
+  const text = lastError.slice(0, 2000);
+  if (w.lastError === text || isTerminal(w.state)) return;
+  // A row that moved on meanwhile (cancelled, another worker's) keeps what it shows.
+  await env.store.withdrawals
+    .noteError(w.id, w.state, text, { actor: 'worker', ...fenced(env) })
+    .catch(() => undefined);
+}
+
+async function runOnce(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
   const repo = env.store.withdrawals;
   let w = w0;
   const at = async (p: WithdrawalPoint) => env.at?.(p, w);
@@ -318,9 +340,16 @@ export async function runWithdrawal(env: RunEnv, w0: Withdrawal): Promise<RunOut
   const deadline = deadlineOf(w);
   if (deadline !== undefined && deadline <= Date.now()) {
     // Too late to prepare anew; but what was submitted may still commit: wait for its outcome.
-    if (w.state === 'submitted' && !run.definitelyNot)
-      return { done: false, reason: `executeBefore passed; ${mayStillCommit(truth)}`, transient: true };
-    await move([w.state], 'expired', { lastError: 'executeBefore passed before the withdrawal committed' });
+    if (w.state === 'submitted' && !run.definitelyNot) {
+      const reason = `executeBefore passed; ${mayStillCommit(truth)}`;
+      await showError(env, w, reason);
+      return { done: false, reason, transient: true };
+    }
+    // Saying what kept it from committing, when an earlier run met an error.
+    const why = w.lastError !== undefined ? ` (${w.lastError})` : '';
+    await move([w.state], 'expired', {
+      lastError: `executeBefore passed before the withdrawal committed${why}`,
+    });
     return { done: true, state: 'expired' };
   }
   // Signed but not submitted (write-ahead): nothing reached the ledger; prepare again.
@@ -419,14 +448,18 @@ async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promi
   const w = await repo.get(id);
   if (!w) return { done: true, state: 'failed' };
   if (isTerminal(w.state)) return { done: true, state: w.state };
+  /** Look again later; the withdrawal shows why (`lastError`: the error's own text unless given). */
+  const again = async (reason: string, lastError = errorText(e)): Promise<RunOutcome> => {
+    await showError(env, w, lastError);
+    return { done: false, reason, error: e, transient: true };
+  };
   const to = async (state: WithdrawalState, lastError: string) => {
     if (w.state === 'signed') await repo.transition(id, ['signed'], 'prepared', {}, worker);
     await repo.transition(id, [w.state === 'signed' ? 'prepared' : w.state], state, { lastError }, worker);
     return { done: true as const, state };
   };
   // Executed but recording the commit failed, or one of our writes failed: not terminal; look again later.
-  if (run.ownFailure || (w.state === 'submitted' && run.executedOk))
-    return { done: false, reason: errorText(e), error: e, transient: true };
+  if (run.ownFailure || (w.state === 'submitted' && run.executedOk)) return again(errorText(e));
   // Before a terminal answer for something that may be on the ledger: look once more, and end it
   // only when nothing submitted can still commit.
   if (w.state === 'submitted') {
@@ -444,26 +477,23 @@ async function settle(env: RunEnv, id: string, e: unknown, run: RunState): Promi
     }
     if (truth.status === 'unknown') {
       const lastError = errorText(e);
-      // Recorded (and audited) when it changes, not at every look.
-      if (w.lastError !== lastError)
-        await repo.transition(id, ['submitted'], 'submitted', { lastError }, worker);
       const why =
         e instanceof Refusal && e.reason === 'outcome_unknown'
           ? e.reason
           : `${lastError}; ${mayStillCommit(truth)}`;
-      return { done: false, reason: why, error: e, transient: true };
+      return again(why, lastError);
     }
   }
   const deadline = deadlineOf(w);
   if (deadline !== undefined && deadline <= Date.now())
     return to('expired', `executeBefore passed before the withdrawal committed (${errorText(e)})`);
   if (e instanceof Refusal) {
-    if (e.reason === 'outcome_unknown') return { done: false, reason: e.reason, error: e, transient: true };
+    if (e.reason === 'outcome_unknown') return again(e.reason);
     // Gave up on stale preparations: the network, not the request; try again later.
-    if (e.reason === 'window_closed') return { done: false, reason: e.reason, error: e, transient: true };
+    if (e.reason === 'window_closed') return again(e.reason);
     return to('rejected', errorText(e));
   }
-  return { done: false, reason: errorText(e), error: e, transient: true };
+  return again(errorText(e));
 }
 
 /**
@@ -488,6 +518,8 @@ function withdrawalContext(
     patch: Parameters<typeof repo.transition>[3] = {},
     opts: Parameters<typeof repo.transition>[4] = {},
   ) => set(await repo.transition(id, from, to, patch, { actor: 'worker', ...fenced(env), ...opts }));
+  /** A move forward clears the error an earlier attempt left. */
+  const cleared = (): { lastError?: null } => (current().lastError !== undefined ? { lastError: null } : {});
 
   const ledger = Object.create(ctx.ledger) as LedgerApiClient;
   ledger.ledgerEnd = async (o) => {
@@ -560,7 +592,7 @@ function withdrawalContext(
       await move(
         ['received', 'prepared', 'submitted'],
         'prepared',
-        { incrementAttempts: true },
+        { incrementAttempts: true, ...cleared() },
         {
           details: { hash },
           ...(recordPrepared ? { also: async (tx, x) => void (await recordPrepared(tx, x.attempts)) } : {}),
@@ -627,7 +659,7 @@ function withdrawalContext(
             move(
               ['submitted'],
               'submitted',
-              { incrementAttempts: true },
+              { incrementAttempts: true, ...cleared() },
               {
                 details: { ...details, resubmission: true },
                 ...journal,
@@ -637,7 +669,7 @@ function withdrawalContext(
           );
         else
           await recorded(() =>
-            move(['prepared'], 'signed', {}, { details, ...journal, ...(also ? { also } : {}) }),
+            move(['prepared'], 'signed', cleared(), { details, ...journal, ...(also ? { also } : {}) }),
           );
         await at('signed');
         return;
@@ -653,7 +685,7 @@ function withdrawalContext(
             move(
               ['signed'],
               'submitted',
-              { lookupFrom: end },
+              { lookupFrom: end, ...cleared() },
               { details: { hash: r.hash ?? null, ledgerEndBefore: end }, ...journal },
             ),
           );

@@ -8,18 +8,25 @@
  * releases it after (a final withdrawal's lease is left to lapse), runs at
  * most `concurrency` withdrawals at once and one at a time per sending party
  * (they would spend the same holdings), and retries errors before submission
- * with backoff up to a limit, then `failed`. On start it resumes every
+ * with backoff (jittered, capped) up to a limit, then `failed`. A Canton
+ * service that does not answer (connection refused or reset, timeout, 502,
+ * 503, 504) is not the withdrawal's error: one not yet submitted waits for
+ * it, without counting it, until its own `executeBefore` (then `expired`)
+ * or, without one, until the network has been away `networkWaitMs` (then
+ * `failed`, saying so). On start it resumes every
  * unfinished withdrawal from its recorded state. `stop()` takes no new work
  * and waits for the runs in progress.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { isUnavailable } from '../canton/errors.js';
 import type { OnlineAirGap } from '../offline/online.js';
 import type { Store } from '../store/index.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { sweepAirGap } from './withdrawal-air-gap.js';
 import {
+  deadlineOf,
   errorText,
   isTerminal,
   type RunOutcome,
@@ -60,8 +67,14 @@ export interface WithdrawalWorkerOptions {
   owner?: string;
   /** Errors before submission tolerated before a withdrawal is `failed` (default 5). */
   maxErrors?: number;
-  /** First retry delay after an error; doubled each time up to 30 s (default 500 ms). */
+  /** First retry delay after an error; doubled each time up to 30 s, jittered (default 500 ms). */
   retryMs?: number;
+  /**
+   * How long a withdrawal without `executeBefore`, nothing of it submitted,
+   * waits for Canton services that do not answer before it is `failed`
+   * (default 1 h); one with `executeBefore` waits until then.
+   */
+  networkWaitMs?: number;
   /** Where problems are reported (a pino logger fits). */
   logger?: { warn(obj: object, msg: string): void };
   /** Test-only: called after each durable step (crash tests kill the process there). */
@@ -77,6 +90,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const maxErrors = opts.maxErrors ?? 5;
   const retryMs = opts.retryMs ?? 500;
+  const networkWaitMs = opts.networkWaitMs ?? 3_600_000;
   const env = {
     ctx: opts.ctx,
     store,
@@ -91,7 +105,12 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
   /** Sending parties with a withdrawal being carried, and how many. */
   const busy = new Map<string, number>();
   const notBefore = new Map<string, number>();
+  /** Errors that count towards `maxErrors` (those before submission, the network's excepted). */
   const errors = new Map<string, number>();
+  /** Runs that ended "again later", in a row: the backoff. */
+  const tries = new Map<string, number>();
+  /** When each withdrawal waiting for the network first found it away (this run of the worker). */
+  const downSince = new Map<string, number>();
   const partyTails = new Map<string, Promise<void>>();
   /** Withdrawals that became final since the poll in progress started (its answer may predate that). */
   const finishedDuringPoll = new Set<string>();
@@ -120,10 +139,33 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     }
   }
 
-  function later(id: string, party: string, outcome: Extract<RunOutcome, { done: false }>): void {
-    const n = (errors.get(id) ?? 0) + 1;
-    errors.set(id, n);
-    notBefore.set(id, Date.now() + Math.min(30_000, retryMs * 2 ** (n - 1)));
+  /** Forgets a withdrawal's retry bookkeeping (it finished, or gave up). */
+  function forget(id: string): void {
+    errors.delete(id);
+    tries.delete(id);
+    downSince.delete(id);
+    notBefore.delete(id);
+  }
+
+  /**
+   * Looks at the withdrawal again after a backoff: doubled per try up to
+   * 30 s, half of it jittered (many withdrawals waiting for one network do
+   * not all come back at once), and no later than a `deadline` still ahead
+   * (its own executeBefore: the run then ends it).
+   */
+  function later(
+    id: string,
+    party: string,
+    outcome: Extract<RunOutcome, { done: false }>,
+    o: { counted: boolean; deadline?: number | undefined },
+  ): void {
+    const n = (tries.get(id) ?? 0) + 1;
+    tries.set(id, n);
+    if (o.counted) errors.set(id, (errors.get(id) ?? 0) + 1);
+    const backoff = Math.min(30_000, retryMs * 2 ** (n - 1));
+    let at = Date.now() + backoff / 2 + Math.random() * (backoff / 2);
+    if (o.deadline !== undefined && o.deadline >= Date.now()) at = Math.min(at, o.deadline + 1);
+    notBefore.set(id, at);
     queue.set(id, party);
     // The reason as the withdrawal shows it; the log also gets the error's own text.
     const err = outcome.error instanceof Error ? outcome.error.message : undefined;
@@ -190,26 +232,36 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         if (outcome.done) {
           // Parked for an offline signature: not final; the lease is released for whoever resumes it.
           final = isTerminal(outcome.state);
-          errors.delete(id);
-          notBefore.delete(id);
+          forget(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
           return;
         }
         opts.observe?.('withdrawal', 'retry', seconds);
         const now = await repo.get(id);
-        // Too many errors before anything was submitted: give up (after submission, never: look again).
-        if (
-          now &&
-          ['received', 'prepared', 'signed'].includes(now.state) &&
-          (errors.get(id) ?? 0) + 1 >= maxErrors
-        ) {
+        const unsent = now !== undefined && ['received', 'prepared', 'signed'].includes(now.state);
+        const deadline = now && deadlineOf(now);
+        let giveUp: string | undefined;
+        if (unsent && isUnavailable(outcome.error)) {
+          // The network is away, not the withdrawal's fault: it waits until its deadline (the run
+          // then expires it) or, without one, until the network has been away too long.
+          const since = downSince.get(id) ?? Date.now();
+          downSince.set(id, since);
+          const away = Date.now() - since;
+          if (deadline === undefined && away >= networkWaitMs)
+            giveUp = `the Canton network did not answer for ${Math.round(away / 1000)} s (the limit: ${Math.round(networkWaitMs / 1000)} s) before anything was submitted; nothing was sent. Last error: ${outcome.reason}`;
+        } else {
+          downSince.delete(id);
+          // Too many errors before anything was submitted: give up (after submission, never: look again).
+          if (unsent && (errors.get(id) ?? 0) + 1 >= maxErrors) giveUp = outcome.reason;
+        }
+        if (now && giveUp !== undefined) {
           const from = now.state;
           await repo
             .transition(
               id,
               [from],
               'failed',
-              { lastError: outcome.reason.slice(0, 2000) },
+              { lastError: giveUp.slice(0, 2000) },
               { actor: 'worker', owner },
             )
             .then(
@@ -219,10 +271,10 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
               },
               (e) => warn({ withdrawal: id, err: String(e) }, 'could not mark the withdrawal failed'),
             );
-          errors.delete(id);
+          forget(id);
           return;
         }
-        later(id, claimed.party, outcome);
+        later(id, claimed.party, outcome, { counted: !downSince.has(id), deadline });
       });
     } finally {
       clearInterval(heartbeat);

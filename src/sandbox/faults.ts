@@ -6,6 +6,9 @@
  * applies the transport faults to every route that declares an operation;
  * prepare handlers take the transaction faults themselves.
  *
+ * - unreachable: the connection is dropped as the request arrives, before
+ *   anything is looked at or processed: the caller sees a network error, as
+ *   when the node is down or cut off (until the rule is removed).
  * - latency: the answer is delayed by `ms`.
  * - status: 429 or 503 with Canton's retryable body (`retryInfo`, category 2
  *   or 1) or Splice's `{error}`, plus `Retry-After`; nothing is processed.
@@ -22,6 +25,7 @@
 import { z } from 'zod';
 
 export const FaultSpecSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('unreachable') }),
   z.strictObject({ kind: z.literal('latency'), ms: z.number().int().min(0).max(120_000) }),
   z.strictObject({
     kind: z.literal('status'),

@@ -86,7 +86,14 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
   });
 
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
+    // Cut off: the connection drops before anything is looked at (not even the token).
+    const cut = req.routeOptions.config?.operation;
+    if (cut !== undefined && ctx.faults.take(cut, 'unreachable')) {
+      reply.hijack();
+      req.raw.socket?.destroy();
+      return reply;
+    }
     const service = req.routeOptions.config?.service;
     // Scan is public; the sandbox controls and the token endpoint take no bearer token.
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;

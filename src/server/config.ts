@@ -275,6 +275,11 @@ export const configSchema = z
         concurrency: z.number().int().min(1).max(256).default(8),
         /** How often unfinished withdrawals are looked for without a kick (ms). */
         pollMs: z.number().int().min(50).max(600_000).default(2000),
+        /**
+         * How long a withdrawal without executeBefore, nothing of it submitted, waits for Canton
+         * services that do not answer before it fails (s); one with executeBefore waits until then.
+         */
+        networkWaitSeconds: z.number().int().min(1).max(2_592_000).default(3600),
       })
       .prefault({}),
     airGap: z
@@ -413,6 +418,11 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   { path: 'worker.concurrency', env: ['CANTON_SIGNER_WORKER_CONCURRENCY'], kind: 'number' },
   { path: 'worker.pollMs', env: ['CANTON_SIGNER_WORKER_POLL_MS'], kind: 'number' },
+  {
+    path: 'worker.networkWaitSeconds',
+    env: ['CANTON_SIGNER_WORKER_NETWORK_WAIT_SECONDS'],
+    kind: 'number',
+  },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];

@@ -63,7 +63,7 @@ export interface ServiceOptions {
   /** Start the withdrawal worker (default true). */
   worker?: boolean;
   /** Worker tuning (tests make it fast). */
-  workerOptions?: { pollMs?: number; concurrency?: number };
+  workerOptions?: { pollMs?: number; concurrency?: number; retryMs?: number; networkWaitMs?: number };
   /** Extra pipeline rules on top of the configuration's (tests pass a clock). */
   flowOverrides?: Partial<FlowContext>;
   /** Options of the built-in sandbox when `network.sandbox` is true (e.g. a fixed seed). */
@@ -257,6 +257,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             logger: log,
             concurrency: config.worker.concurrency,
             pollMs: config.worker.pollMs,
+            networkWaitMs: config.worker.networkWaitSeconds * 1000,
             ...opts.workerOptions,
           });
     const deps: ServiceDeps = {

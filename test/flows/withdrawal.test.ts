@@ -389,6 +389,8 @@ describe('a submission whose outcome is unknown', () => {
       /executeBefore passed; a submission may still commit until/,
     );
     expect((await now(w.id)).state).toBe('submitted');
+    // What it shows is why it still waits now, not the error of the earlier run.
+    expect((await now(w.id)).lastError).toBe(waiting.done === false && waiting.reason);
     await windowsClosed(w.commandId);
     expect(await run(await now(w.id))).toEqual({ done: true, state: 'expired' });
     expect(updatesOf(w.commandId)).toEqual([]);
@@ -416,6 +418,57 @@ describe('a submission whose outcome is unknown', () => {
     expect(inputsOf(first!.bytes)?.length).toBeGreaterThan(0);
     expect(inputsOf(second!.bytes)).toEqual(inputsOf(first!.bytes));
     expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {
+    loseExecute();
+    const w = await create('1');
+    await run(w);
+    const first = await now(w.id);
+    expect(first.state).toBe('submitted');
+    expect(first.lastError).toMatch(/^outcome_unknown: /);
+    // The participant now drops every connection: looking for the outcome fails with a network error.
+    const cut = env.sb.ctx.faults.inject({ fault: { kind: 'unreachable' }, operation: 'ledger-api.*' });
+    const second = await run(first);
+    env.sb.ctx.faults.remove(cut);
+    expect(second.done).toBe(false);
+    const shown = await now(w.id);
+    expect(shown.state).toBe('submitted');
+    expect(shown.lastError).toMatch(/^NETWORK: ledger-api /);
+    expect(second.done === false && second.reason).toContain(shown.lastError);
+    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
+    expect(trail.at(-1)).toMatchObject({
+      action: 'withdrawal.error',
+      details: { from: 'submitted', to: 'submitted', lastError: shown.lastError },
+    });
+    await windowsClosed(w.commandId);
+    expect(await run(shown)).toEqual({ done: true, state: 'committed' });
+    expect((await now(w.id)).lastError).toBeUndefined();
+  });
+
+  it('lastError is cleared when the withdrawal moves on', async () => {
+    const w = await create('1');
+    const cut = env.sb.ctx.faults.inject({ fault: { kind: 'unreachable' }, operation: 'ledger-api.*' });
+    expect((await run(w)).done).toBe(false);
+    env.sb.ctx.faults.remove(cut);
+    const waiting = await now(w.id);
+    expect(waiting.state).toBe('received');
+    expect(waiting.lastError).toMatch(/^NETWORK: /);
+    const shown: Record<string, string | undefined> = {};
+    const r = await runWithdrawal(
+      {
+        ctx,
+        store,
+        at: async (p, x) => {
+          shown[p] = (await store.withdrawals.get(x.id))?.lastError;
+        },
+      },
+      waiting,
+    );
+    expect(r).toEqual({ done: true, state: 'committed' });
+    expect(shown.received).toBe(waiting.lastError);
+    expect(shown.prepared).toBeUndefined();
+    expect(Object.keys(shown)).toEqual(['received', 'prepared', 'signed', 'submitted', 'executed']);
   });
 
   it('a worker whose lease another worker took moves nothing and sends nothing', async () => {

@@ -442,6 +442,8 @@ interface PendingMove {
   patch: TransitionPatch;
   opts: TransitionOptions;
   actor: string;
+  /** The audit action, when not `withdrawal.<to>`. */
+  action?: string;
 }
 
 /**
@@ -519,7 +521,7 @@ async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<
     if (m.opts.also) await m.opts.also(tx, w);
     audit.push(...(m.opts.audit ?? []), {
       actor: m.actor,
-      action: `withdrawal.${m.to}`,
+      action: m.action ?? `withdrawal.${m.to}`,
       subject: `withdrawal:${m.id}`,
       details: {
         from: row.from_state,
@@ -626,6 +628,30 @@ export class WithdrawalRepo {
       if (!WITHDRAWAL_STATES.includes(f) || !canTransition(f, to)) throw new WithdrawalStateError(id, f, to);
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
     return this.moves.submit({ id, from, to, patch, opts, actor: this.actor(opts.actor) });
+  }
+
+  /**
+   * Records why the withdrawal's latest attempt failed (`lastError`) while it
+   * waits in `state` for the next one: the state stays, the row must still be
+   * in it (and leased to `opts.owner` when given: WithdrawalStateError or
+   * LeaseLostError otherwise), audited as `withdrawal.error`.
+   */
+  async noteError(
+    id: string,
+    state: WithdrawalState,
+    lastError: string,
+    opts: Pick<TransitionOptions, 'actor' | 'owner'> = {},
+  ): Promise<Withdrawal> {
+    if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
+    return this.moves.submit({
+      id,
+      from: [state],
+      to: state,
+      patch: { lastError },
+      opts,
+      actor: this.actor(opts.actor),
+      action: 'withdrawal.error',
+    });
   }
 
   /**
