@@ -154,14 +154,14 @@ export function isCantonApiError(e: unknown): e is CantonApiError {
 
 /**
  * The service did not answer, or said it is unavailable for now: a connection
- * error or timeout (not a TLS failure), a gateway's 502/503/504, or Canton's
- * TransientServerFailure. Nothing is wrong with the request itself: waiting
- * for the service and asking again is the answer.
+ * error or timeout (not a TLS failure), a gateway's 502/503/504, 429 (too
+ * busy), or Canton's TransientServerFailure. Nothing is wrong with the
+ * request itself: waiting for the service and asking again is the answer.
  */
 export function isUnavailable(e: unknown): boolean {
   if (!(e instanceof CantonApiError)) return false;
   if (e.status === 0) return e.retryable;
-  return [502, 503, 504].includes(e.status) || e.category === 'TransientServerFailure';
+  return [429, 502, 503, 504].includes(e.status) || e.category === 'TransientServerFailure';
 }
 
 /** Collapse control characters so a message stays on one line. */

@@ -9,8 +9,8 @@
  * most `concurrency` withdrawals at once and one at a time per sending party
  * (they would spend the same holdings), and retries errors before submission
  * with backoff (jittered, capped) up to a limit, then `failed`. A Canton
- * service that does not answer (connection refused or reset, timeout, 502,
- * 503, 504) is not the withdrawal's error: one not yet submitted waits for
+ * service that does not answer (connection refused or reset, timeout, 429,
+ * 502, 503, 504) is not the withdrawal's error: one not yet submitted waits for
  * it, without counting it, until its own `executeBefore` (then `expired`)
  * or, without one, until the network has been away `networkWaitMs` (then
  * `failed`, saying so). On start it resumes every

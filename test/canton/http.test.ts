@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { type AuthProvider, oauth2ClientCredentials, staticBearer } from '../../src/canton/auth.js';
 import {
   CantonApiError,
+  isUnavailable,
   JsCantonErrorSchema,
   parseRetryAfter,
   parseRetryInfo,
@@ -953,6 +954,32 @@ describe('HttpClient + auth: 401 handling and secrecy', () => {
         expect.arrayContaining(['attempt', 'durationMs', 'method', 'path', 'service', 'status']),
       );
     }
+  });
+});
+
+describe('isUnavailable: the service did not answer, or is unavailable for now', () => {
+  const err = (o: Partial<ConstructorParameters<typeof CantonApiError>[0]>) =>
+    new CantonApiError({
+      status: 0,
+      service: 'ledger-api',
+      method: 'POST',
+      path: '/v2/x',
+      code: 'NETWORK',
+      retryable: true,
+      ambiguous: false,
+      ...o,
+    });
+  it('connection errors, timeouts, 429/502/503/504 and TransientServerFailure are; the rest is not', () => {
+    expect(isUnavailable(err({}))).toBe(true);
+    expect(isUnavailable(err({ code: 'TIMEOUT' }))).toBe(true);
+    for (const status of [429, 502, 503, 504])
+      expect(isUnavailable(err({ status, code: `HTTP_${status}` }))).toBe(true);
+    expect(isUnavailable(err({ status: 500, code: 'X', category: 'TransientServerFailure' }))).toBe(true);
+    // a TLS failure is configuration, not an outage
+    expect(isUnavailable(err({ retryable: false, detail: 'CERT_HAS_EXPIRED' }))).toBe(false);
+    for (const status of [400, 401, 403, 404, 409, 500])
+      expect(isUnavailable(err({ status, code: `HTTP_${status}`, retryable: false }))).toBe(false);
+    expect(isUnavailable(new Error('ECONNREFUSED'))).toBe(false);
   });
 });
 
