@@ -179,6 +179,27 @@ describe('cancel, list and scope (worker paused)', () => {
     expect(late.json().code).toBe('invalid_state');
   });
 
+  it('a cancel once signing has started (prepared) is 409 invalid_state saying so, and changes nothing', async () => {
+    const r = await post(body('7', carol.partyId), { ...operator, 'idempotency-key': randomUUID() });
+    const id = r.json().id as string;
+    // As the worker does right before it signs.
+    await env.store.withdrawals.transition(id, ['received'], 'prepared');
+    const c = await env.service.app.inject({
+      method: 'POST',
+      url: `/v1/withdrawals/${id}/cancel`,
+      headers: operator,
+      payload: { reason: 'too late' },
+    });
+    expect(c.statusCode).toBe(409);
+    expect(c.json()).toMatchObject({ code: 'invalid_state' });
+    expect(c.json().message).toMatch(
+      /^too late to cancel withdrawal .*: signing has started \(it is prepared\)/,
+    );
+    expect((await env.store.withdrawals.get(id))!.state).toBe('prepared');
+    // Out of the worker's way when it starts again.
+    await env.store.withdrawals.transition(id, ['prepared'], 'failed', { lastError: 'test' });
+  });
+
   it('pages with a cursor and filters by party and state', async () => {
     const seen: string[] = [];
     let cursor: string | undefined;
