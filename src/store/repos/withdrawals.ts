@@ -32,6 +32,9 @@
  * edge stays in the table and the trigger for schema compatibility; cancel
  * does not take it.
  *
+ * `lastError` is why the latest attempt did not finish: set by the move that
+ * ends it, or by `noteError` while it waits (audited as `withdrawal.error`).
+ *
  * The command id is derived from the withdrawal id (`cs-wd-<uuid>`), so a
  * resumed withdrawal submits under the same id and the ledger deduplicates.
  */
