@@ -66,6 +66,10 @@ export interface WithdrawalWorkerOptions {
   logger?: { warn(obj: object, msg: string): void };
   /** Test-only: called after each durable step (crash tests kill the process there). */
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
+  /** Refuse, before signing, a withdrawal that would only be an offer (config withdrawals.requireDelivery). */
+  requireDelivery?: boolean;
+  /** Told of each withdrawal that committed: it reads where the funds went (withdrawal-delivery.ts). */
+  delivery?: { kick(id: string): void };
 }
 
 export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): WithdrawalWorker {
@@ -82,6 +86,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     store,
     ...(opts.airGap ? { airGap: opts.airGap } : {}),
     ...(opts.at ? { at: opts.at } : {}),
+    ...(opts.requireDelivery ? { requireDelivery: true } : {}),
     owner,
   };
 
@@ -193,6 +198,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           errors.delete(id);
           notBefore.delete(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
+          if (outcome.state === 'committed') opts.delivery?.kick(id);
           return;
         }
         opts.observe?.('withdrawal', 'retry', seconds);

@@ -277,6 +277,17 @@ export const configSchema = z
         pollMs: z.number().int().min(50).max(600_000).default(2000),
       })
       .prefault({}),
+    withdrawals: z
+      .strictObject({
+        /**
+         * Deliver in one step or not at all: a withdrawal to a receiver without a valid transfer
+         * preapproval (the transfer would only be an offer) is refused before anything is signed.
+         */
+        requireDelivery: z.boolean().default(false),
+        /** How often the transfer offers of committed withdrawals are looked at (ms). */
+        offerPollMs: z.number().int().min(100).max(3_600_000).default(5000),
+      })
+      .prefault({}),
     airGap: z
       .strictObject({
         /** Label of the key that seals exported signing requests (created, Ed25519, by POST /v1/air-gap/export-key). */
@@ -413,6 +424,12 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   { path: 'worker.concurrency', env: ['CANTON_SIGNER_WORKER_CONCURRENCY'], kind: 'number' },
   { path: 'worker.pollMs', env: ['CANTON_SIGNER_WORKER_POLL_MS'], kind: 'number' },
+  {
+    path: 'withdrawals.requireDelivery',
+    env: ['CANTON_SIGNER_WITHDRAWALS_REQUIRE_DELIVERY'],
+    kind: 'boolean',
+  },
+  { path: 'withdrawals.offerPollMs', env: ['CANTON_SIGNER_WITHDRAWALS_OFFER_POLL_MS'], kind: 'number' },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];
