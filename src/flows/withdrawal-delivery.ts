@@ -310,13 +310,20 @@ export async function withdrawPendingOffer(
     if (after && after.delivery !== 'offered') throw notOffered(after);
     throw e;
   }
-  const withdrawal = await repo.deliver(
-    id,
-    ['offered'],
-    'returned',
-    { outcome: 'withdrawn', updateId: done.updateId },
-    { actor, details: { commandId, hash: done.hash } },
-  );
+  const withdrawal = await repo
+    .deliver(
+      id,
+      ['offered'],
+      'returned',
+      { outcome: 'withdrawn', updateId: done.updateId },
+      { actor, details: { commandId, hash: done.hash } },
+    )
+    .catch(async (e: unknown) => {
+      // The tracker saw the withdrawal on the ledger first: it says the same.
+      const now = e instanceof WithdrawalStateError ? await repo.get(id) : undefined;
+      if (now?.delivery === 'returned') return now;
+      throw e;
+    });
   return { withdrawal, commandId, hash: done.hash };
 }
 
