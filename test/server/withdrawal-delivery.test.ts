@@ -211,6 +211,26 @@ describe('delivery of a withdrawal', () => {
     expect(none.statusCode).toBe(409);
   });
 
+  it('a receiver hosted on the sandbox as a local party accepts through the sandbox control → delivered', async () => {
+    const net = env.flow.net;
+    const validator = { partyId: net.validatorParty } as PartyRecord;
+    const w = await committedAs(await api.create(alice, validator, '6'), 'offered');
+    const base = env.flow.sb.urls.ledgerApi.replace(/\/$/, '');
+    const cid = w.offer!.instructionCid;
+    const bad = await fetch(
+      `${base}/sandbox/transfer-instructions/${cid}/accept`.replace(cid, `00${'ab'.repeat(33)}`),
+      {
+        method: 'POST',
+      },
+    );
+    expect(bad.status).toBe(404);
+    const r = await fetch(`${base}/sandbox/transfer-instructions/${cid}/accept`, { method: 'POST' });
+    expect(r.status).toBe(200);
+    const { updateId } = (await r.json()) as { updateId: string };
+    const done = await api.until(w.id, 'delivered', (x) => x.delivery === 'delivered');
+    expect(done.offer).toMatchObject({ outcome: 'accepted', updateId });
+  });
+
   it('expired: the receiver did not answer before executeBefore → returned (expired)', async () => {
     const before = await held(ctx, alice.partyId);
     const executeBefore = new Date(Date.now() + 40_000).toISOString();
@@ -223,7 +243,7 @@ describe('delivery of a withdrawal', () => {
     expect(await held(ctx, alice.partyId)).toEqual(before);
     const metrics = await env.service.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="returned"\} 3/);
-    expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="delivered"\} 3/);
+    expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="delivered"\} 4/);
   });
 });
 
