@@ -10,7 +10,8 @@
  * (they would spend the same holdings), and retries errors before submission
  * with backoff up to a limit, then `failed`. On start it resumes every
  * unfinished withdrawal from its recorded state. `stop()` takes no new work
- * and waits for the runs in progress.
+ * and waits for the runs in progress. A committed withdrawal is handed to the
+ * delivery tracker (withdrawal-delivery.ts), which reads where the funds went.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
