@@ -295,7 +295,9 @@ describe('withdrawals.requireDelivery', () => {
       expect(env.flow.net.store.updates().filter((u) => u.commandId === w.commandId)).toEqual([]);
       const actions = (await listAudit(env.store.db, { subject: `withdrawal:${w.id}` })).map((a) => a.action);
       expect(actions).not.toContain('flow.signed');
-      expect(actions).toContain('withdrawal.rejected');
+      expect(actions).toEqual(expect.arrayContaining(['flow.refused', 'withdrawal.rejected']));
+      const metrics = (await env.service.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/canton_signer_refusals_total\{reason="delivery_required"\} 1/);
       expect(await listOffers({ ...env.flow.ctx, parties: env.store.parties }, bob.partyId)).toEqual([]);
     } finally {
       sign.mockRestore();
