@@ -23,6 +23,7 @@ export type RefusalReason =
   | 'signature_invalid' // the produced signature does not verify against the registered key
   | 'submission_rejected' // the ledger rejected the signed transaction (definite: nothing committed)
   | 'outcome_unknown' // an ambiguous submission whose outcome could not be established; not retried
+  | 'delivery_required' // the transfer would be an offer (no valid preapproval) and one-step delivery is required
   | 'bad_request'; // the caller's input is invalid (names the field)
 
 export class Refusal extends Error {

@@ -65,6 +65,14 @@ export interface TransferRequest {
   maxAttempts?: number;
   /** Journal flow name (default `transfer`). */
   flowName?: string;
+  /**
+   * Deliver in one step or not at all: when the registry announces a
+   * two-step transfer (an offer the receiver must accept: no valid transfer
+   * preapproval), refuse (`delivery_required`) before anything is prepared
+   * or signed. The announced kind is then part of the intent, so a
+   * transaction that makes an offer all the same is refused too.
+   */
+  requireDelivery?: boolean;
 }
 
 export interface TransferResult {
@@ -252,6 +260,25 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
         choiceArguments: choiceArguments(cids, { values: {} }),
         excludeDebugFields: true,
       });
+      if (req.requireDelivery && factory.transferKind === 'offer') {
+        const refusal = new Refusal(
+          'delivery_required',
+          `${to.name ?? to.partyId} has no valid transfer preapproval, so the transfer would only be an offer waiting for the receiver; this service delivers in one step or not at all (withdrawals.requireDelivery). Nothing was signed. The receiver can set up a transfer preapproval, then send a new withdrawal`,
+          [],
+          { receiver: to.partyId },
+        );
+        // Journalled as the pipeline journals its own refusals (audit, refusal metrics).
+        await ctx.recorder?.record({
+          flow: req.flowName ?? 'transfer',
+          step: 'refused',
+          partyId: party.partyId,
+          commandId,
+          intent: flow.intent,
+          reason: refusal.reason,
+          message: refusal.message,
+        });
+        throw refusal;
+      }
       // The intent of this attempt: its inputs and the path the registry announced (the
       // intent check refuses a transaction that takes another path).
       flow.intent = intentFor(cids, factory.transferKind);

@@ -78,6 +78,8 @@ export interface RunEnv {
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
   /** The worker holding the withdrawal's lease: every move of the run is fenced by it. */
   owner?: string;
+  /** Refuse, before signing, a transfer that would only be an offer (transfer.ts `requireDelivery`). */
+  requireDelivery?: boolean;
 }
 
 /** What one run ended with: a terminal state, or "look again later". */
@@ -402,6 +404,7 @@ async function runOnce(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
         ...(typeof w.options.executeBefore === 'string' ? { executeBefore: w.options.executeBefore } : {}),
         commandId: w.commandId,
         flowName: 'withdrawal',
+        ...(env.requireDelivery ? { requireDelivery: true } : {}),
       });
       return { done: true, state: 'committed' };
     } catch (e) {

@@ -15,7 +15,8 @@
  * or, without one, until the network has been away `networkWaitMs` (then
  * `failed`, saying so). On start it resumes every
  * unfinished withdrawal from its recorded state. `stop()` takes no new work
- * and waits for the runs in progress.
+ * and waits for the runs in progress. A committed withdrawal is handed to the
+ * delivery tracker (withdrawal-delivery.ts), which reads where the funds went.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -79,6 +80,10 @@ export interface WithdrawalWorkerOptions {
   logger?: { warn(obj: object, msg: string): void };
   /** Test-only: called after each durable step (crash tests kill the process there). */
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;
+  /** Refuse, before signing, a withdrawal that would only be an offer (config withdrawals.requireDelivery). */
+  requireDelivery?: boolean;
+  /** Told of each withdrawal that committed: it reads where the funds went (withdrawal-delivery.ts). */
+  delivery?: { kick(id: string): void };
 }
 
 export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): WithdrawalWorker {
@@ -96,6 +101,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     store,
     ...(opts.airGap ? { airGap: opts.airGap } : {}),
     ...(opts.at ? { at: opts.at } : {}),
+    ...(opts.requireDelivery ? { requireDelivery: true } : {}),
     owner,
   };
 
@@ -234,6 +240,7 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           final = isTerminal(outcome.state);
           forget(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
+          if (outcome.state === 'committed') opts.delivery?.kick(id);
           return;
         }
         opts.observe?.('withdrawal', 'retry', seconds);

@@ -1,9 +1,11 @@
 /**
  * The sandbox's own controls (`/sandbox/*`), which no real network has and so
  * live outside the service paths: network facts, DevNet-style taps, moving the
- * clock and the mining rounds, and the fault switches. Unauthenticated; the
+ * clock and the mining rounds, a local receiver's answer to a transfer offer,
+ * and the fault switches. Unauthenticated; the
  * sandbox binds to localhost.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { balanceOf } from './amulet.js';
@@ -11,6 +13,8 @@ import type { SandboxContext } from './context.js';
 import { SandboxError } from './errors.js';
 import { FaultRuleSchema } from './faults.js';
 import { isoMicros } from './ledger/clock.js';
+import { VALIDATOR_USER } from './network.js';
+import { localInstructionAnswer } from './participant/interpret.js';
 
 const config = { config: { service: 'sandbox' } };
 
@@ -72,6 +76,21 @@ export function registerSandboxAdminRoutes(app: FastifyInstance, ctx: SandboxCon
     net.sweep();
     return { now: isoMicros(net.clock.now()) };
   });
+
+  // A receiver hosted here as a local party (the validator operator) answers a transfer offer.
+  for (const kind of ['Accept', 'Reject'] as const)
+    app.post<{ Params: { cid: string } }>(
+      `/sandbox/transfer-instructions/:cid/${kind.toLowerCase()}`,
+      config,
+      async (req) => {
+        const prepared = localInstructionAnswer(net, req.params.cid, kind);
+        const { update } = net.commitPrepared(prepared, {
+          userId: VALIDATOR_USER,
+          submissionId: `sandbox-${randomUUID()}`,
+        });
+        return { updateId: update.updateId, offset: update.offset };
+      },
+    );
 
   app.get('/sandbox/faults', config, async () => ({ faults: faults.list(), applied: faults.applied() }));
   app.post('/sandbox/faults', config, async (req) => ({

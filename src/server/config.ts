@@ -282,6 +282,17 @@ export const configSchema = z
         networkWaitSeconds: z.number().int().min(1).max(2_592_000).default(3600),
       })
       .prefault({}),
+    withdrawals: z
+      .strictObject({
+        /**
+         * Deliver in one step or not at all: a withdrawal to a receiver without a valid transfer
+         * preapproval (the transfer would only be an offer) is refused before anything is signed.
+         */
+        requireDelivery: z.boolean().default(false),
+        /** How often the transfer offers of committed withdrawals are looked at (ms). */
+        offerPollMs: z.number().int().min(100).max(3_600_000).default(5000),
+      })
+      .prefault({}),
     airGap: z
       .strictObject({
         /** Label of the key that seals exported signing requests (created, Ed25519, by POST /v1/air-gap/export-key). */
@@ -423,6 +434,12 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
     env: ['CANTON_SIGNER_WORKER_NETWORK_WAIT_SECONDS'],
     kind: 'number',
   },
+  {
+    path: 'withdrawals.requireDelivery',
+    env: ['CANTON_SIGNER_WITHDRAWALS_REQUIRE_DELIVERY'],
+    kind: 'boolean',
+  },
+  { path: 'withdrawals.offerPollMs', env: ['CANTON_SIGNER_WITHDRAWALS_OFFER_POLL_MS'], kind: 'number' },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];

@@ -4,9 +4,9 @@
  * share counters. Names are prefixed `canton_signer_`. What is counted:
  * HTTP requests by method, route pattern and status, with their latency;
  * signatures by backend and scheme; refusals by reason; flow latencies by
- * flow and outcome; key backend (HSM) errors by code; withdrawals by state
- * and the age of the oldest pending withdrawal per state (both read from the
- * store when scraped). Labels never carry ids, parties or anything unbounded.
+ * flow and outcome; key backend (HSM) errors by code; withdrawals by state,
+ * the age of the oldest pending withdrawal per state and committed
+ * withdrawals by delivery (all read from the store when scraped). Labels never carry ids, parties or anything unbounded.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -52,11 +52,13 @@ export class ServiceMetrics {
   });
   readonly withdrawals: Gauge<'state'>;
   readonly oldestPending: Gauge<'state'>;
+  readonly deliveries: Gauge<'delivery'>;
 
   constructor(
     opts: {
       withdrawalsByState?: () => Promise<Record<string, number>>;
       oldestPendingAges?: () => Promise<Record<string, number>>;
+      withdrawalsByDelivery?: () => Promise<Record<string, number>>;
       defaults?: boolean;
     } = {},
   ) {
@@ -72,6 +74,17 @@ export class ServiceMetrics {
       'Seconds since the oldest withdrawal still pending in each state was created (0: none)',
       opts.oldestPendingAges,
     );
+    const byDelivery = opts.withdrawalsByDelivery;
+    this.deliveries = new Gauge({
+      name: 'canton_signer_withdrawal_deliveries',
+      help: 'Committed withdrawals by delivery (pending, delivered, offered, returned; untracked: committed before delivery was tracked)',
+      labelNames: ['delivery'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!byDelivery) return;
+        for (const [delivery, v] of Object.entries(await byDelivery())) this.set({ delivery }, v);
+      },
+    });
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'canton_signer_' });
   }
 

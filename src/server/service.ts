@@ -16,6 +16,7 @@ import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
+import { createDeliveryTracker } from '../flows/withdrawal-delivery.js';
 import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
 import type { OfflineBackend } from '../keys/offline-backend.js';
@@ -217,6 +218,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     const metrics = new ServiceMetrics({
       withdrawalsByState: () => store.withdrawals.countByState(),
       oldestPendingAges: () => store.withdrawals.oldestPendingAges(),
+      withdrawalsByDelivery: () => store.withdrawals.countByDelivery(),
     });
     instrumentSigner(signer, metrics);
     await recordHeldKeys(signer, store, log);
@@ -246,6 +248,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       airGap: airGap.exporter({ subject: 'sign-request' }),
       ...opts.flowOverrides,
     };
+    // Where committed withdrawals' funds went: read from each commit, offers followed to their end.
+    const delivery = createDeliveryTracker({
+      ctx: flows,
+      store,
+      logger: log,
+      pollMs: config.withdrawals.offerPollMs,
+    });
     const worker: WithdrawalWorker =
       opts.worker === false
         ? { kick() {}, async start() {}, async stop() {} }
@@ -258,6 +267,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             concurrency: config.worker.concurrency,
             pollMs: config.worker.pollMs,
             networkWaitMs: config.worker.networkWaitSeconds * 1000,
+            requireDelivery: config.withdrawals.requireDelivery,
+            delivery,
             ...opts.workerOptions,
           });
     const deps: ServiceDeps = {
@@ -305,7 +316,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     const built = buildApp(deps, { verifier, logger: log });
     await built.app.ready();
     await opts.beforeStart?.({ deps, ...(sandbox ? { sandbox } : {}) });
-    if (opts.worker !== false) await worker.start();
+    if (opts.worker !== false) {
+      await worker.start();
+      delivery.start();
+    }
     let closed = false;
     return {
       ...built,
@@ -327,6 +341,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
           clearInterval(reaper);
         }
         await worker.stop();
+        await delivery.stop();
         await closeOpened();
       },
     };

@@ -33,6 +33,9 @@
  * base64 characters as bytes.) It also indexes the unfinished withdrawals of
  * each party, which the worker's claim asks for at every claim: without it,
  * a planner without statistics read the party's whole history.
+ * Migration 6 adds where a committed withdrawal's funds are (`delivery`, a
+ * second state machine documented in repos/withdrawals.ts) and the transfer
+ * offer it is waiting on.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -321,7 +324,47 @@ const M005: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005];
+/**
+ * Migration 6: delivery. A committed withdrawal may have delivered the funds
+ * (one step) or only offered them (a transfer instruction the receiver must
+ * accept): `delivery` says which and follows an offer to its end; its own
+ * trigger enforces its edges (repos/withdrawals.ts `DELIVERY_EDGES`). Rows
+ * committed before keep NULL: not tracked.
+ */
+const M006: Migration = {
+  version: 6,
+  name: 'withdrawal delivery and transfer offers',
+  statements: [
+    `ALTER TABLE withdrawals ADD COLUMN delivery text CHECK (delivery IN ('pending', 'delivered', 'offered', 'returned'))`,
+    `ALTER TABLE withdrawals ADD COLUMN offer_cid text`,
+    `ALTER TABLE withdrawals ADD COLUMN offer_expires_at timestamptz(3)`,
+    `ALTER TABLE withdrawals ADD COLUMN offer_outcome text CHECK (offer_outcome IN
+      ('accepted', 'rejected', 'expired', 'withdrawn', 'failed'))`,
+    `ALTER TABLE withdrawals ADD COLUMN delivery_update_id text`,
+    `ALTER TABLE withdrawals ADD COLUMN delivery_from bigint CHECK (delivery_from >= 0)`,
+    `ALTER TABLE withdrawals ADD CONSTRAINT withdrawals_delivery_committed
+      CHECK (delivery IS NULL OR state = 'committed')`,
+    `CREATE FUNCTION withdrawals_delivery_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.delivery IS DISTINCT FROM OLD.delivery AND NOT (
+           (OLD.delivery IS NULL      AND NEW.delivery = 'pending')
+        OR (OLD.delivery = 'pending'  AND NEW.delivery IN ('delivered', 'offered', 'returned'))
+        OR (OLD.delivery = 'offered'  AND NEW.delivery IN ('delivered', 'returned'))
+      ) THEN
+        RAISE EXCEPTION 'withdrawal %: delivery % -> % is not an allowed transition', OLD.id,
+          coalesce(OLD.delivery, 'none'), coalesce(NEW.delivery, 'none')
+          USING ERRCODE = 'check_violation';
+      END IF;
+      RETURN NEW;
+    END $$`,
+    `CREATE TRIGGER withdrawals_delivery_guard BEFORE UPDATE ON withdrawals
+      FOR EACH ROW EXECUTE FUNCTION withdrawals_delivery_guard()`,
+    `CREATE INDEX withdrawals_delivery_open ON withdrawals (created_at, id)
+      WHERE delivery IN ('pending', 'offered')`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -477,6 +477,20 @@ const cases: Case[] = [
     canned: { update: { Transaction: { value: transaction } } },
   },
   {
+    op: 'updates',
+    requestComponent: 'GetUpdatesRequest',
+    responseComponent: 'JsGetUpdatesResponse',
+    list: true,
+    call: (c) =>
+      c.updates(
+        { beginExclusive: 41, endInclusive: 42, updateFormat: updateReq.updateFormat },
+        { limit: 10, streamIdleTimeoutMs: 200 },
+      ),
+    body: { beginExclusive: 41, endInclusive: 42, updateFormat: updateReq.updateFormat },
+    query: { limit: '10', stream_idle_timeout_ms: '200' },
+    canned: [{ update: { Transaction: { value: transaction } } }],
+  },
+  {
     op: 'ledgerEnd',
     responseComponent: 'GetLedgerEndResponse',
     call: (c) => c.ledgerEnd(),

@@ -354,6 +354,47 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
     });
   });
 
+  describe('delivery', () => {
+    it('starts pending with the move to committed and moves only along its table, audited', async () => {
+      const id = await at('submitted');
+      expect((await repo.get(id))?.delivery).toBeUndefined();
+      await repo.transition(id, ['submitted'], 'committed', { updateId: 'u-1' });
+      expect((await repo.get(id))?.delivery).toBe('pending');
+      await expect(repo.deliver(id, ['offered'], 'delivered')).rejects.toThrow(/delivery pending/);
+      await expect(repo.deliver(id, ['delivered'], 'offered')).rejects.toBeInstanceOf(WithdrawalStateError);
+      const offered = await repo.deliver(id, ['pending'], 'offered', {
+        offerCid: '00abc',
+        offerExpiresAt: '2030-01-01T00:00:00.000Z',
+        scannedTo: 7,
+      });
+      expect(offered.offer).toEqual({ instructionCid: '00abc', expiresAt: '2030-01-01T00:00:00.000Z' });
+      expect(await repo.deliveryFrom(id)).toBe(7);
+      expect((await repo.openDeliveries()).map((w) => w.id)).toContain(id);
+      const back = await repo.deliver(id, ['offered'], 'returned', { outcome: 'rejected', updateId: 'u-2' });
+      expect(back).toMatchObject({ delivery: 'returned', offer: { outcome: 'rejected', updateId: 'u-2' } });
+      await expect(repo.deliver(id, ['returned'], 'delivered')).rejects.toBeInstanceOf(WithdrawalStateError);
+      expect((await repo.openDeliveries()).map((w) => w.id)).not.toContain(id);
+      const trail = (await listAudit(db, { subject: `withdrawal:${id}` })).map((a) => a.action);
+      expect(trail.slice(-2)).toEqual(['withdrawal.delivery.offered', 'withdrawal.delivery.returned']);
+      expect((await repo.list({ delivery: 'returned', limit: 500 })).items.map((w) => w.id)).toContain(id);
+      expect((await repo.countByDelivery()).returned).toBeGreaterThanOrEqual(1);
+    });
+
+    it('the database refuses a delivery edge the table lacks, and a delivery before the commit', async () => {
+      const committed = await at('committed');
+      await expect(
+        db.query(`UPDATE withdrawals SET delivery = 'returned' WHERE id = $1`, [committed]),
+      ).resolves.toBeDefined();
+      await expect(
+        db.query(`UPDATE withdrawals SET delivery = 'delivered' WHERE id = $1`, [committed]),
+      ).rejects.toThrow(/not an allowed transition/);
+      const open = await at('prepared');
+      await expect(
+        db.query(`UPDATE withdrawals SET delivery = 'pending' WHERE id = $1`, [open]),
+      ).rejects.toThrow(/withdrawals_delivery_committed/);
+    });
+  });
+
   describe('cancel', () => {
     it('cancels while received or awaiting_signature; cancelling again is a no-op', async () => {
       for (const s of ['received', 'awaiting_signature'] as const) {

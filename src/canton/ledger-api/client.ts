@@ -7,7 +7,7 @@
  * per-endpoint retry decision.
  *
  * Retry (idempotency) decisions, see {@link LEDGER_API_ENDPOINTS}:
- * - Reads (GET, and the POST queries active-contracts, update-by-offset, completions) are
+ * - Reads (GET, and the POST queries active-contracts, update-by-offset, updates, completions) are
  *   retried on transient failures.
  * - `prepare` and `generate-topology` are retried: they compute something (a prepared
  *   transaction, topology transactions) without changing ledger or topology state. A
@@ -52,6 +52,8 @@ import {
   GetParticipantIdResponseSchema,
   type GetUpdateByOffsetRequest,
   GetUpdateByOffsetRequestSchema,
+  type GetUpdatesRequest,
+  GetUpdatesRequestSchema,
   GrantUserRightsRequestSchema,
   type GrantUserRightsResponse,
   GrantUserRightsResponseSchema,
@@ -69,6 +71,8 @@ import {
   JsGetActiveContractsResponseSchema,
   type JsGetUpdateResponse,
   JsGetUpdateResponseSchema,
+  type JsGetUpdatesResponse,
+  JsGetUpdatesResponseSchema,
   type JsPrepareSubmissionRequest,
   JsPrepareSubmissionRequestSchema,
   type JsPrepareSubmissionResponse,
@@ -125,6 +129,7 @@ export const LEDGER_API_ENDPOINTS = {
     idempotent: false,
   },
   updateByOffset: { method: 'POST', path: '/v2/updates/update-by-offset', idempotent: true },
+  updates: { method: 'POST', path: '/v2/updates', idempotent: true },
   ledgerEnd: { method: 'GET', path: '/v2/state/ledger-end', idempotent: true },
   activeContracts: { method: 'POST', path: '/v2/state/active-contracts', idempotent: true },
   connectedSynchronizers: { method: 'GET', path: '/v2/state/connected-synchronizers', idempotent: true },
@@ -299,6 +304,19 @@ export class LedgerApiClient {
       body: check('updateByOffset', GetUpdateByOffsetRequestSchema, req),
       response: JsGetUpdateResponseSchema,
       opts,
+    });
+  }
+
+  /**
+   * Updates after `beginExclusive` (up to `endInclusive`), as a list. Without an end the stream
+   * is open-ended: set `streamIdleTimeoutMs` (and/or `limit`) to bound the wait.
+   */
+  async updates(req: GetUpdatesRequest, opts?: StreamListOptions): Promise<JsGetUpdatesResponse[]> {
+    return this.call('updates', {
+      body: check('updates', GetUpdatesRequestSchema, req),
+      query: streamListQuery(opts),
+      response: JsGetUpdatesResponseSchema.array(),
+      opts: streamListCall(opts, this.timeoutMs),
     });
   }
 

@@ -545,6 +545,16 @@ export const GetUpdateByOffsetRequestSchema = z.strictObject({
 });
 export type GetUpdateByOffsetRequest = z.input<typeof GetUpdateByOffsetRequestSchema>;
 
+/** `GetUpdatesRequest` (POST /v2/updates), with `updateFormat` (the deprecated `filter` / `verbose` not offered). */
+export const GetUpdatesRequestSchema = z.strictObject({
+  /** Updates after this offset (0: from the ledger's beginning). */
+  beginExclusive: Int64.min(0),
+  /** Up to this offset; without it the stream is open-ended (bound the wait with the idle timeout). */
+  endInclusive: Int64.min(0).optional(),
+  updateFormat: UpdateFormatSchema,
+});
+export type GetUpdatesRequest = z.input<typeof GetUpdatesRequestSchema>;
+
 /**
  * `GetActiveContractsRequest` (POST /v2/state/active-contracts). The deprecated `filter` /
  * `verbose` fields are not offered; `eventFormat` is required here (3.5.1 makes it optional,
@@ -900,6 +910,10 @@ export type JsSubmitAndWaitForReassignmentResponse = z.output<
 /** `JsGetUpdateResponse` (update-by-offset). */
 export const JsGetUpdateResponseSchema = z.object({ update: opt(UpdateSchema) });
 export type JsGetUpdateResponse = z.output<typeof JsGetUpdateResponseSchema>;
+
+/** `JsGetUpdatesResponse` (one item of POST /v2/updates). */
+export const JsGetUpdatesResponseSchema = z.object({ update: opt(UpdateSchema) });
+export type JsGetUpdatesResponse = z.output<typeof JsGetUpdatesResponseSchema>;
 
 /** `GetLedgerEndResponse`. An absent offset is protobuf's default 0 (empty ledger). */
 export const GetLedgerEndResponseSchema = z.object({

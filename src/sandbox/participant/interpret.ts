@@ -339,6 +339,41 @@ function instructionChoice(
   return kind === 'Reject' ? transferInstructionReject(input) : transferInstructionWithdraw(input);
 }
 
+/**
+ * The answer of a receiver hosted here as a local party (the validator
+ * operator, mallory) to transfer instruction `cid`: the same transaction an
+ * external receiver would sign, built for the sandbox's own control (no
+ * external signature; the local party's participant authorises it).
+ */
+export function localInstructionAnswer(
+  net: SandboxNetwork,
+  cid: string,
+  kind: 'Accept' | 'Reject',
+): PreparedTransaction {
+  const instr = net.store.get(cid);
+  if (instr?.templateId.entityName !== 'AmuletTransferInstruction') throw contractNotFound(cid);
+  const receiver = transferOf(instr).receiver;
+  if (!net.localParties.has(receiver))
+    throw E.invalidArgument(
+      `the receiver ${receiver} is an external party: it answers by signing (TransferInstruction_${kind} through prepare and execute)`,
+    );
+  const round = net.latestRound();
+  const ctx = { 'amulet-rules': net.amuletRules().contractId, 'open-round': round.contractId };
+  const values = Object.fromEntries(
+    Object.entries(ctx).map(([k, v]) => [k, { tag: 'AV_ContractId', value: v }]),
+  );
+  const req: PrepareCommand = {
+    command: {},
+    actAs: [receiver],
+    commandId: `sandbox-${kind.toLowerCase()}-${randomUUID()}`,
+    // The local receiver reads the DSO's contracts as disclosed ones, as an external one would.
+    disclosedContracts: [{ contractId: ctx['amulet-rules'] }, { contractId: ctx['open-round'] }],
+  };
+  return instructionChoice(net, req, receiver, cid, `TransferInstruction_${kind}`, {
+    extraArgs: { context: { values }, meta: { values: {} } },
+  });
+}
+
 /** The token-standard Transfer record stored in an AmuletTransferInstruction. */
 export function transferOf(instr: Contract): TokenTransfer {
   const a = instr.argument;

@@ -262,22 +262,32 @@ function acsDeltaEvents(u: Update, filter: EventFilter, dso: string): Json[] {
 
 /** Ledger-effects shape: creates and exercises of the executed nodes a requested party witnesses. */
 function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
-  if (!u.tree) return [];
+  const parties = [...filter.byParty.keys()];
+  if (!u.tree) return automationEffects(u, filter, parties);
   const tree = u.tree;
   const rewrite = (cid: string) => tree.ids.get(cid) ?? cid;
-  const parties = [...filter.byParty.keys()];
   const byId = new Map(tree.nodes.map((n) => [n.nodeId, n.node]));
   const lastDescendant = (id: string): number => {
     const n = byId.get(id);
     if (n?.type !== 'exercise' || n.children.length === 0) return Number(id);
     return lastDescendant(n.children[n.children.length - 1]!);
   };
+  // A node's witnesses: its informees (stakeholders, and the actors of an exercise) and those of
+  // every action above it, as Canton reports them.
+  const informed = new Map<string, Set<string>>();
+  const inform = (id: string, above: ReadonlySet<string>) => {
+    const n = byId.get(id);
+    if (n?.type !== 'create' && n?.type !== 'exercise') return;
+    const own = new Set([...above, ...n.stakeholders, ...(n.type === 'exercise' ? n.actingParties : [])]);
+    informed.set(id, own);
+    if (n.type === 'exercise') for (const c of n.children) inform(c, own);
+  };
+  for (const r of tree.roots) inform(r, new Set());
   const out: Json[] = [];
   for (const { nodeId, node } of tree.nodes) {
     if (node.type !== 'create' && node.type !== 'exercise') continue;
-    const witnesses = filter.anyParty
-      ? node.stakeholders
-      : node.stakeholders.filter((p) => parties.includes(p)).sort();
+    const all = [...(informed.get(nodeId) ?? node.stakeholders)].sort();
+    const witnesses = filter.anyParty ? all : all.filter((p) => parties.includes(p));
     if (witnesses.length === 0) continue;
     if (node.type === 'create') {
       const created = u.events.find(
@@ -323,6 +333,61 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
       if (node.interfaceId) ev.interfaceId = identifierString(node.interfaceId);
       out.push({ ExercisedEvent: ev });
     }
+  }
+  return out;
+}
+
+/**
+ * Ledger effects of an update the network's own automation committed (no
+ * executed tree: rounds, taps, expiries): each archive as the consuming
+ * `Archive` exercise Canton shows for it, each create as a created event.
+ */
+function automationEffects(u: Update, filter: EventFilter, parties: string[]): Json[] {
+  const out: Json[] = [];
+  for (const e of u.events) {
+    const c = e.contract;
+    const witnesses = filter.anyParty
+      ? c.stakeholders
+      : c.stakeholders.filter((p) => parties.includes(p)).sort();
+    if (witnesses.length === 0) continue;
+    if (e.kind === 'created')
+      out.push({
+        CreatedEvent: {
+          offset: u.offset,
+          nodeId: e.nodeId,
+          contractId: c.contractId,
+          templateId: identifierString(c.templateId),
+          contractKey: null,
+          createArgument: valueToJson(c.argument),
+          interfaceViews: [],
+          witnessParties: witnesses,
+          signatories: c.signatories,
+          observers: c.stakeholders.filter((p) => !c.signatories.includes(p)),
+          createdAt: isoMicros(u.effectiveAt),
+          packageName: c.packageName,
+          representativePackageId: c.templateId.packageId,
+          acsDelta: true,
+        },
+      });
+    else
+      out.push({
+        ExercisedEvent: {
+          offset: u.offset,
+          nodeId: e.nodeId,
+          contractId: c.contractId,
+          templateId: identifierString(c.templateId),
+          choice: 'Archive',
+          choiceArgument: {},
+          actingParties: c.signatories,
+          consuming: true,
+          witnessParties: witnesses,
+          lastDescendantNodeId: e.nodeId,
+          exerciseResult: {},
+          packageName: c.packageName,
+          implementedInterfaces: [],
+          acsDelta: true,
+        },
+      });
   }
   return out;
 }

@@ -13,6 +13,7 @@ import {
   GenerateExternalPartyTopologyRequestSchema,
   GetActiveContractsRequestSchema,
   GetUpdateByOffsetRequestSchema,
+  GetUpdatesRequestSchema,
   GrantUserRightsRequestSchema,
   JsCommandsSchema,
   JsExecuteSubmissionAndWaitForTransactionRequestSchema,
@@ -328,6 +329,47 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     };
     if (tx.events.length === 0) throw notFound();
     return { update: { Transaction: { value: tx } } };
+  });
+
+  app.post('/v2/updates', config('updates'), async (req) => {
+    const body = decode(GetUpdatesRequestSchema, req.body);
+    const user = userOf(req);
+    const fmt = body.updateFormat.includeTransactions;
+    if (!fmt)
+      throw E.invalidArgument('updateFormat: the sandbox serves transactions only (includeTransactions)');
+    const filter = eventFilter(fmt.eventFormat);
+    requireRead(user, filter.byParty.keys(), filter.anyParty !== undefined);
+    const q = req.query as Record<string, string | undefined>;
+    const limit = q.limit === undefined ? 1000 : Number(q.limit);
+    const idleMs = q.stream_idle_timeout_ms === undefined ? 1000 : Number(q.stream_idle_timeout_ms);
+    if (!Number.isInteger(limit) || limit < 1) throw E.invalidArgument('limit must be a positive integer');
+    if (!Number.isInteger(idleMs) || idleMs < 0)
+      throw E.invalidArgument('stream_idle_timeout_ms must be a non-negative integer');
+    const begin = body.beginExclusive;
+    const end = body.endInclusive;
+    if (begin > net.store.ledgerEnd())
+      throw cantonError(
+        'OFFSET_AFTER_LEDGER_END',
+        12,
+        `Begin offset (${begin}) is after ledger end (${net.store.ledgerEnd()})`,
+      );
+    const pick = () => {
+      const out: unknown[] = [];
+      for (const u of net.store.updates(begin, end ?? Number.POSITIVE_INFINITY)) {
+        const tx = jsTransaction(u, filter, fmt.transactionShape as never, net.dso) as { events: unknown[] };
+        if (tx.events.length > 0) out.push({ update: { Transaction: { value: tx } } });
+        if (out.length >= limit) break;
+      }
+      return out;
+    };
+    let found = pick();
+    // Open-ended: wait for something new until the idle timeout.
+    const deadline = Date.now() + Math.min(idleMs, 30_000);
+    while (end === undefined && found.length === 0 && Date.now() < deadline) {
+      await net.store.waitForChange(deadline - Date.now());
+      found = pick();
+    }
+    return found;
   });
 
   app.get('/v2/state/ledger-end', config('ledgerEnd'), async (req) => {

@@ -5,13 +5,21 @@
  * one, list them (cursor pagination, party and state filters) and cancel one
  * whose signing has not started. Creating only records the request (before any side
  * effect) and kicks the worker (src/flows/withdrawal.ts), which carries it to
- * a definite outcome. A withdrawer reaches only the parties of its token:
+ * a definite outcome; once committed, `delivery` says whether the funds
+ * reached the receiver, and an operator may take back a pending offer
+ * (`withdraw-offer`). A withdrawer reaches only the parties of its token:
  * another party's withdrawal answers 404, as if it did not exist (audited as
  * an access refusal, like every 403).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { WITHDRAWAL_STATES, type Withdrawal } from '../../store/repos/withdrawals.js';
+import { withdrawPendingOffer } from '../../flows/withdrawal-delivery.js';
+import {
+  DELIVERY_STATES,
+  OFFER_OUTCOMES,
+  WITHDRAWAL_STATES,
+  type Withdrawal,
+} from '../../store/repos/withdrawals.js';
 import { AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
@@ -53,6 +61,12 @@ const IdParams = z.object({ id: z.uuid({ message: 'not a withdrawal id' }) });
 const ListQuery = z.object({
   party: PartyIdSchema.optional(),
   state: z.enum(WITHDRAWAL_STATES).optional(),
+  delivery: z
+    .enum(DELIVERY_STATES)
+    .optional()
+    .describe(
+      'only committed withdrawals with this delivery (e.g. offered: offers waiting for the receiver)',
+    ),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.string().min(1).max(1000).optional().describe('nextCursor of the previous page'),
 });
@@ -72,6 +86,29 @@ export const WithdrawalView = z.object({
   attempts: z.number(),
   lastError: z.string().optional(),
   updateId: z.string().optional(),
+  delivery: z
+    .enum(DELIVERY_STATES)
+    .optional()
+    .describe(
+      'where the funds of a committed withdrawal are: pending (the commit is being read), delivered (the ' +
+        'receiver holds them: one-step transfer, or the offer was accepted), offered (a transfer offer waits ' +
+        'for the receiver; the amount is locked in the sender’s holdings), returned (the offer ended without ' +
+        'delivery; the amount is back with the sender). Absent before the commit',
+    ),
+  offer: z
+    .object({
+      instructionCid: z.string().describe('the transfer instruction the receiver may accept'),
+      expiresAt: z.string().optional().describe('until when the receiver may accept'),
+      outcome: z
+        .enum(OFFER_OUTCOMES)
+        .optional()
+        .describe(
+          'how the offer ended: accepted (delivered); rejected, expired, withdrawn, failed (returned)',
+        ),
+      updateId: z.string().optional().describe('the ledger update that ended the offer'),
+    })
+    .optional()
+    .describe('the transfer offer the withdrawal made, when the receiver had no transfer preapproval'),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -96,6 +133,8 @@ export function withdrawalView(w: Withdrawal): z.output<typeof WithdrawalView> {
     attempts: w.attempts,
     ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
     ...(w.updateId !== undefined ? { updateId: w.updateId } : {}),
+    ...(w.delivery !== undefined ? { delivery: w.delivery } : {}),
+    ...(w.offer !== undefined ? { offer: { ...w.offer } } : {}),
     createdAt: w.createdAt,
     updatedAt: w.updatedAt,
   };
@@ -196,7 +235,7 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
       config: { roles: READERS },
       schema: {
         tags: ['withdrawals'],
-        summary: 'Withdrawals, newest first, a page at a time (filters: party, state)',
+        summary: 'Withdrawals, newest first, a page at a time (filters: party, state, delivery)',
         querystring: s(ListQuery),
         response: { 200: out(ListView) },
       },
@@ -210,6 +249,7 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         limit: q.limit,
         ...(party !== undefined ? { party } : {}),
         ...(q.state !== undefined ? { state: q.state } : {}),
+        ...(q.delivery !== undefined ? { delivery: q.delivery } : {}),
         ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
       });
       return {
@@ -240,6 +280,35 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         actor: actorOf(request),
         ...(reason !== undefined ? { reason } : {}),
       });
+      return withdrawalView(withdrawal);
+    },
+  );
+
+  app.post(
+    '/withdrawals/:id/withdraw-offer',
+    {
+      config: { roles: ['operator'] },
+      schema: {
+        tags: ['withdrawals'],
+        summary:
+          'Take back the pending transfer offer of a committed withdrawal (the amount returns to the sender)',
+        description:
+          'For a withdrawal whose delivery is `offered`: the sender exercises TransferInstruction_Withdraw, signed ' +
+          'through the pipeline; the answer is the withdrawal, delivery `returned`, offer outcome `withdrawn`. ' +
+          '409 invalid_state when it has no pending offer (never offered, or already accepted, rejected or expired: ' +
+          'the message names its delivery); 422 refused when the pipeline refuses to sign.',
+        params: s(IdParams),
+        response: { 200: out(WithdrawalView) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      await visible(deps, request, id);
+      const { withdrawal } = await withdrawPendingOffer(
+        { ctx: deps.flows, store: deps.store },
+        id,
+        actorOf(request),
+      );
       return withdrawalView(withdrawal);
     },
   );

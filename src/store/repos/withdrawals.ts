@@ -37,6 +37,22 @@
  *
  * The command id is derived from the withdrawal id (`cs-wd-<uuid>`), so a
  * resumed withdrawal submits under the same id and the ledger deduplicates.
+ *
+ * Delivery: where the funds of a `committed` withdrawal are. A second table
+ * (`DELIVERY_EDGES`, also enforced by the `withdrawals_delivery_guard`
+ * trigger), entered when the row becomes `committed`:
+ *
+ *   pending   → delivered | offered | returned
+ *   offered   → delivered | returned   (and offered again: a new instruction)
+ *   delivered, returned: terminal.
+ *
+ * `pending` the committed transaction's result is not read yet; `delivered`
+ * the receiver holds the amount (the transfer completed in one step, or the
+ * offer was accepted: `offer.outcome`); `offered` a transfer instruction
+ * waits for the receiver, the amount locked in the sender's holdings;
+ * `returned` the offer ended without delivery (rejected, expired, withdrawn
+ * or failed: `offer.outcome`) and the amount is back with the sender.
+ * Rows committed before delivery was tracked have none.
  */
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
@@ -78,6 +94,24 @@ export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly Withdra
   cancelled: [],
   expired: [],
 };
+
+export const DELIVERY_STATES = ['pending', 'delivered', 'offered', 'returned'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+export const DELIVERY_EDGES: Readonly<Record<DeliveryState, readonly DeliveryState[]>> = {
+  pending: ['delivered', 'offered', 'returned'],
+  offered: ['offered', 'delivered', 'returned'],
+  delivered: [],
+  returned: [],
+};
+
+/** How an offer ended: `accepted` delivered it; the others returned the amount to the sender. */
+export const OFFER_OUTCOMES = ['accepted', 'rejected', 'expired', 'withdrawn', 'failed'] as const;
+export type OfferOutcome = (typeof OFFER_OUTCOMES)[number];
+
+export function canDeliver(from: DeliveryState, to: DeliveryState): boolean {
+  return DELIVERY_EDGES[from].includes(to);
+}
 
 export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted'];
 
@@ -136,8 +170,22 @@ export interface Withdrawal extends WithdrawalBody {
   attempts: number;
   lastError?: string;
   updateId?: string;
+  /** Where the funds are, once committed (see `DELIVERY_EDGES`); absent before, and on rows committed before it was tracked. */
+  delivery?: DeliveryState;
+  /** The transfer offer the withdrawal made, when it made one. */
+  offer?: WithdrawalOffer;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface WithdrawalOffer {
+  /** The transfer instruction waiting for the receiver (the latest one, when an answer made a new one). */
+  instructionCid: string;
+  /** Until when the receiver may accept (the instruction's executeBefore). */
+  expiresAt?: string;
+  outcome?: OfferOutcome;
+  /** The ledger update that ended the offer. */
+  updateId?: string;
 }
 
 interface Row {
@@ -157,6 +205,11 @@ interface Row {
   attempts: number;
   last_error: string | null;
   update_id: string | null;
+  delivery?: DeliveryState | null;
+  offer_cid?: string | null;
+  offer_expires_at?: string | null;
+  offer_outcome?: OfferOutcome | null;
+  delivery_update_id?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -232,6 +285,13 @@ function fromRow(r: Row): Withdrawal {
   if (r.memo !== null) w.memo = r.memo;
   if (r.last_error !== null) w.lastError = r.last_error;
   if (r.update_id !== null) w.updateId = r.update_id;
+  if (r.delivery) w.delivery = r.delivery;
+  if (r.offer_cid) {
+    w.offer = { instructionCid: r.offer_cid };
+    if (r.offer_expires_at) w.offer.expiresAt = r.offer_expires_at;
+    if (r.offer_outcome) w.offer.outcome = r.offer_outcome;
+    if (r.delivery_update_id) w.offer.updateId = r.delivery_update_id;
+  }
   return w;
 }
 
@@ -245,6 +305,18 @@ export interface TransitionPatch {
   incrementAttempts?: boolean;
   /** The ledger end read before submitting: kept if one is already recorded (see `setLookupFrom`). */
   lookupFrom?: number;
+}
+
+/** The facts a delivery move records (absent: kept as they are). */
+export interface DeliveryPatch {
+  offerCid?: string;
+  /** ISO time. */
+  offerExpiresAt?: string;
+  outcome?: OfferOutcome;
+  /** The update that ended the offer. */
+  updateId?: string;
+  /** The ledger was read up to this offset for the offer's end. */
+  scannedTo?: number;
 }
 
 export interface TransitionOptions {
@@ -270,6 +342,7 @@ export interface TransitionOptions {
 export interface ListOptions {
   party?: string | string[];
   state?: WithdrawalState | WithdrawalState[];
+  delivery?: DeliveryState;
   caller?: string;
   /** Opaque cursor from a previous page's `nextCursor`. */
   cursor?: string;
@@ -459,7 +532,8 @@ const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 F
       attempts = w.attempts + $4,
       last_error = CASE WHEN $5 THEN $6 ELSE w.last_error END,
       update_id = COALESCE($7, w.update_id),
-      lookup_from = COALESCE(w.lookup_from, $8)
+      lookup_from = COALESCE(w.lookup_from, $8),
+      delivery = CASE WHEN $3 = 'committed' THEN COALESCE(w.delivery, 'pending') ELSE w.delivery END
     FROM cur
    WHERE w.id = cur.id AND cur.state = ANY($2::text[])
      AND ($9::text IS NULL OR w.lease_owner = $9)
@@ -721,6 +795,11 @@ export class WithdrawalRepo {
         if (!WITHDRAWAL_STATES.includes(s)) throw new BadRequestError('state', `unknown state ${String(s)}`);
       add((p) => `state = ANY(${p}::text[])`, states);
     }
+    if (opts.delivery !== undefined) {
+      if (!DELIVERY_STATES.includes(opts.delivery))
+        throw new BadRequestError('delivery', `unknown delivery ${String(opts.delivery)}`);
+      add((p) => `delivery = ${p}`, opts.delivery);
+    }
     if (opts.caller !== undefined) add((p) => `caller = ${p}`, opts.caller);
     if (opts.cursor !== undefined) {
       const [at, id] = decodeCursor(opts.cursor);
@@ -848,6 +927,112 @@ export class WithdrawalRepo {
     );
     const out = Object.fromEntries(PENDING_STATES.map((s) => [s, 0])) as Record<PendingState, number>;
     for (const row of r.rows) out[row.state] = Math.max(0, Number(row.age));
+    return out;
+  }
+
+  // ---- delivery (migration 6): where a committed withdrawal's funds are -----------------------
+
+  /**
+   * Moves the delivery of committed withdrawal `id` from one of `from` to
+   * `to` (an edge of `DELIVERY_EDGES`), atomically, with the offer's facts,
+   * and audits it (`withdrawal.delivery.<to>`). WithdrawalStateError, naming
+   * the current delivery, when it is not in `from`.
+   */
+  async deliver(
+    id: string,
+    from: readonly DeliveryState[],
+    to: DeliveryState,
+    patch: DeliveryPatch = {},
+    opts: { actor?: string; details?: Record<string, unknown> } = {},
+  ): Promise<Withdrawal> {
+    for (const f of from)
+      if (!DELIVERY_STATES.includes(f) || !canDeliver(f, to))
+        throw new WithdrawalStateError(id, `delivery ${f}`, `delivery ${to}`);
+    if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query<Row & { from_delivery: DeliveryState }>(
+        `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
+         UPDATE withdrawals w SET delivery = $3, updated_at = now(),
+             offer_cid = COALESCE($4, w.offer_cid),
+             offer_expires_at = COALESCE($5::timestamptz, w.offer_expires_at),
+             offer_outcome = COALESCE($6, w.offer_outcome),
+             delivery_update_id = COALESCE($7, w.delivery_update_id),
+             delivery_from = COALESCE($8, w.delivery_from)
+           FROM cur
+          WHERE w.id = cur.id AND cur.delivery = ANY($2::text[])
+         RETURNING w.*, cur.delivery AS from_delivery`,
+        [
+          id,
+          [...from],
+          to,
+          patch.offerCid ?? null,
+          patch.offerExpiresAt ?? null,
+          patch.outcome ?? null,
+          patch.updateId ?? null,
+          patch.scannedTo ?? null,
+        ],
+      );
+      const row = r.rows[0];
+      if (!row) {
+        const cur = await this.get(id, tx);
+        if (!cur) throw new NotFoundError(`withdrawal ${id}`);
+        throw new WithdrawalStateError(id, `delivery ${cur.delivery ?? 'none'}`, `delivery ${to}`);
+      }
+      const w = fromRow(row);
+      await appendAuditBatch(tx, [
+        {
+          actor: this.actor(opts.actor),
+          action: `withdrawal.delivery.${to}`,
+          subject: `withdrawal:${id}`,
+          details: {
+            from: row.from_delivery,
+            to,
+            ...(w.offer ? { offer: { ...w.offer } } : {}),
+            ...((opts.details ?? {}) as Record<string, Json>),
+          },
+        },
+      ]);
+      return w;
+    });
+  }
+
+  /** Where reading the ledger for the end of the withdrawal's offer starts (after this offset). */
+  async deliveryFrom(id: string): Promise<number | undefined> {
+    const r = await this.db.query<{ delivery_from: string | number | null }>(
+      'SELECT delivery_from FROM withdrawals WHERE id = $1',
+      [id],
+    );
+    const v = r.rows[0]?.delivery_from;
+    return v === null || v === undefined ? undefined : Number(v);
+  }
+
+  /** Remembers that the ledger was read up to `offset` for the offer's end (never moves back). */
+  async setDeliveryFrom(id: string, offset: number): Promise<void> {
+    await this.db.query(
+      'UPDATE withdrawals SET delivery_from = GREATEST(COALESCE(delivery_from, 0), $2) WHERE id = $1',
+      [id, offset],
+    );
+  }
+
+  /** Committed withdrawals whose delivery is not final (`pending`, `offered`), oldest first. */
+  async openDeliveries(limit = 500): Promise<Withdrawal[]> {
+    const r = await this.db.query<Row>(
+      `SELECT * FROM withdrawals WHERE delivery IN ('pending', 'offered') ORDER BY created_at, id LIMIT $1`,
+      [limit],
+    );
+    return r.rows.map(fromRow);
+  }
+
+  /** Count of committed withdrawals per delivery (metrics); `untracked` for rows committed before. */
+  async countByDelivery(): Promise<Record<DeliveryState | 'untracked', number>> {
+    const r = await this.db.query<{ delivery: DeliveryState | null; n: number }>(
+      `SELECT delivery, count(*)::int8 AS n FROM withdrawals WHERE state = 'committed' GROUP BY delivery`,
+    );
+    const out = Object.fromEntries([...DELIVERY_STATES, 'untracked'].map((s) => [s, 0])) as Record<
+      DeliveryState | 'untracked',
+      number
+    >;
+    for (const row of r.rows) out[row.delivery ?? 'untracked'] = Number(row.n);
     return out;
   }
 
