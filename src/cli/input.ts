@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { TransactionError } from '../hashing/errors.js';
 import { base64ToBytes } from '../hashing/input.js';
-import { describeBytes, describeJson, EXPECTED_INPUT } from './not-a-transaction.js';
+import { describeBytes, describeJson, EXPECTED_INPUT } from './input-kind.js';
 
 export type InputFormat = 'auto' | 'base64' | 'raw' | 'json';
 
