@@ -161,7 +161,7 @@ function readTransactionInput(data: Buffer, format: InputFormat, source: string)
       try {
         doc = JSON.parse(data.toString('utf8'));
       } catch {
-        throw new TransactionError('bad_encoding', '', 'input is not valid JSON');
+        throw new TransactionError('bad_encoding', '', `${source} is not valid JSON`);
       }
       if (typeof doc === 'object' && doc !== null)
         for (const k of JSON_KEYS) {
