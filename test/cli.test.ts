@@ -506,6 +506,106 @@ describe.concurrent('refused input: exit 2, empty stdout, one stderr line with t
   });
 });
 
+describe.concurrent('input that is not a prepared transaction: one sentence saying what it seems to be, exit 2', () => {
+  /** The `refused: bad_encoding:` line, without protobuf jargon, that says what is expected. */
+  const expectNotATransaction = (r: Run): string => {
+    const line = expectRefused(r, 'bad_encoding', '');
+    expect(line).toContain('give a prepared transaction as base64 text, as raw protobuf bytes, or as JSON');
+    for (const jargon of ['wire type', 'field number', 'missing_field', 'at byte'])
+      expect(line).not.toContain(jargon);
+    return line;
+  };
+  const PNG = Uint8Array.from([
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 5, 1,
+  ]);
+
+  it('a text file (a README): text, neither base64 nor JSON', async () => {
+    const f = tmp('README.md', '# canton-signer\n\nA self-hosted signer.\n');
+    for (const cmd of ['hash', 'inspect']) {
+      const line = expectNotATransaction(await cli([cmd, f]));
+      expect(line).toContain(`${f} is text, neither base64 nor JSON, not a prepared transaction`);
+    }
+  });
+
+  it('a text file starting with a line break (byte 0x0a, as a transaction starts) is still text', async () => {
+    const line = expectNotATransaction(
+      await cli(['hash', tmp('notes.txt', '\nnotes: hash before signing\n')]),
+    );
+    expect(line).toContain('is text');
+  });
+
+  it('an image, a PDF, a ZIP archive: named as such, also when given as base64', async () => {
+    const cases: [string, Uint8Array, string][] = [
+      ['some.png', PNG, 'a PNG image'],
+      ['doc.pdf', new TextEncoder().encode('%PDF-1.7\n%\xe2\xe3\n1 0 obj'), 'a PDF document'],
+      ['pkg.dar', Uint8Array.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0, 0, 0, 8, 0]), 'a ZIP archive'],
+    ];
+    for (const [name, bytes, what] of cases) {
+      const f = tmp(name, bytes);
+      expect(expectNotATransaction(await cli(['hash', f]))).toContain(`${f} is ${what}`);
+      expect(expectNotATransaction(await cli(['inspect', '-'], b64(bytes)))).toContain(
+        `the base64 text of standard input decodes to ${what}`,
+      );
+    }
+  });
+
+  it('other binary data that cannot start a PreparedTransaction: the sentence, then the decoder detail', async () => {
+    const line = expectRefused(
+      await cli(['hash', tmp('data.bin', Uint8Array.from([0x00, 0x01, 0xfe, 0x80, 0x02]))]),
+      'bad_encoding',
+      '',
+    );
+    expect(line).toContain('is binary data that does not start as a PreparedTransaction does');
+    expect(line).toContain('(the decoder: ');
+  });
+
+  it("a real transaction that is merely malformed keeps the decoder's precise refusal", async () => {
+    const raw = bytesOf(PING.v);
+    expectRefused(
+      await cli(['hash', tmp('cut.bin', raw.subarray(0, raw.length - 5))]),
+      'truncated',
+      'metadata',
+    );
+  });
+
+  it('an air-gap request: says what it is and that offline verify / offline sign take it', async () => {
+    const request = tmp(
+      'request.json',
+      JSON.stringify({
+        request: {
+          format: 'canton-signer/air-gap-request@1',
+          kind: 'prepared-transaction',
+          preparedTransaction: PING.v.prepared_transaction_base64,
+        },
+        digest: '00'.repeat(32),
+      }),
+    );
+    for (const cmd of ['hash', 'inspect']) {
+      const line = expectRefused(await cli([cmd, request]), 'bad_encoding', '');
+      expect(line).toContain(`${request} is a canton-signer air-gap request, not a prepared transaction`);
+      expect(line).toContain(`canton-signer offline verify ${request}`);
+      expect(line).not.toContain('none of the fields');
+    }
+  });
+
+  it('an air-gap response: says that import takes it', async () => {
+    const response = tmp(
+      'response.json',
+      JSON.stringify({ format: 'canton-signer/air-gap-response@1', nonce: '11'.repeat(32) }),
+    );
+    const line = expectRefused(await cli(['inspect', response]), 'bad_encoding', '');
+    expect(line).toContain(`${response} is a canton-signer air-gap response, not a prepared transaction`);
+    expect(line).toContain(`canton-signer import ${response}`);
+  });
+
+  it('the JSON report of inspect --json given back to hash', async () => {
+    const report = await cli(['inspect', '--json', PING.path]);
+    expect(report.status).toBe(0);
+    const line = expectRefused(await cli(['hash', tmp('report.json', report.stdout)]), 'bad_encoding', '');
+    expect(line).toContain('is a report of `canton-signer inspect --json`, not a prepared transaction');
+  });
+});
+
 describe.concurrent('usage errors: exit 2, empty stdout, one stderr line', () => {
   it('an invalid --scheme', async () => {
     for (const cmd of ['hash', 'inspect']) {
@@ -523,17 +623,27 @@ describe.concurrent('usage errors: exit 2, empty stdout, one stderr line', () =>
     }
   });
 
-  it('a directory instead of a file', async () => {
+  it('a directory instead of a file: one sentence with the path and what to give instead', async () => {
     const d = join(dir, 'a-directory');
     mkdirSync(d, { recursive: true });
-    const line = expectFailure(await cli(['hash', d]), 2);
-    expect(line).toContain(`cannot read ${d}`);
+    for (const cmd of ['hash', 'inspect']) {
+      const line = expectFailure(await cli([cmd, d]), 2);
+      expect(line).toBe(
+        `canton-signer: cannot read ${d}: it is a directory, not a file; give the path of a file, or "-" to read standard input`,
+      );
+      expect(line).not.toContain('EISDIR');
+    }
   });
 
-  it('empty input', async () => {
+  it('empty input, also when it holds only whitespace: "the input is empty"', async () => {
     for (const cmd of ['hash', 'inspect']) {
       const line = expectFailure(await cli([cmd], ''), 2);
-      expect(line).toBe('canton-signer: input is empty');
+      expect(line).toMatch(
+        /^canton-signer: the input is empty \(standard input holds nothing\): give a prepared transaction /,
+      );
+      const blank = expectFailure(await cli([cmd, tmp('blank.txt', ' \n\r\n\t\n')]), 2);
+      expect(blank).toMatch(/^canton-signer: the input is empty \(.*blank\.txt holds only whitespace\): /);
+      expect(blank).not.toContain('missing_field');
     }
   });
 

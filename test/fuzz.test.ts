@@ -53,6 +53,7 @@ const KNOWN_CODES: ReadonlySet<RefusalCode> = new Set<RefusalCode>([
   'not_covered',
   'invalid_key',
   'invalid_party',
+  'invalid_identifier',
 ]);
 
 const stats = { inputs: 0, hashed: 0, refused: new Map<string, number>() };

@@ -11,6 +11,7 @@ import type { RefusalCode } from '../src/hashing/errors.js';
 import { bytesToBase64, bytesToHex } from '../src/hashing/input.js';
 import type {
   GlobalKeyWithMaintainers,
+  Identifier,
   PreparedTransaction,
   QueryByKeyNode,
   Value,
@@ -43,6 +44,7 @@ import {
   TEMPLATE,
   text,
   UUID,
+  unit,
 } from './support/fixtures.js';
 import {
   appendTo,
@@ -1252,6 +1254,119 @@ describe('base64 input', () => {
 });
 
 // ---- sanity: a few inputs at the edges that must be accepted --------------------------
+
+// ---- Daml-LF identifiers ---------------------------------------------------------
+
+describe('Daml-LF identifiers and package names', () => {
+  const TID = `${CR}.template_id`;
+  const withTemplate = (over: Partial<Identifier>) => (m: PreparedTransaction) => {
+    createOf(m).templateId = { ...TEMPLATE, ...over };
+  };
+  // `unit` as the argument: value tag 00
+  const UNIT_ENCODING = Uint8Array.from([0x00]);
+
+  /** Accepted under V2 and V3 with the hash computed by hand, the second time from the identifier cache too. */
+  function expectAccepted(root: { templateId?: Identifier; packageName?: string }): void {
+    const m = singleCreateModel(unit);
+    const node = m.transaction.nodes[0]!.node;
+    if (node.type !== 'create') throw new Error('fixture: the root is a create');
+    if (root.templateId) node.templateId = root.templateId;
+    if (root.packageName) node.packageName = root.packageName;
+    const b = encode(m);
+    for (const scheme of SCHEMES) {
+      const expected = singleCreateExpectedHash(scheme, UNIT_ENCODING, root).toString('hex');
+      expect(hashHex(b, scheme)).toBe(expected);
+      expect(hashHex(b, scheme)).toBe(expected);
+    }
+  }
+
+  const name = (n: number, first = 'A') => first + 'b'.repeat(n - 1);
+
+  it('a package id of 64 characters (letters, digits, - _ space) is accepted; 65 are refused', () => {
+    expectAccepted({ templateId: { ...TEMPLATE, packageId: 'f'.repeat(64) } });
+    expectAccepted({ templateId: { ...TEMPLATE, packageId: `-dummy_Pkg 0${'x'.repeat(52)}` } });
+    const e = refusal(() => decodePreparedTransaction(variant(withTemplate({ packageId: 'f'.repeat(65) }))));
+    expect(e.detail).toContain('65 characters');
+    expectModelRefusal(
+      withTemplate({ packageId: 'f'.repeat(65) }),
+      'invalid_identifier',
+      `${TID}.package_id`,
+    );
+  });
+
+  for (const bad of ['pkg:1', 'pkg.1', 'pkg/1', 'pkgé', 'pkg\n']) {
+    it(`a package id with a character Daml-LF does not allow: ${JSON.stringify(bad)}`, () => {
+      expectModelRefusal(withTemplate({ packageId: bad }), 'invalid_identifier', `${TID}.package_id`);
+    });
+  }
+
+  it('a module name of 1,000 characters is accepted (one segment or many); 1,001 are refused', () => {
+    expectAccepted({ templateId: { ...TEMPLATE, moduleName: name(1000) } });
+    const dotted = Array.from({ length: 200 }, () => 'Abcd').join('.'); // 200 × 4 + 199 dots = 999
+    expectAccepted({ templateId: { ...TEMPLATE, moduleName: `${dotted}X` } });
+    expectModelRefusal(withTemplate({ moduleName: name(1001) }), 'invalid_identifier', `${TID}.module_name`);
+    expectModelRefusal(
+      withTemplate({ moduleName: `${dotted}.X` }),
+      'invalid_identifier',
+      `${TID}.module_name`,
+    );
+  });
+
+  it('an entity name of 1,000 characters is accepted; 1,001 are refused', () => {
+    expectAccepted({ templateId: { ...TEMPLATE, entityName: name(1000, '$') } });
+    expectModelRefusal(withTemplate({ entityName: name(1001) }), 'invalid_identifier', `${TID}.entity_name`);
+  });
+
+  it('a name segment over 32 KiB (larger than half the hash buffer) is refused under V2 and V3', () => {
+    const huge = name(40 * 1024);
+    expectModelRefusal(
+      withTemplate({ entityName: `Holding.${huge}` }),
+      'invalid_identifier',
+      `${TID}.entity_name`,
+    );
+    expectModelRefusal(withTemplate({ moduleName: huge }), 'invalid_identifier', `${TID}.module_name`);
+  });
+
+  it('name segments: a letter, $ or _ first, then letters, digits, $ and _', () => {
+    expectAccepted({ templateId: { ...TEMPLATE, moduleName: '$a._b.C9$_', entityName: 'T_1.$' } });
+    for (const bad of ['9Lives', 'Splice-Amulet', 'Splice Amulet', 'Amulé', 'A:B', 'A..B', '.A', 'A.']) {
+      expectModelRefusal(withTemplate({ moduleName: bad }), 'invalid_identifier', `${TID}.module_name`);
+      expectModelRefusal(withTemplate({ entityName: bad }), 'invalid_identifier', `${TID}.entity_name`);
+    }
+  });
+
+  it('identifiers inside values are checked too (a record id)', () => {
+    expectModelRefusal(
+      (m) => {
+        const a = createOf(m).argument;
+        if (a.kind !== 'record') throw new Error('argument is not a record');
+        a.recordId = { ...TEMPLATE, entityName: 'Bad-Name' };
+      },
+      'invalid_identifier',
+      `${ARG}.record_id.entity_name`,
+    );
+  });
+
+  it('a package name of 255 characters (letters, digits, - _) is accepted; 256 and other characters are refused', () => {
+    expectAccepted({ packageName: `splice-amulet_${'x'.repeat(241)}` });
+    expectModelRefusal(
+      (m) => {
+        createOf(m).packageName = 'p'.repeat(256);
+      },
+      'invalid_identifier',
+      `${CR}.package_name`,
+    );
+    for (const bad of ['splice.amulet', 'splice amulet', 'splice:amulet', 'splicé']) {
+      expectModelRefusal(
+        (m) => {
+          createOf(m).packageName = bad;
+        },
+        'invalid_identifier',
+        `${CR}.package_name`,
+      );
+    }
+  });
+});
 
 describe('accepted edge cases', () => {
   it('mediator_group above 2^31 is hashed as its raw 32 bits (P16)', () => {

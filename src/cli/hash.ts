@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { TransactionError } from '../hashing/errors.js';
 import { bytesToHex, parseHash } from '../hashing/input.js';
 import { type HashingScheme, hashPreparedTransaction } from '../hashing/transaction-hash.js';
-import { type InputFormat, readSource, transactionBytes, UsageError } from './input.js';
+import { type InputFormat, UsageError, withTransaction } from './input.js';
 import { CliExit, inputFormatOption, schemeOption } from './options.js';
 
 export function registerHash(program: Command): void {
@@ -36,11 +36,12 @@ export function registerHash(program: Command): void {
             throw new UsageError(e instanceof TransactionError ? e.detail : String(e));
           }
         }
-        const bytes = transactionBytes(await readSource(file), opts.input);
-        const hash = hashPreparedTransaction(bytes, {
-          scheme: opts.scheme,
-          requireMaxRecordTimeSigned: opts.requireSignedMaxRecordTime === true,
-        });
+        const hash = await withTransaction(file, opts.input, (bytes) =>
+          hashPreparedTransaction(bytes, {
+            scheme: opts.scheme,
+            requireMaxRecordTimeSigned: opts.requireSignedMaxRecordTime === true,
+          }),
+        );
         const hex = bytesToHex(hash);
         if (expected !== undefined && bytesToHex(expected) !== hex)
           throw new CliExit(

@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { TransactionError } from '../hashing/errors.js';
 import { base64ToBytes } from '../hashing/input.js';
+import { describeBytes, describeJson, EXPECTED_INPUT } from './input-kind.js';
 
 export type InputFormat = 'auto' | 'base64' | 'raw' | 'json';
 
@@ -37,10 +38,7 @@ export async function readSource(file: string | undefined): Promise<Buffer> {
       return readFileSync(file);
     } catch (e) {
       if (e instanceof UsageError) throw e;
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new UsageError(
-        `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'read error')}`,
-      );
+      throw new UsageError(`cannot read ${file}: ${readProblem((e as NodeJS.ErrnoException).code)}`);
     }
   }
   if (process.stdin.isTTY)
@@ -53,6 +51,23 @@ export async function readSource(file: string | undefined): Promise<Buffer> {
     chunks.push(c as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** A read error as words and the next step (the system code only when it is not one of these). */
+function readProblem(code: string | undefined): string {
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file';
+    case 'EISDIR':
+      return 'it is a directory, not a file; give the path of a file, or "-" to read standard input';
+    case 'EACCES':
+    case 'EPERM':
+      return "permission denied; check the file's permissions or run as its owner";
+    case 'ENOTDIR':
+      return 'a part of the path is a file, not a directory; check the path';
+    default:
+      return `read error (${code ?? 'unknown'})`;
+  }
 }
 
 export function isDirectory(p: string): boolean {
@@ -104,9 +119,28 @@ function isBase64Text(b: Buffer): boolean {
   return true;
 }
 
-/** Turns file contents into protobuf bytes according to `format`. */
-export function transactionBytes(data: Buffer, format: InputFormat): Uint8Array {
-  if (data.length === 0) throw new UsageError('input is empty');
+/** Where the bytes of a transaction input came from, for messages. */
+interface TransactionInput {
+  bytes: Uint8Array;
+  /** `README.md`, `standard input`, `the base64 text of standard input`, `the base64 in JSON field … of x.json`. */
+  origin: string;
+}
+
+function isBlank(data: Buffer): boolean {
+  return data.every((c) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09);
+}
+
+/** The name of the input in messages: the file, or standard input. */
+export function sourceName(file: string | undefined): string {
+  return file === undefined || file === '-' ? 'standard input' : file;
+}
+
+/** Turns file contents into protobuf bytes according to `format`; `source` names the input in messages. */
+function readTransactionInput(data: Buffer, format: InputFormat, source: string): TransactionInput {
+  if (isBlank(data))
+    throw new UsageError(
+      `the input is empty (${source} holds ${data.length === 0 ? 'nothing' : 'only whitespace'}): ${EXPECTED_INPUT}`,
+    );
   let fmt = format;
   if (fmt === 'auto') {
     const first = data.find((c) => c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09);
@@ -115,29 +149,70 @@ export function transactionBytes(data: Buffer, format: InputFormat): Uint8Array 
   }
   switch (fmt) {
     case 'raw':
-      return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      return { bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), origin: source };
     case 'base64':
       // Files from `base64` are wrapped at 76 columns: line breaks and spaces carry no data here.
-      return base64ToBytes(data.toString('latin1').replace(/[ \t\r\n]+/g, ''), 'input');
+      return {
+        bytes: base64ToBytes(data.toString('latin1').replace(/[ \t\r\n]+/g, ''), 'input'),
+        origin: `the base64 text of ${source}`,
+      };
     case 'json': {
       let doc: unknown;
       try {
         doc = JSON.parse(data.toString('utf8'));
       } catch {
-        throw new TransactionError('bad_encoding', '', 'input is not valid JSON');
+        throw new TransactionError('bad_encoding', '', `${source} is not valid JSON`);
       }
       if (typeof doc === 'object' && doc !== null)
         for (const k of JSON_KEYS) {
           const v = (doc as Record<string, unknown>)[k];
-          if (typeof v === 'string') return base64ToBytes(v, `JSON field ${k}`);
+          if (typeof v === 'string')
+            return {
+              bytes: base64ToBytes(v, `JSON field ${k}`),
+              origin: `the base64 in JSON field ${k} of ${source}`,
+            };
         }
       throw new TransactionError(
         'bad_encoding',
         '',
-        `JSON input has none of the fields ${JSON_KEYS.join(', ')} holding a base64 prepared transaction`,
+        describeJson(doc, source) ??
+          `${source} is JSON without a prepared transaction: none of the fields ${JSON_KEYS.join(', ')} holds base64 text`,
       );
     }
     default:
       throw new UsageError(`unknown input format ${String(format)}`);
+  }
+}
+
+/**
+ * Reads the prepared transaction of `hash` or `inspect` from `file` (or
+ * standard input) and runs `use` on its bytes. When they are refused and are
+ * plainly something else (text, an image, binary data that cannot start a
+ * PreparedTransaction), the refusal says so in one sentence, with the
+ * decoder's detail after it; a refusal of what may be a real transaction is
+ * passed on unchanged.
+ */
+export async function withTransaction<T>(
+  file: string | undefined,
+  format: InputFormat,
+  use: (bytes: Uint8Array) => T,
+): Promise<T> {
+  const input = readTransactionInput(await readSource(file), format, sourceName(file));
+  try {
+    return use(input.bytes);
+  } catch (e) {
+    if (!(e instanceof TransactionError)) throw e;
+    const seems = describeBytes(input.bytes);
+    if (seems === undefined) throw e;
+    const raw = input.origin === sourceName(file);
+    // Text read as raw bytes was neither JSON nor base64 (or was forced to be read raw).
+    const what =
+      seems.what === 'text' && raw && format === 'auto' ? 'text, neither base64 nor JSON' : seems.what;
+    const detail = seems.known ? '' : ` (the decoder: ${e.message})`;
+    throw new TransactionError(
+      'bad_encoding',
+      '',
+      `${input.origin} ${raw ? 'is' : 'decodes to'} ${what}, not a prepared transaction${detail}; ${EXPECTED_INPUT}`,
+    );
   }
 }

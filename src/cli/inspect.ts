@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { inspectTransaction, renderInspectText } from '../hashing/inspect.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
-import { type InputFormat, readSource, transactionBytes } from './input.js';
+import { type InputFormat, withTransaction } from './input.js';
 import { inputFormatOption, schemeOption } from './options.js';
 
 export function registerInspect(program: Command): void {
@@ -22,8 +22,9 @@ export function registerInspect(program: Command): void {
         file: string | undefined,
         opts: { scheme: HashingScheme; json?: boolean; input: InputFormat },
       ) => {
-        const bytes = transactionBytes(await readSource(file), opts.input);
-        const report = inspectTransaction(decodePreparedTransaction(bytes), opts.scheme);
+        const report = await withTransaction(file, opts.input, (bytes) =>
+          inspectTransaction(decodePreparedTransaction(bytes), opts.scheme),
+        );
         process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspectText(report));
       },
     );

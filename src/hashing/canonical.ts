@@ -87,10 +87,48 @@ export function nodeIdProblem(s: string): string | undefined {
   return undefined;
 }
 
-/** Dotted Daml names (module and entity): no empty segment. */
+/** Daml-LF caps a dotted name (segments and dots together) at this many characters. */
+export const MAX_DOTTED_NAME_LENGTH = 1000;
+/** Daml-LF caps package ids at this many characters. */
+export const MAX_PACKAGE_ID_LENGTH = 64;
+/** Daml-LF caps package names at this many characters. */
+export const MAX_PACKAGE_NAME_LENGTH = 255;
+
+const NAME_SEGMENT = /^[A-Za-z$_][A-Za-z0-9$_]*$/;
+
+/**
+ * Dotted Daml-LF names (module and entity names): 1–1000 characters, segments
+ * separated by dots, each segment a Daml-LF `Name` (`[A-Za-z$_][A-Za-z0-9$_]*`).
+ * The participant parses them so and refuses anything else.
+ */
 export function dottedNameProblem(s: string): string | undefined {
+  if (s.length > MAX_DOTTED_NAME_LENGTH)
+    return `has ${s.length} characters, above the Daml-LF limit of ${MAX_DOTTED_NAME_LENGTH}`;
   if (s === '' || s.startsWith('.') || s.endsWith('.') || s.includes('..'))
     return 'has an empty dotted segment';
+  for (const seg of s.split('.'))
+    if (!NAME_SEGMENT.test(seg))
+      return `has a segment that is not a Daml-LF name ([A-Za-z$_] then [A-Za-z0-9$_]): ${JSON.stringify(seg.slice(0, 40))}`;
+  return undefined;
+}
+
+const PACKAGE_ID = /^[A-Za-z0-9\-_ ]+$/;
+
+/** Daml-LF package ids: 1–64 characters from letters, digits, `-`, `_` and space (in practice 64 lowercase hex). */
+export function packageIdProblem(s: string): string | undefined {
+  if (s.length > MAX_PACKAGE_ID_LENGTH)
+    return `has ${s.length} characters, above the Daml-LF limit of ${MAX_PACKAGE_ID_LENGTH}`;
+  if (!PACKAGE_ID.test(s)) return 'is not a Daml-LF package id (1-64 of A-Z a-z 0-9 - _ space)';
+  return undefined;
+}
+
+const PACKAGE_NAME = /^[A-Za-z0-9\-_]+$/;
+
+/** Daml-LF package names: 1–255 characters from letters, digits, `-` and `_`. */
+export function packageNameProblem(s: string): string | undefined {
+  if (s.length > MAX_PACKAGE_NAME_LENGTH)
+    return `has ${s.length} characters, above the Daml-LF limit of ${MAX_PACKAGE_NAME_LENGTH}`;
+  if (!PACKAGE_NAME.test(s)) return 'is not a Daml-LF package name (1-255 of A-Z a-z 0-9 - _)';
   return undefined;
 }
 

@@ -15,6 +15,8 @@ import {
   dottedNameProblem,
   nodeIdProblem,
   numericProblem,
+  packageIdProblem,
+  packageNameProblem,
   partyProblem,
   uuidProblem,
 } from './canonical.js';
@@ -103,6 +105,15 @@ class Decoder extends MessageDecoder {
     const bad = partyProblem(s);
     if (bad) this.p.fail('non_canonical', `party ${JSON.stringify(truncate(s))} ${bad}`, name, index);
     this.parties.set(r, start, stop, s);
+    return s;
+  }
+
+  /** A node's or key's `package_name`, as Daml-LF defines package names. */
+  private packageName(tag: number, end: number): string {
+    const s = this.r.string(tag, end, 'package_name');
+    const bad = packageNameProblem(s);
+    if (bad)
+      this.p.fail('invalid_identifier', `package name ${JSON.stringify(truncate(s))} ${bad}`, 'package_name');
     return s;
   }
 
@@ -344,7 +355,7 @@ class Decoder extends MessageDecoder {
           break;
         case 3:
           seen = this.once(seen, f, 'package_name');
-          n.packageName = this.str(tag, end, 'package_name');
+          n.packageName = this.packageName(tag, end);
           break;
         case 4:
           seen = this.once(seen, f, 'template_id');
@@ -416,7 +427,7 @@ class Decoder extends MessageDecoder {
           break;
         case 3:
           seen = this.once(seen, f, 'package_name');
-          n.packageName = this.str(tag, end, 'package_name');
+          n.packageName = this.packageName(tag, end);
           break;
         case 4:
           seen = this.once(seen, f, 'template_id');
@@ -523,7 +534,7 @@ class Decoder extends MessageDecoder {
           break;
         case 3:
           seen = this.once(seen, f, 'package_name');
-          n.packageName = this.str(tag, end, 'package_name');
+          n.packageName = this.packageName(tag, end);
           break;
         case 4:
           seen = this.once(seen, f, 'template_id');
@@ -592,7 +603,7 @@ class Decoder extends MessageDecoder {
           break;
         case 2:
           seen = this.once(seen, f, 'package_name');
-          n.packageName = this.str(tag, end, 'package_name');
+          n.packageName = this.packageName(tag, end);
           break;
         case 3:
           seen = this.once(seen, f, 'template_id');
@@ -659,18 +670,27 @@ class Decoder extends MessageDecoder {
           this.unknown(tag);
       }
     }
+    // Daml-LF's identifier rules, which the participant applies when it decodes: they also bound
+    // every identifier's encoding to a few kilobytes.
     if (id.packageId === '') this.p.fail('missing_field', 'identifier has no package id', 'package_id');
+    const pkg = packageIdProblem(id.packageId);
+    if (pkg)
+      this.p.fail(
+        'invalid_identifier',
+        `package id ${JSON.stringify(truncate(id.packageId))} ${pkg}`,
+        'package_id',
+      );
     const m = dottedNameProblem(id.moduleName);
     if (m)
       this.p.fail(
-        'non_canonical',
+        'invalid_identifier',
         `module name ${JSON.stringify(truncate(id.moduleName))} ${m}`,
         'module_name',
       );
     const e = dottedNameProblem(id.entityName);
     if (e)
       this.p.fail(
-        'non_canonical',
+        'invalid_identifier',
         `entity name ${JSON.stringify(truncate(id.entityName))} ${e}`,
         'entity_name',
       );
@@ -716,7 +736,7 @@ class Decoder extends MessageDecoder {
           break;
         case 2:
           seen = this.once(seen, f, 'package_name');
-          packageName = this.str(tag, end, 'package_name');
+          packageName = this.packageName(tag, end);
           break;
         case 3: {
           seen = this.once(seen, f, 'key');

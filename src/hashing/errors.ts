@@ -30,7 +30,8 @@ export type RefusalCode =
   | 'not_covered' // the caller asked for a guarantee the scheme does not give
   // keys and identities
   | 'invalid_key' // a public key that is not a supported, well-formed key
-  | 'invalid_party'; // a party hint or party id that breaks the Daml rules
+  | 'invalid_party' // a party hint or party id that breaks the Daml rules
+  | 'invalid_identifier'; // a package id, package name, module or entity name outside the Daml-LF rules
 
 export class TransactionError extends Error {
   override readonly name = 'TransactionError';

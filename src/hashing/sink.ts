@@ -4,6 +4,10 @@
  * reusable 64 KiB buffer and handed to the hash only when it fills, so a 20 MB
  * text costs no extra copy of the whole encoding, and small node encodings are
  * hashed in one call. One sink computes one digest at a time.
+ *
+ * `capture` records the bytes a piece of encoding produces (for caching it)
+ * whatever happens meanwhile: what is handed to the hash while recording
+ * (a flush of the buffer, a large `raw` that bypasses it) is recorded too.
  */
 import { createHash, type Hash, hash as oneShot } from 'node:crypto';
 
@@ -15,10 +19,14 @@ export class Sha256Sink {
   private readonly buf = new Uint8Array(this.nodeBuf.buffer, this.nodeBuf.byteOffset, CAP);
   private len = 0;
   private h: Hash | undefined;
+  /** While `capture` runs: the recorded bytes already handed to the hash, and where the rest starts in `buf`. */
+  private rec: Uint8Array[] | undefined;
+  private recFrom = 0;
 
   begin(): this {
     this.len = 0;
     this.h = undefined;
+    this.rec = undefined;
     return this;
   }
 
@@ -38,6 +46,10 @@ export class Sha256Sink {
   }
 
   private flush(): void {
+    if (this.rec !== undefined) {
+      if (this.len > this.recFrom) this.rec.push(this.buf.slice(this.recFrom, this.len));
+      this.recFrom = 0;
+    }
     this.h ??= createHash('sha256');
     this.h.update(this.buf.subarray(0, this.len));
     this.len = 0;
@@ -79,6 +91,7 @@ export class Sha256Sink {
   raw(b: Uint8Array): void {
     if (b.length > CAP / 2) {
       this.flush();
+      this.rec?.push(b.slice());
       this.h!.update(b);
       return;
     }
@@ -132,14 +145,35 @@ export class Sha256Sink {
   }
 
   /**
-   * Runs `write` and returns a copy of the bytes it produced, for caching an
-   * encoding. `max` must bound what `write` emits (so nothing is flushed meanwhile).
+   * Runs `write` (which hashes as usual) and returns a copy of exactly the
+   * bytes it produced, for caching an encoding. `expected` is the size
+   * `write` usually stays within: room for it is made first, so that the
+   * copy is usually one slice of the buffer; a larger encoding is recorded
+   * piecewise across flushes. Captures do not nest.
    */
-  capture(max: number, write: () => void): Uint8Array {
-    this.room(max);
-    const start = this.len;
-    write();
-    return this.buf.slice(start, this.len);
+  capture(expected: number, write: () => void): Uint8Array {
+    if (this.rec !== undefined) throw new Error('Sha256Sink.capture does not nest');
+    if (expected <= CAP) this.room(expected);
+    const rec: Uint8Array[] = [];
+    this.rec = rec;
+    this.recFrom = this.len;
+    try {
+      write();
+    } finally {
+      this.rec = undefined;
+    }
+    const tail = this.buf.slice(this.recFrom, this.len);
+    if (rec.length === 0) return tail;
+    rec.push(tail);
+    let n = 0;
+    for (const r of rec) n += r.length;
+    const out = new Uint8Array(n);
+    n = 0;
+    for (const r of rec) {
+      out.set(r, n);
+      n += r.length;
+    }
+    return out;
   }
 
   /** Hex text hashed as the bytes it denotes (contract ids), length-prefixed. */

@@ -391,7 +391,8 @@ class Hasher {
     let enc = identifierEncodings.get(id);
     if (enc === undefined) {
       const { packageId, moduleName, entityName } = id;
-      // Each dot becomes at most 4 bytes of length prefix; characters at most 3 UTF-8 bytes.
+      // The largest the encoding can be (each dot becomes at most 4 bytes of length prefix,
+      // characters at most 3 UTF-8 bytes): room for it keeps the captured copy in one piece.
       const max =
         12 +
         3 * (packageId.length + moduleName.length + entityName.length) +

@@ -13,9 +13,10 @@
  * - lowercase UUID; node ids canonical decimal int32;
  * - nodes form a forest: every node referenced exactly once (by the roots or one
  *   parent), 32-byte seeds for exactly the create and exercise nodes;
- * - non-empty record labels and variant/enum constructors, identifiers with a
- *   non-empty package id and no empty dotted segment, required strings
- *   (package name, choice id) non-empty;
+ * - non-empty record labels and variant/enum constructors; identifiers as Daml-LF
+ *   defines them (package id 1-64 of `[A-Za-z0-9\-_ ]`, module and entity names
+ *   dotted `[A-Za-z$_][A-Za-z0-9$_]*` segments), package names 1-255 of
+ *   `[A-Za-z0-9\-_]`; required strings (package name, choice id) non-empty;
  * - text-map keys unique and ascending by UTF-8 bytes; value depth well below 100;
  * - LF "2.1" under V2; "2.1" or "2" plus contract keys, by-key actions and
  *   QueryByKey nodes only when `scheme: 'v3'`.
@@ -210,7 +211,10 @@ export const arbNumeric: fc.Arbitrary<string> = fc.oneof(
 const UPPER = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZ'];
 const IDENT_CHARS = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_'];
 
-/** One segment of a dotted Daml name: usually an identifier, sometimes any Unicode text without a dot. */
+const NAME_FIRST = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz$_'];
+const NAME_CHARS = [...NAME_FIRST, ...'0123456789'];
+
+/** One segment of a dotted Daml-LF name: usually a capitalised identifier, sometimes any Daml-LF `Name`. */
 const arbNameSegment: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 5,
@@ -221,9 +225,11 @@ const arbNameSegment: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .string({ unit: 'binary', minLength: 1, maxLength: 6 })
-      .map((s) => s.replaceAll('.', '_'))
-      .filter((s) => s !== ''),
+      .tuple(
+        fc.constantFrom(...NAME_FIRST),
+        fc.string({ unit: fc.constantFrom(...NAME_CHARS), maxLength: 6 }),
+      )
+      .map(([a, b]) => a + b),
   },
 );
 
@@ -246,10 +252,18 @@ export const arbLabel: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }) },
 );
 
+/** Package ids: in practice 64 lowercase hex; Daml-LF allows 1-64 of letters, digits, `-`, `_`, space. */
 export const arbIdentifier: fc.Arbitrary<Identifier> = fc.record({
   packageId: fc.oneof(
     { weight: 5, arbitrary: hex(32) },
-    { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 20 }) },
+    {
+      weight: 1,
+      arbitrary: fc.string({
+        unit: fc.constantFrom(...NAME_CHARS.filter((c) => c !== '$'), '-', ' '),
+        minLength: 1,
+        maxLength: 64,
+      }),
+    },
   ),
   moduleName: arbDottedName,
   entityName: arbDottedName,
@@ -268,7 +282,10 @@ export const arbPackageName: fc.Arbitrary<string> = fc.oneof(
       'utility-registry-holding-v0',
     ),
   },
-  { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }) },
+  {
+    weight: 1,
+    arbitrary: fc.string({ unit: fc.constantFrom(...IDENT_CHARS, '-'), minLength: 1, maxLength: 12 }),
+  },
 );
 
 // ---- values ------------------------------------------------------------------

@@ -246,15 +246,20 @@ export function singleCreateModel(argument: Value): PreparedTransaction {
 
 /**
  * The hash of `singleCreateModel(v)` computed by hand from the spec, given the
- * value encoding of `v` (hashing-spec §4, §5, §6, §7, §8).
+ * value encoding of `v` (hashing-spec §4, §5, §6, §7, §8); `root` gives the
+ * root create another template id or package name (the input contract keeps its own).
  */
-export function singleCreateExpectedHash(scheme: Scheme, argumentEncoding: Uint8Array): Buffer {
+export function singleCreateExpectedHash(
+  scheme: Scheme,
+  argumentEncoding: Uint8Array,
+  root: { templateId?: Identifier; packageName?: string } = {},
+): Buffer {
   const node = createEncoding(scheme, {
     lfVersion: '2.1',
     seed: SINGLE_SEED,
     contractId: SINGLE_CID,
-    packageName: PACKAGE_NAME,
-    templateId: TEMPLATE,
+    packageName: root.packageName ?? PACKAGE_NAME,
+    templateId: root.templateId ?? TEMPLATE,
     argument: argumentEncoding,
     signatories: [ALICE],
     stakeholders: [ALICE, BOB],
