@@ -105,7 +105,9 @@ describe('canton-signer party', () => {
     expect(out.party.via).toBe('validator');
     expect(out.signedHashes).toHaveLength(3);
     expect(net().parties.get(out.party.partyId)?.keys[0]?.fingerprint).toBe(edFp);
-    expect(net().users.get(LEDGER_API_USER)!.actAs.has(out.party.partyId)).toBe(true);
+    // The rights go to the user the token acts as, not to the sandbox's default user.
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(out.party.partyId)).toBe(true);
+    expect(net().users.get(LEDGER_API_USER)!.actAs.has(out.party.partyId)).toBe(false);
 
     const again = await cli(
       withSandbox('party', 'onboard', '--hint', 'cli-alice', '--key', 'cli-ed', '--via', 'validator'),
@@ -272,5 +274,44 @@ describe('canton-signer party', () => {
       /^holding: {6}Amulet \(DSO::1220[0-9a-f]+\): unlocked 100\.5\d*, locked 0\.?\d*, 2 contracts$/m,
     );
     expect(text.stdout).toContain('dust:         1 holding');
+  });
+});
+
+describe('the Ledger API user', () => {
+  it("the README sequence: onboard with the admin token, tap, transfer by ANS name as the token's user", async () => {
+    await createKey('cli-readme', 'ed25519');
+    const r = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-readme', '--key', 'cli-readme', '--json'),
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const partyId = (JSON.parse(r.stdout) as { party: { partyId: string } }).party.partyId;
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(partyId)).toBe(true);
+    net().tap(partyId, '100');
+    const t = await cli(
+      withSandbox(
+        'transfer',
+        '--from',
+        partyId,
+        '--to',
+        'sandbox-validator-1.unverified.cns',
+        '--amount',
+        '12.5',
+        '--json',
+      ),
+    );
+    expect(t.status, t.stderr).toBe(0);
+    expect(JSON.parse(t.stdout)).toMatchObject({ kind: 'offer', amount: '12.5000000000' });
+  });
+
+  it('--user names the Ledger API user explicitly: the rights go to it', async () => {
+    await createKey('cli-explicit', 'ed25519');
+    const r = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-explicit', '--key', 'cli-explicit', '--json'),
+      { CANTON_SIGNER_LEDGER_API_USER: LEDGER_API_USER },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const partyId = (JSON.parse(r.stdout) as { party: { partyId: string } }).party.partyId;
+    expect(net().users.get(LEDGER_API_USER)!.actAs.has(partyId)).toBe(true);
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(partyId)).toBe(false);
   });
 });
