@@ -232,6 +232,26 @@ describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
     expect(() => shellBlocks('<!-- docs-run: maybe (x) -->\n```sh\nx\n```', 't.md')).toThrow(/unknown/);
   });
 
+  it('a failing block fails its file, naming the block; what a script started in the background is killed', async () => {
+    const r = await runFile('self-test.md', [
+      { line: 3, code: 'sleep 300 &\necho "bgpid=$!"' },
+      { line: 9, code: 'false' },
+      { line: 12, code: 'echo never' },
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('docs-run: self-test.md:9');
+    expect(r.output).toContain('docs-run: failed in the block above');
+    const pid = Number(/bgpid=(\d+)/.exec(r.output)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    // Gone, or a zombie waiting for whoever reaps orphans here (it runs no more).
+    const state = await readFile(`/proc/${pid}/stat`, 'utf8').then(
+      (t) => t.slice(t.lastIndexOf(')') + 2, t.lastIndexOf(')') + 3),
+      () => 'gone',
+    );
+    expect(['gone', 'Z', 'X']).toContain(state);
+    expect(r.output).not.toContain('never');
+  });
+
   const known = parsed.flatMap(({ file, blocks }) =>
     blocks
       .filter((b) => b.marker?.kind === 'known-broken')
