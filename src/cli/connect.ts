@@ -11,6 +11,7 @@
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type AuthProvider, authFromEnv } from '../canton/auth.js';
+import { isCantonApiError } from '../canton/errors.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
@@ -114,7 +115,9 @@ async function ledgerUser(
   try {
     return (await ledger.authenticatedUser()).user.id;
   } catch (e) {
-    if (hasAuth || sandbox) throw e;
+    // Only a participant that answered (no user for an unauthenticated request) means "say which
+    // user"; an unreachable one, or a token it refused, is reported as it is.
+    if (hasAuth || sandbox || !isCantonApiError(e) || e.status < 400) throw e;
     throw new UsageError(
       'no Ledger API user: give --user ID (or CANTON_SIGNER_LEDGER_API_USER), or a token whose user it is (CANTON_SIGNER_LEDGER_API_TOKEN)',
     );

@@ -6,6 +6,8 @@
  * and by ANS name), balance; refusals exit 1 with one line on stderr.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -301,6 +303,30 @@ describe('the Ledger API user', () => {
     );
     expect(t.status, t.stderr).toBe(0);
     expect(JSON.parse(t.stdout)).toMatchObject({ kind: 'offer', amount: '12.5000000000' });
+  });
+
+  it('without --user, a token or the sandbox: a participant with no user for the request is a usage error (2); an unreachable one is not', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'UNAUTHENTICATED', cause: 'no token', errorCategory: 6 }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const args = ['party', 'onboard', '--hint', 'nouser', '--key', 'cli-ed'];
+      const r = await cli([...args, '--ledger-api', `http://127.0.0.1:${port}`], {
+        CANTON_SIGNER_LEDGER_API_TOKEN: '',
+      });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('no Ledger API user: give --user ID');
+      const down = await cli([...args, '--ledger-api', 'http://127.0.0.1:1'], {
+        CANTON_SIGNER_LEDGER_API_TOKEN: '',
+      });
+      expect(down.status).not.toBe(2);
+      expect(down.stderr).toContain('/v2/authenticated-user');
+    } finally {
+      server.close();
+    }
   });
 
   it('--user names the Ledger API user explicitly: the rights go to it', async () => {
