@@ -3,6 +3,7 @@
  * the validator and Scan from options or the environment (`--sandbox ORIGIN`
  * fills all three for the built-in sandbox), credentials from the environment
  * only (a static bearer token per service, or OAuth2 client credentials), the
+ * Ledger API user (`--user`, else the user the token acts as), the
  * keystore, the party book and the journal beside it, and the pipeline's rules
  * (`--require-v3`, `--min-window`). Builds one FlowContext; nothing secret is
  * printed or kept beyond the process.
@@ -10,6 +11,7 @@
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type AuthProvider, authFromEnv } from '../canton/auth.js';
+import { isCantonApiError } from '../canton/errors.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
@@ -37,12 +39,7 @@ export interface ConnectionOptions {
 /** Adds the connection options to a command. */
 export function connectionOptions(cmd: Command): Command {
   return cmd
-    .addOption(
-      new Option(
-        '--sandbox <origin>',
-        'the built-in sandbox at this origin (sets the three URLs and the user)',
-      ),
-    )
+    .addOption(new Option('--sandbox <origin>', 'the built-in sandbox at this origin (sets the three URLs)'))
     .addOption(new Option('--ledger-api <url>', 'JSON Ledger API root').env('CANTON_SIGNER_LEDGER_API_URL'))
     .addOption(
       new Option('--validator <url>', 'validator API root (…/api/validator)').env(
@@ -57,9 +54,10 @@ export function connectionOptions(cmd: Command): Command {
       ).env('CANTON_SIGNER_VALIDATOR_PARTY'),
     )
     .addOption(
-      new Option('--user <id>', 'Ledger API user that prepares and executes').env(
-        'CANTON_SIGNER_LEDGER_API_USER',
-      ),
+      new Option(
+        '--user <id>',
+        'Ledger API user that prepares and executes (default: the user the token acts as)',
+      ).env('CANTON_SIGNER_LEDGER_API_USER'),
     )
     .addOption(new Option('--keystore <dir>', 'keystore folder (keys, party book, journal)'))
     .addOption(new Option('--journal <file>', 'flow journal (JSON lines; default <keystore>/journal.jsonl)'))
@@ -102,8 +100,29 @@ export async function withConnection<T>(
   }
 }
 
-/** The sandbox's Ledger API user (see docs/sandbox.md). */
-const SANDBOX_USER = 'sandbox-user';
+/**
+ * The Ledger API user a flow acts as, and grants rights to when it onboards: the one asked for,
+ * else the one the configured token acts as (`GET /v2/authenticated-user`; the sandbox answers
+ * its default user to a request without a token).
+ */
+async function ledgerUser(
+  ledger: LedgerApiClient,
+  asked: string | undefined,
+  hasAuth: boolean,
+  sandbox: boolean,
+): Promise<string> {
+  if (asked !== undefined) return asked;
+  try {
+    return (await ledger.authenticatedUser()).user.id;
+  } catch (e) {
+    // Only a participant that answered (no user for an unauthenticated request) means "say which
+    // user"; an unreachable one, or a token it refused, is reported as it is.
+    if (hasAuth || sandbox || !isCantonApiError(e) || e.status < 400) throw e;
+    throw new UsageError(
+      'no Ledger API user: give --user ID (or CANTON_SIGNER_LEDGER_API_USER), or a token whose user it is (CANTON_SIGNER_LEDGER_API_TOKEN)',
+    );
+  }
+}
 
 export async function connect(
   opts: ConnectionOptions,
@@ -115,13 +134,10 @@ export async function connect(
   const validatorUrl =
     url(opts.validator, '--validator') ?? (sandbox ? `${sandbox}/api/validator` : undefined);
   const scanUrl = url(opts.scan, '--scan') ?? (sandbox ? `${sandbox}/api/scan` : undefined);
-  const userId = opts.user ?? (sandbox ? SANDBOX_USER : undefined);
   if (need.ledger && !ledgerUrl)
     throw new UsageError(
       'no Ledger API: give --ledger-api URL (or CANTON_SIGNER_LEDGER_API_URL) or --sandbox ORIGIN',
     );
-  if (need.ledger && !userId)
-    throw new UsageError('no Ledger API user: give --user ID (or CANTON_SIGNER_LEDGER_API_USER)');
   if (need.validator && !validatorUrl)
     throw new UsageError(
       'no validator: give --validator URL (or CANTON_SIGNER_VALIDATOR_URL) or --sandbox ORIGIN',
@@ -144,11 +160,15 @@ export async function connect(
     minWindowMs = Math.round(s * 1000);
   }
   const dir = keystoreDir(env, opts.keystore);
+  const ledgerAuth = authFromEnv('LEDGER_API', env);
   const ledger = new LedgerApiClient({
     baseUrl: ledgerUrl ?? 'http://127.0.0.1:1',
     timeoutMs,
-    ...optAuth(authFromEnv('LEDGER_API', env)),
+    ...optAuth(ledgerAuth),
   });
+  const userId = need.ledger
+    ? await ledgerUser(ledger, opts.user, ledgerAuth !== undefined, sandbox !== undefined)
+    : opts.user;
   const validator = validatorUrl
     ? new ValidatorClient({ baseUrl: validatorUrl, timeoutMs, ...optAuth(authFromEnv('VALIDATOR', env)) })
     : undefined;

@@ -26,6 +26,7 @@ import { printJson } from './output.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
 import { registerServe } from './serve.js';
+import { registerToken } from './token.js';
 import { registerTransfer } from './transfer.js';
 
 function version(): string {
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerTransfer(program);
   registerAudit(program);
   registerServe(program);
+  registerToken(program);
   registerOffline(program);
   registerAirGap(program);
   const override = (c: Command): void => {

@@ -3,7 +3,7 @@
  * Scan) on localhost until SIGINT/SIGTERM. Prints where each service is and
  * the network's identities (one JSON object with --json), nothing secret.
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { UsageError } from './input.js';
 
 interface SandboxCliOptions {
@@ -24,7 +24,11 @@ export function registerSandbox(program: Command): void {
   program
     .command('sandbox')
     .description('Run the sandbox network (Ledger API, validator, Scan) on localhost for tests and demos')
-    .option('--port <port>', 'port to listen on (0: any free port)', '7575')
+    .addOption(
+      new Option('--port <port>', 'port to listen on (0: any free port)')
+        .env('CANTON_SIGNER_SANDBOX_PORT')
+        .default('7575'),
+    )
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .option('--seed <seed>', 'seed for the built-in identities (same seed, same party ids)')
     .option('--round-interval <seconds>', 'seconds between mining rounds', '600')

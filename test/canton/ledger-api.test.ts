@@ -552,6 +552,20 @@ const cases: Case[] = [
     canned: { participantId: PARTICIPANT },
   },
   {
+    op: 'authenticatedUser',
+    responseComponent: 'GetUserResponse',
+    call: (c) => c.authenticatedUser(),
+    canned: {
+      user: {
+        id: USER,
+        primaryParty: PARTY,
+        isDeactivated: false,
+        metadata: { resourceVersion: '1', annotations: {} },
+        identityProviderId: '',
+      },
+    },
+  },
+  {
     op: 'listUserRights',
     responseComponent: 'ListUserRightsResponse',
     call: (c) => c.listUserRights(USER),

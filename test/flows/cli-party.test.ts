@@ -6,6 +6,8 @@
  * and by ANS name), balance; refusals exit 1 with one line on stderr.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -105,7 +107,9 @@ describe('canton-signer party', () => {
     expect(out.party.via).toBe('validator');
     expect(out.signedHashes).toHaveLength(3);
     expect(net().parties.get(out.party.partyId)?.keys[0]?.fingerprint).toBe(edFp);
-    expect(net().users.get(LEDGER_API_USER)!.actAs.has(out.party.partyId)).toBe(true);
+    // The rights go to the user the token acts as, not to the sandbox's default user.
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(out.party.partyId)).toBe(true);
+    expect(net().users.get(LEDGER_API_USER)!.actAs.has(out.party.partyId)).toBe(false);
 
     const again = await cli(
       withSandbox('party', 'onboard', '--hint', 'cli-alice', '--key', 'cli-ed', '--via', 'validator'),
@@ -272,5 +276,68 @@ describe('canton-signer party', () => {
       /^holding: {6}Amulet \(DSO::1220[0-9a-f]+\): unlocked 100\.5\d*, locked 0\.?\d*, 2 contracts$/m,
     );
     expect(text.stdout).toContain('dust:         1 holding');
+  });
+});
+
+describe('the Ledger API user', () => {
+  it("the README sequence: onboard with the admin token, tap, transfer by ANS name as the token's user", async () => {
+    await createKey('cli-readme', 'ed25519');
+    const r = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-readme', '--key', 'cli-readme', '--json'),
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const partyId = (JSON.parse(r.stdout) as { party: { partyId: string } }).party.partyId;
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(partyId)).toBe(true);
+    net().tap(partyId, '100');
+    const t = await cli(
+      withSandbox(
+        'transfer',
+        '--from',
+        partyId,
+        '--to',
+        'sandbox-validator-1.unverified.cns',
+        '--amount',
+        '12.5',
+        '--json',
+      ),
+    );
+    expect(t.status, t.stderr).toBe(0);
+    expect(JSON.parse(t.stdout)).toMatchObject({ kind: 'offer', amount: '12.5000000000' });
+  });
+
+  it('without --user, a token or the sandbox: a participant with no user for the request is a usage error (2); an unreachable one is not', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'UNAUTHENTICATED', cause: 'no token', errorCategory: 6 }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const args = ['party', 'onboard', '--hint', 'nouser', '--key', 'cli-ed'];
+      const r = await cli([...args, '--ledger-api', `http://127.0.0.1:${port}`], {
+        CANTON_SIGNER_LEDGER_API_TOKEN: '',
+      });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('no Ledger API user: give --user ID');
+      const down = await cli([...args, '--ledger-api', 'http://127.0.0.1:1'], {
+        CANTON_SIGNER_LEDGER_API_TOKEN: '',
+      });
+      expect(down.status).not.toBe(2);
+      expect(down.stderr).toContain('/v2/authenticated-user');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('--user names the Ledger API user explicitly: the rights go to it', async () => {
+    await createKey('cli-explicit', 'ed25519');
+    const r = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-explicit', '--key', 'cli-explicit', '--json'),
+      { CANTON_SIGNER_LEDGER_API_USER: LEDGER_API_USER },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const partyId = (JSON.parse(r.stdout) as { party: { partyId: string } }).party.partyId;
+    expect(net().users.get(LEDGER_API_USER)!.actAs.has(partyId)).toBe(true);
+    expect(net().users.get(VALIDATOR_USER)!.actAs.has(partyId)).toBe(false);
   });
 });

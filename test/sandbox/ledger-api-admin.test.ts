@@ -312,6 +312,17 @@ describe('external-party onboarding over HTTP', () => {
   });
 });
 
+describe('authenticated user', () => {
+  it("GET /v2/authenticated-user names the token's user, or the default user without a token", async () => {
+    const a = await admin.authenticatedUser();
+    expect(validateAgainst(spec, 'GetUserResponse', adminRec.lastBody)).toEqual([]);
+    expect(a.user.id).toBe(VALIDATOR_USER);
+    expect((await userToken.authenticatedUser()).user.id).toBe(LEDGER_API_USER);
+    expect((await plain.authenticatedUser()).user.id).toBe(LEDGER_API_USER);
+    expect(validateAgainst(spec, 'GetUserResponse', plainRec.lastBody)).toEqual([]);
+  });
+});
+
 describe('user rights', () => {
   it('allocate with userId gives that user actAs; list shows it; the admin has ParticipantAdmin', async () => {
     const r = await admin.listUserRights(LEDGER_API_USER);

@@ -54,6 +54,8 @@ import {
   GetUpdateByOffsetRequestSchema,
   type GetUpdatesRequest,
   GetUpdatesRequestSchema,
+  type GetUserResponse,
+  GetUserResponseSchema,
   GrantUserRightsRequestSchema,
   type GrantUserRightsResponse,
   GrantUserRightsResponseSchema,
@@ -134,6 +136,7 @@ export const LEDGER_API_ENDPOINTS = {
   activeContracts: { method: 'POST', path: '/v2/state/active-contracts', idempotent: true },
   connectedSynchronizers: { method: 'GET', path: '/v2/state/connected-synchronizers', idempotent: true },
   participantId: { method: 'GET', path: '/v2/parties/participant-id', idempotent: true },
+  authenticatedUser: { method: 'GET', path: '/v2/authenticated-user', idempotent: true },
   listUserRights: { method: 'GET', path: '/v2/users/{user-id}/rights', idempotent: true },
   grantUserRights: { method: 'POST', path: '/v2/users/{user-id}/rights', idempotent: true },
   revokeUserRights: { method: 'PATCH', path: '/v2/users/{user-id}/rights', idempotent: true },
@@ -373,6 +376,11 @@ export class LedgerApiClient {
   }
 
   // -- user rights ----------------------------------------------------------------------------
+
+  /** The user the configured token acts as (its id is the `userId` to use and to grant rights to). */
+  async authenticatedUser(opts?: CallOptions): Promise<GetUserResponse> {
+    return this.call('authenticatedUser', { response: GetUserResponseSchema, opts });
+  }
 
   async listUserRights(userId: string, opts?: CallOptions): Promise<ListUserRightsResponse> {
     return this.call('listUserRights', {

@@ -967,6 +967,26 @@ export type GetConnectedSynchronizersResponse = z.output<typeof GetConnectedSync
 export const GetParticipantIdResponseSchema = z.object({ participantId: z.string() });
 export type GetParticipantIdResponse = z.output<typeof GetParticipantIdResponseSchema>;
 
+/** `ObjectMeta` of a participant resource. */
+export const ObjectMetaSchema = z.object({
+  resourceVersion: opt(z.string()),
+  annotations: opt(z.record(z.string(), z.string())),
+});
+
+/** `User`: a participant user. */
+export const UserSchema = z.object({
+  id: z.string().min(1),
+  primaryParty: opt(z.string()),
+  isDeactivated: opt(z.boolean()),
+  metadata: opt(ObjectMetaSchema),
+  identityProviderId: opt(z.string()),
+  primaryPartyAuthentication: opt(z.boolean()),
+});
+
+/** `GetUserResponse` (GET /v2/authenticated-user). */
+export const GetUserResponseSchema = z.object({ user: UserSchema });
+export type GetUserResponse = z.output<typeof GetUserResponseSchema>;
+
 /** `ListUserRightsResponse`. */
 export const ListUserRightsResponseSchema = z.object({ rights: list(RightSchema) });
 export type ListUserRightsResponse = z.output<typeof ListUserRightsResponseSchema>;

@@ -1,7 +1,7 @@
 /**
  * The sandbox participant's JSON Ledger API v2 (`/v2/...`): interactive
- * submission, external-party topology, updates, state, user rights and
- * completions, with Canton's paths, shapes, statuses and JsCantonError bodies.
+ * submission, external-party topology, updates, state, the authenticated
+ * user and user rights, completions, with Canton's paths, shapes, statuses and JsCantonError bodies.
  * Request bodies are decoded with the same zod schemas the client uses; a body
  * that does not decode gets the JSON API's 400 `text/plain` answer.
  */
@@ -482,6 +482,20 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     }
     return changed;
   };
+
+  // The caller's own user (the token's, or the default user without a token), as Canton's `User`.
+  app.get('/v2/authenticated-user', config('authenticatedUser'), async (req) => {
+    const u = userOf(req);
+    return {
+      user: {
+        id: u.id,
+        ...(u.primaryParty !== undefined ? { primaryParty: u.primaryParty } : {}),
+        isDeactivated: false,
+        metadata: { resourceVersion: '0', annotations: {} },
+        identityProviderId: '',
+      },
+    };
+  });
 
   app.get('/v2/users/:userId/rights', config('listUserRights'), async (req) => {
     const caller = userOf(req);

@@ -1,0 +1,272 @@
+/**
+ * The docs are executable: every fenced `sh`/`bash` block of README.md and
+ * docs/*.md runs, so a documented command that breaks fails the build.
+ *
+ * The convention (also in CONTRIBUTING.md, "The docs are tested"):
+ * - The blocks of one file run in order as one bash script (`set -eo pipefail`), so a
+ *   later block may use what an earlier one made (files, exported variables, a
+ *   sandbox started in the background). A failing command fails the file and the
+ *   report names the block's line.
+ * - Each file runs in its own fresh temporary folder holding a copy of what a
+ *   clone ships for the docs to use (`canton-signer.example.yaml`, `examples/`),
+ *   with `canton-signer` and `npx canton-signer` meaning this checkout's bin (an
+ *   `npx` of anything else fails: no network), no CANTON_SIGNER_* variable from the
+ *   caller, and its own free ports: the sandbox's default port 7575
+ *   (CANTON_SIGNER_SANDBOX_PORT) and the service's 8080 (CANTON_SIGNER_PORT) are
+ *   replaced by free ones, in URLs of the text too.
+ * - A block that is not meant to be run as written (an output sample, a synopsis
+ *   with placeholders, a command that needs what CI cannot have: a hardware HSM,
+ *   a real network, a second machine) has a marker on the line before its fence:
+ *   `<!-- docs-run: skip (why) -->`. A block that fails because of a known bug
+ *   being fixed elsewhere has `<!-- docs-run: known-broken (area: what fails) -->`:
+ *   skipped, and listed loudly. A marker without a reason fails the test.
+ * - Whatever a script started is killed at its end (its whole process group).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN, ROOT } from '../support/cli.js';
+
+interface DocBlock {
+  /** 1-based line of the opening fence. */
+  line: number;
+  code: string;
+  marker?: { kind: 'skip' | 'known-broken'; reason: string };
+}
+
+const FENCE = /^(\s*)(`{3,})(\S*)\s*$/;
+const MARKER = /^\s*<!--\s*docs-run:\s*([a-z-]+)\s*(?:\((.*)\))?\s*-->\s*$/;
+const SHELL = new Set(['sh', 'bash', 'shell']);
+
+/** The shell blocks of a markdown text, with the marker before each (if any). */
+function shellBlocks(markdown: string, file: string): DocBlock[] {
+  const lines = markdown.split('\n');
+  const blocks: DocBlock[] = [];
+  let lastNonBlank = '';
+  for (let i = 0; i < lines.length; i++) {
+    const open = FENCE.exec(lines[i]!);
+    if (!open) {
+      if (lines[i]!.trim() !== '') lastNonBlank = lines[i]!;
+      continue;
+    }
+    const [, indent, ticks, lang] = open;
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length; j++) {
+      const close = FENCE.exec(lines[j]!);
+      if (close && close[2]!.length >= ticks!.length && close[3] === '') break;
+      body.push(lines[j]!.startsWith(indent!) ? lines[j]!.slice(indent!.length) : lines[j]!);
+    }
+    if (SHELL.has(lang!)) {
+      const block: DocBlock = { line: i + 1, code: body.join('\n') };
+      const m = MARKER.exec(lastNonBlank);
+      if (m) {
+        const kind = m[1];
+        const reason = (m[2] ?? '').trim();
+        if (kind !== 'skip' && kind !== 'known-broken')
+          throw new Error(`${file}:${i}: unknown docs-run marker "${kind}" (skip or known-broken)`);
+        if (reason === '') throw new Error(`${file}:${i}: docs-run marker "${kind}" without a reason in (…)`);
+        block.marker = { kind, reason };
+      }
+      blocks.push(block);
+    } else if (MARKER.test(lastNonBlank)) {
+      throw new Error(`${file}:${i}: a docs-run marker before a block that is not sh/bash`);
+    }
+    lastNonBlank = '';
+    i = j;
+  }
+  return blocks;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** README.md and docs/*.md; DOCS_RUN_ONLY=file,… runs only those (when working on one). */
+const DOC_FILES = async () => {
+  const all = [
+    'README.md',
+    ...(await readdir(join(ROOT, 'docs')))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
+  const only = process.env.DOCS_RUN_ONLY?.split(',').filter((f) => f !== '');
+  return only ? all.filter((f) => only.includes(f)) : all;
+};
+
+/** The script of one file: its runnable blocks in order, each announced on stderr. */
+function script(file: string, blocks: DocBlock[], ports: { sandbox: number; service: number }): string {
+  const parts = ['set -eo pipefail', 'trap \'echo "docs-run: failed in the block above (exit $?)" >&2\' ERR'];
+  for (const b of blocks) {
+    if (b.marker) continue;
+    const code = b.code
+      .replaceAll('127.0.0.1:7575', `127.0.0.1:${ports.sandbox}`)
+      .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.service}`);
+    parts.push(`echo "docs-run: ${file}:${b.line} (at \${SECONDS}s)" >&2`, code);
+  }
+  return `${parts.join('\n')}\n`;
+}
+
+const running = new Set<ChildProcess>();
+const folders: string[] = [];
+afterAll(async () => {
+  for (const c of running) killGroup(c);
+  for (const d of folders) await rm(d, { recursive: true, force: true });
+});
+
+function killGroup(c: ChildProcess): void {
+  try {
+    if (c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** A PATH folder where `canton-signer` and `npx canton-signer` are this checkout's CLI. */
+async function shims(dir: string): Promise<string> {
+  const bin = join(dir, '.docs-run-bin');
+  await mkdir(bin);
+  await symlink(BIN, join(bin, 'canton-signer'));
+  await writeFile(
+    join(bin, 'npx'),
+    [
+      '#!/usr/bin/env bash',
+      'if [ "$1" = canton-signer ]; then shift; exec canton-signer "$@"; fi',
+      'echo "docs-run: npx $1 is not available here (no network); only npx canton-signer is" >&2',
+      'exit 127',
+      '',
+    ].join('\n'),
+  );
+  await chmod(join(bin, 'npx'), 0o755);
+  return bin;
+}
+
+async function runFile(file: string, blocks: DocBlock[]): Promise<{ code: number | null; output: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'canton-signer-docs-run-'));
+  folders.push(dir);
+  await cp(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
+  await cp(join(ROOT, 'canton-signer.example.yaml'), join(dir, 'canton-signer.example.yaml'));
+  const bin = await shims(dir);
+  const ports = { sandbox: await freePort(), service: await freePort() };
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('CANTON_SIGNER_') && k !== 'NODE_OPTIONS' && !k.startsWith('VITEST')) env[k] = v;
+  env.PATH = `${bin}:${process.env.PATH ?? ''}`;
+  env.CANTON_SIGNER_SANDBOX_PORT = String(ports.sandbox);
+  env.CANTON_SIGNER_PORT = String(ports.service);
+  await writeFile(join(dir, '.docs-run.sh'), script(file, blocks, ports));
+  const child = spawn('bash', ['.docs-run.sh'], {
+    cwd: dir,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    output += c.toString('utf8');
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    output += c.toString('utf8');
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => {
+      output += '\ndocs-run: timed out after 90 s\n';
+      killGroup(child);
+    }, 90_000);
+    // 'exit', not 'close': what the script left in the background still holds its output open.
+    child.on('exit', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  // Whatever the script left in the background (a sandbox, a service) goes with its group.
+  killGroup(child);
+  await new Promise((r) => setTimeout(r, 100));
+  running.delete(child);
+  return { code, output };
+}
+
+const files = await DOC_FILES();
+const parsed = await Promise.all(
+  files.map(async (file) => ({ file, blocks: shellBlocks(await readFile(join(ROOT, file), 'utf8'), file) })),
+);
+
+describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
+  it('the harness reads blocks, indented blocks and markers; a marker needs a reason', () => {
+    const md = [
+      'text',
+      '```sh',
+      'echo one',
+      '```',
+      '<!-- docs-run: skip (an output sample) -->',
+      '```sh',
+      'echo two',
+      '```',
+      '1. a list',
+      '   ```bash',
+      '   echo three',
+      '   ```',
+      '```json',
+      '{}',
+      '```',
+    ].join('\n');
+    const b = shellBlocks(md, 't.md');
+    expect(b.map((x) => [x.line, x.code, x.marker?.kind])).toEqual([
+      [2, 'echo one', undefined],
+      [6, 'echo two', 'skip'],
+      [10, 'echo three', undefined],
+    ]);
+    expect(() => shellBlocks('<!-- docs-run: skip -->\n```sh\nx\n```', 't.md')).toThrow(/without a reason/);
+    expect(() => shellBlocks('<!-- docs-run: maybe (x) -->\n```sh\nx\n```', 't.md')).toThrow(/unknown/);
+  });
+
+  it('a failing block fails its file, naming the block; what a script started in the background is killed', async () => {
+    const r = await runFile('self-test.md', [
+      { line: 3, code: 'sleep 300 &\necho "bgpid=$!"' },
+      { line: 9, code: 'false' },
+      { line: 12, code: 'echo never' },
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.output).toContain('docs-run: self-test.md:9');
+    expect(r.output).toContain('docs-run: failed in the block above');
+    const pid = Number(/bgpid=(\d+)/.exec(r.output)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    // Gone, or a zombie waiting for whoever reaps orphans here (it runs no more).
+    const state = await readFile(`/proc/${pid}/stat`, 'utf8').then(
+      (t) => t.slice(t.lastIndexOf(')') + 2, t.lastIndexOf(')') + 3),
+      () => 'gone',
+    );
+    expect(['gone', 'Z', 'X']).toContain(state);
+    expect(r.output).not.toContain('never');
+  });
+
+  const known = parsed.flatMap(({ file, blocks }) =>
+    blocks
+      .filter((b) => b.marker?.kind === 'known-broken')
+      .map((b) => `${file}:${b.line} ${b.marker!.reason}`),
+  );
+  if (known.length > 0)
+    console.warn(`docs-run: KNOWN-BROKEN blocks, skipped until fixed:\n  ${known.join('\n  ')}`);
+
+  for (const { file, blocks } of parsed) {
+    const runnable = blocks.filter((b) => !b.marker);
+    if (runnable.length === 0) continue;
+    it.concurrent(`${file}: ${runnable.length} block(s) run as written (lines ${runnable.map((b) => b.line).join(', ')})`, async () => {
+      const r = await runFile(file, blocks);
+      if (process.env.DOCS_RUN_VERBOSE) console.log(r.output);
+      expect(r.code, `${file} failed:\n${r.output}`).toBe(0);
+    }, 100_000);
+  }
+});
