@@ -16,9 +16,9 @@
  * deadlock is retried a few times with the whole `fn`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
@@ -455,10 +455,45 @@ const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup 
   FROM pg_stat_user_tables WHERE schemaname = 'public' ORDER BY relname`;
 
 /**
+ * From now on this process creates files readable and writable by their
+ * owner only (umask 077 added to the process's own). The engine creates the
+ * embedded database's files, and its write-ahead log segments long after
+ * opening, with modes the umask decides; its data must be owner-only
+ * whatever the folder's mode or the umask the process was started with.
+ */
+function ownerOnlyFiles(): void {
+  // Read by setting: process.umask() without an argument is deprecated.
+  const was = process.umask(0o077);
+  process.umask(was | 0o077);
+}
+
+/**
+ * The folder 0700 and everything in it owner-only: a folder made more open,
+ * or files left group- or world-accessible by an older build, are tightened
+ * before the engine opens them.
+ */
+function tightenFolder(dir: string): void {
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink() || st.isSocket()) return;
+    if ((st.mode & 0o077) !== 0) chmodSync(path, st.mode & 0o700);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(dir);
+}
+
+/** Whether `dir` holds an embedded database (PGlite's cluster files); reading it creates nothing. */
+export function holdsPglite(dir: string): boolean {
+  return existsSync(join(dir, 'PG_VERSION'));
+}
+
+/**
  * Embedded PostgreSQL (PGlite) in `dir`, created when missing, or in memory
  * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
  * of an empty cluster (restoring a backup; tests use it to skip initdb).
  * `maintenance`: its upkeep (see `MaintenanceOptions`; `false`: none).
+ * The folder is locked to this process while open (folder-lock.ts) and its
+ * files are owner-only (the process umask gains 077).
  */
 export async function openPglite(
   dir: string | 'memory',
@@ -473,9 +508,16 @@ export async function openPglite(
   let release: (() => void) | undefined;
   if (dir !== 'memory') {
     where = resolve(dir);
+    ownerOnlyFiles();
     mkdirSync(where, { recursive: true, mode: 0o700 });
     // Before the engine touches the folder: a second process must not open it at all.
-    release = lockFolder(where);
+    release = await lockFolder(where);
+    try {
+      tightenFolder(where);
+    } catch (e) {
+      release();
+      throw e;
+    }
   }
   try {
     // One options object: PGlite ignores a second argument when the first is not a string.
