@@ -91,7 +91,10 @@ describe('the embedded database folder lock', () => {
     // what a crash leaves: the socket file and a lock file; make it name this very process (a
     // container restarted as PID 1 finds its own pid there), on this host
     expect(existsSync(join(dir, LOCK_SOCKET))).toBe(true);
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: process.pid, host: hostname(), since: 'then' }));
+    writeFileSync(
+      join(dir, LOCK_FILE),
+      JSON.stringify({ pid: process.pid, host: hostname(), since: 'then' }),
+    );
     const release = await lockFolder(dir);
     const h = JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8'));
     expect(h.pid).toBe(process.pid);
@@ -110,7 +113,10 @@ describe('the embedded database folder lock', () => {
       const racers = Array.from({ length: 4 }, () => locker(dir, 5_000));
       try {
         const answers = await Promise.all(racers.map((r) => r.said));
-        expect(answers.filter((a) => a === 'got'), answers.join(',')).toHaveLength(1);
+        expect(
+          answers.filter((a) => a === 'got'),
+          answers.join(','),
+        ).toHaveLength(1);
         expect(answers.filter((a) => a === 'refused')).toHaveLength(3);
       } finally {
         await Promise.all(racers.map((r) => killed(r.child)));
