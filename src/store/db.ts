@@ -455,22 +455,12 @@ const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup 
   FROM pg_stat_user_tables WHERE schemaname = 'public' ORDER BY relname`;
 
 /**
- * From now on this process creates files readable and writable by their
- * owner only (umask 077 added to the process's own). The engine creates the
- * embedded database's files, and its write-ahead log segments long after
- * opening, with modes the umask decides; its data must be owner-only
- * whatever the folder's mode or the umask the process was started with.
- */
-function ownerOnlyFiles(): void {
-  // Read by setting: process.umask() without an argument is deprecated.
-  const was = process.umask(0o077);
-  process.umask(was | 0o077);
-}
-
-/**
- * The folder 0700 and everything in it owner-only: a folder made more open,
- * or files left group- or world-accessible by an older build, are tightened
- * before the engine opens them.
+ * The folder 0700 and everything in it owner-only. The engine writes a new
+ * cluster (and a restored one) from an archive whose files are 0666 — 968
+ * files, readable and writable by anyone who can reach the folder — while
+ * the files it creates later are 0600 whatever the umask; so the folder is
+ * tightened before the engine opens it (a folder made more open, files left
+ * by an older build) and once more when it is ready.
  */
 function tightenFolder(dir: string): void {
   const walk = (path: string) => {
@@ -493,7 +483,7 @@ export function holdsPglite(dir: string): boolean {
  * of an empty cluster (restoring a backup; tests use it to skip initdb).
  * `maintenance`: its upkeep (see `MaintenanceOptions`; `false`: none).
  * The folder is locked to this process while open (folder-lock.ts) and its
- * files are owner-only (the process umask gains 077).
+ * files are owner-only.
  */
 export async function openPglite(
   dir: string | 'memory',
@@ -508,7 +498,6 @@ export async function openPglite(
   let release: (() => void) | undefined;
   if (dir !== 'memory') {
     where = resolve(dir);
-    ownerOnlyFiles();
     mkdirSync(where, { recursive: true, mode: 0o700 });
     // Before the engine touches the folder: a second process must not open it at all.
     release = await lockFolder(where);
@@ -526,6 +515,7 @@ export async function openPglite(
       ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     });
     await db.waitReady;
+    if (where) tightenFolder(where);
     await db.query(`SET TIME ZONE 'UTC'`);
     return new PgliteDb(db, where ?? 'memory', { ...(opts.maintenance || {}), every }, release);
   } catch (e) {
