@@ -9,7 +9,7 @@
  * naming it and what to do; the embedded database's files are owner-only
  * even in a folder of mode 0777 under umask 000.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -329,7 +329,31 @@ describe('serve and sandbox: what another process holds', () => {
     walk(data);
     expect(files).toBeGreaterThan(100);
     expect(open).toEqual([]);
+
+    // as docs/security.md says: a passphrase given as a variable leaves process.env (no child
+    // inherits it: test/keys/file.test.ts) but stays in the environment the process started with
+    if (process.platform === 'linux')
+      expect(readFileSync(`/proc/${first.child.pid}/environ`, 'latin1')).toContain(
+        `CANTON_SIGNER_PASSPHRASE=${PASSPHRASE}`,
+      );
     first.child.kill('SIGTERM');
     expect((await first.exited).code).toBe(0);
   }, 120_000);
+
+  it.runIf(process.platform === 'linux')(
+    'a passphrase given as a file: the environment the service started with holds only its path',
+    async () => {
+      const file = join(dir, 'passphrase');
+      await writeFile(file, `${PASSPHRASE}\n`, { mode: 0o600 });
+      const env = serveEnv(join(dir, 'file-data'), { CANTON_SIGNER_PASSPHRASE_FILE: file });
+      const p = startServe([], { cwd: dir, env: { ...env, CANTON_SIGNER_PASSPHRASE: undefined } });
+      await p.waitFor(LISTENING, 60_000);
+      const environ = readFileSync(`/proc/${p.child.pid}/environ`, 'latin1');
+      expect(environ).toContain(`CANTON_SIGNER_PASSPHRASE_FILE=${file}`);
+      expect(environ).not.toContain(PASSPHRASE);
+      p.child.kill('SIGTERM');
+      expect((await p.exited).code).toBe(0);
+    },
+    120_000,
+  );
 });
