@@ -339,6 +339,13 @@ class PgliteDb implements Db {
   }
 
   dump(): Promise<Blob> {
+    // The engine's archiver reads every entry of the folder and fails on the lock's socket.
+    if (this.release)
+      return Promise.reject(
+        new Error(
+          `dumpPglite: only an in-memory database; to copy the one in ${this.location}, stop the process holding it and copy the folder`,
+        ),
+      );
     return this.exclusive(() => this.pg.dumpDataDir('gzip') as Promise<Blob>);
   }
 
@@ -524,7 +531,7 @@ export async function openPglite(
   }
 }
 
-/** A gzipped tarball of a PGlite database (a consistent copy: taken between transactions). */
+/** A gzipped tarball of an in-memory PGlite database (a consistent copy: taken between transactions). */
 export async function dumpPglite(db: Db): Promise<Blob> {
   if (!(db instanceof PgliteDb)) throw new Error('dumpPglite: not a PGlite database');
   return db.dump();

@@ -22,7 +22,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPglite } from '../../src/store/db.js';
+import { dumpPglite, openPglite } from '../../src/store/db.js';
 import { FolderInUseError, LOCK_FILE, LOCK_SOCKET, lockFolder } from '../../src/store/folder-lock.js';
 import { ROOT } from '../support/cli.js';
 
@@ -70,6 +70,8 @@ describe('the embedded database folder lock', () => {
     const held = JSON.parse(readFileSync(join(dir, LOCK_FILE), 'utf8'));
     expect(held.pid).toBe(process.pid);
     expect(statSync(join(dir, LOCK_SOCKET)).isSocket()).toBe(true);
+    // the engine's archiver cannot read a folder with a socket in it: refused, saying what to do
+    await expect(dumpPglite(db)).rejects.toThrow(/only an in-memory database; .*copy the folder/);
     const second = openPglite(dir, { maintenance: false });
     await expect(second).rejects.toBeInstanceOf(FolderInUseError);
     await expect(second).rejects.toThrow(new RegExp(`in use by process ${process.pid} on `));
