@@ -1,7 +1,8 @@
 /**
  * The `canton-signer` command line. Exit codes: 0 success, 1 a check, a key
  * operation or a flow failed (e.g. `hash --expect` mismatch, wrong passphrase,
- * a pipeline refusal, a network error), 2 refused input or bad usage. Errors are one
+ * a pipeline refusal, a network error), 2 refused input or bad usage, 75 a port
+ * or the embedded database folder held by another process. Errors are one
  * line on stderr; stdout carries only the command's result. With `--json`, a
  * pipeline refusal is also written to stdout as one JSON object (`reason`,
  * `message`, and `problems` / `details` when it has any), like the JSON other

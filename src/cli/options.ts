@@ -2,6 +2,13 @@
 import { Option } from 'commander';
 import { INPUT_FORMATS } from './input.js';
 
+/**
+ * The exit code when something this command needs is held by another
+ * process: the embedded database folder (a running service), or the port
+ * to listen on (sysexits' EX_TEMPFAIL: try again once it is free).
+ */
+export const EXIT_IN_USE = 75;
+
 /** Ends a command with an exit code and a one-line message on stderr. */
 export class CliExit extends Error {
   constructor(

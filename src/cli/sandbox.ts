@@ -2,9 +2,11 @@
  * `canton-signer sandbox`: runs the simulated network (participant, validator,
  * Scan) on localhost until SIGINT/SIGTERM. Prints where each service is and
  * the network's identities (one JSON object with --json), nothing secret.
+ * A port taken by another process exits EXIT_IN_USE naming it and --port.
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from './input.js';
+import { CliExit, EXIT_IN_USE } from './options.js';
 
 interface SandboxCliOptions {
   port: string;
@@ -66,6 +68,21 @@ export function registerSandbox(program: Command): void {
         logger: opts.log === true,
         ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
         auth: { tokens, clients, required: opts.requireAuth === true },
+      }).catch((e: unknown) => {
+        const code = (e as NodeJS.ErrnoException | null)?.code;
+        const where = `${opts.host}:${port}`;
+        if (code === 'EADDRINUSE')
+          throw new CliExit(
+            EXIT_IN_USE,
+            `cannot listen on ${where}: the port is in use by another process (another sandbox?). Stop it, or choose another port: --port ${port === 7575 ? 7576 : 7575} (--port 0: any free port)`,
+          );
+        if (code === 'EACCES')
+          throw new UsageError(
+            `--port ${port}: this user may not listen on it (ports below 1024 need privileges)`,
+          );
+        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+          throw new UsageError(`--host ${opts.host}: not an address of this host (e.g. 127.0.0.1)`);
+        throw e;
       });
       const { net } = sandbox.ctx;
       const info = {

@@ -20,7 +20,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import { CliExit } from './options.js';
+import { FolderInUseError } from '../store/folder-lock.js';
+import { CliExit, EXIT_IN_USE } from './options.js';
 
 interface ServeCliOptions {
   config?: string;
@@ -39,6 +40,33 @@ function parseWorkers(v: string): number {
   if (!Number.isInteger(n) || n < 1 || n > 64)
     throw new CliExit(2, `--workers: a whole number from 1 to 64, not ${JSON.stringify(v)}`);
   return n;
+}
+
+/**
+ * A listen error as the command's exit: the port taken by another process
+ * (EXIT_IN_USE), or an address this host cannot listen on (a configuration
+ * error, 2) — each naming the address and the setting that chooses it.
+ */
+function listenProblem(e: unknown, at: { host: string; port: number }, dev: boolean): unknown {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const where = `${at.host}:${at.port}`;
+  const choose = `choose another port with CANTON_SIGNER_PORT (or listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=${at.port === 8080 ? 8081 : 8080} ${dev ? 'npm start' : 'canton-signer serve …'}`;
+  if (code === 'EADDRINUSE')
+    return new CliExit(
+      EXIT_IN_USE,
+      `cannot listen on ${where}: the port is in use by another process. Stop it, or ${choose}`,
+    );
+  if (code === 'EACCES')
+    return new CliExit(
+      2,
+      `cannot listen on ${where}: this user may not use port ${at.port} (ports below 1024 need privileges); ${choose}`,
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new CliExit(
+      2,
+      `cannot listen on ${where}: ${at.host} is not an address of this host; set listen.host (CANTON_SIGNER_HOST) to one of its addresses, e.g. 127.0.0.1 or 0.0.0.0`,
+    );
+  return e;
 }
 
 /** How long in-flight work may take to finish after a signal before the process gives up on it. */
@@ -143,6 +171,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
             },
           }
         : {}),
+    }).catch((e: unknown) => {
+      if (e instanceof FolderInUseError)
+        throw new CliExit(
+          EXIT_IN_USE,
+          `${e.message} (the data folder is database.dataDir, CANTON_SIGNER_DATA_DIR); to check its audit log meanwhile: canton-signer audit verify --url <this service>`,
+        );
+      throw e;
     });
     let url: string;
     try {
@@ -150,7 +185,7 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       url = await service.listen();
     } catch (e) {
       await service.close();
-      throw e;
+      throw listenProblem(e, config.listen, dev !== undefined);
     }
     log.info({ url }, 'listening');
     if (dev && demo && service.sandbox) {

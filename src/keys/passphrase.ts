@@ -3,7 +3,9 @@
  * named by one, or an interactive prompt on a terminal. Never a command-line
  * argument (it would show in `ps` and in shell history). The value is never
  * logged and never part of an error message; a variable holding it leaves the
- * process environment once read, and a file holding it must be private (0600).
+ * process environment once read (no child inherits it; /proc/<pid>/environ,
+ * the environment the process started with, keeps it: the files are the way
+ * to keep it out of sight), and a file holding it must be private (0600).
  */
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { KeyError } from './backend.js';

@@ -147,6 +147,12 @@ const postgresUrl = z.string().superRefine((s, ctx) => {
     ctx.addIssue({ code: 'custom', message: 'must be a postgres:// or postgresql:// URL with a host' });
 });
 
+/** What is wrong with a database URL (the value itself never echoed), as the configuration checks it; undefined when it is fine. */
+export function databaseUrlProblem(url: string): string | undefined {
+  const r = postgresUrl.safeParse(url);
+  return r.success ? undefined : r.error.issues[0]?.message;
+}
+
 const nonEmpty = z.string().min(1, 'must not be empty');
 const oneOrMany = z.union([nonEmpty, z.array(nonEmpty).min(1, 'must not be empty')], {
   error: (iss) => (iss.input === undefined ? 'required' : 'must be a string or a list of strings'),

@@ -208,7 +208,8 @@ export async function listAudit(
   return r.rows.map(fromDb);
 }
 
-export type AuditProblem = 'removed' | 'edited' | 'hash' | 'reordered' | 'link' | 'head';
+/** `missing`: the audit table or its head is gone altogether (dropped: the whole log deleted). */
+export type AuditProblem = 'removed' | 'edited' | 'hash' | 'reordered' | 'link' | 'head' | 'missing';
 
 export type AuditVerification =
   | { ok: true; rows: number; head: { seq: number; hash: string } }
@@ -254,6 +255,18 @@ export async function verifyAudit(db: Queryable, opts: { batch?: number } = {}):
     message,
     rows: expected - 1,
   });
+
+  const tables = await db.query<{ log: string | null; head: string | null }>(
+    `SELECT to_regclass('audit_log')::text AS log, to_regclass('audit_head')::text AS head`,
+  );
+  const t = tables.rows[0];
+  const gone = [...(t?.log ? [] : ['audit_log']), ...(t?.head ? [] : ['audit_head'])];
+  if (gone.length > 0)
+    return broken(
+      1,
+      'missing',
+      `the audit log's table${gone.length > 1 ? 's' : ''} ${gone.join(' and ')} ${gone.length > 1 ? 'are' : 'is'} missing: the log was deleted (dropped)`,
+    );
 
   const check = (cur: AuditRow, next: AuditRow | undefined): AuditVerification | undefined => {
     if (cur.seq !== expected) {

@@ -16,9 +16,9 @@
  * deadlock is retried a few times with the whole `fn`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
@@ -339,6 +339,13 @@ class PgliteDb implements Db {
   }
 
   dump(): Promise<Blob> {
+    // The engine's archiver reads every entry of the folder and fails on the lock's socket.
+    if (this.release)
+      return Promise.reject(
+        new Error(
+          `dumpPglite: only an in-memory database; to copy the one in ${this.location}, stop the process holding it and copy the folder`,
+        ),
+      );
     return this.exclusive(() => this.pg.dumpDataDir('gzip') as Promise<Blob>);
   }
 
@@ -455,10 +462,35 @@ const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup 
   FROM pg_stat_user_tables WHERE schemaname = 'public' ORDER BY relname`;
 
 /**
+ * The folder 0700 and everything in it owner-only. The engine writes a new
+ * cluster (and a restored one) from an archive whose files are 0666 — 968
+ * files, readable and writable by anyone who can reach the folder — while
+ * the files it creates later are 0600 whatever the umask; so the folder is
+ * tightened before the engine opens it (a folder made more open, files left
+ * by an older build) and once more when it is ready.
+ */
+function tightenFolder(dir: string): void {
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink() || st.isSocket()) return;
+    if ((st.mode & 0o077) !== 0) chmodSync(path, st.mode & 0o700);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(dir);
+}
+
+/** Whether `dir` holds an embedded database (PGlite's cluster files); reading it creates nothing. */
+export function holdsPglite(dir: string): boolean {
+  return existsSync(join(dir, 'PG_VERSION'));
+}
+
+/**
  * Embedded PostgreSQL (PGlite) in `dir`, created when missing, or in memory
  * with `'memory'`. `loadDataDir`: start from a `dumpPglite` tarball instead
  * of an empty cluster (restoring a backup; tests use it to skip initdb).
  * `maintenance`: its upkeep (see `MaintenanceOptions`; `false`: none).
+ * The folder is locked to this process while open (folder-lock.ts) and its
+ * files are owner-only.
  */
 export async function openPglite(
   dir: string | 'memory',
@@ -475,7 +507,13 @@ export async function openPglite(
     where = resolve(dir);
     mkdirSync(where, { recursive: true, mode: 0o700 });
     // Before the engine touches the folder: a second process must not open it at all.
-    release = lockFolder(where);
+    release = await lockFolder(where);
+    try {
+      tightenFolder(where);
+    } catch (e) {
+      release();
+      throw e;
+    }
   }
   try {
     // One options object: PGlite ignores a second argument when the first is not a string.
@@ -484,6 +522,7 @@ export async function openPglite(
       ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}),
     });
     await db.waitReady;
+    if (where) tightenFolder(where);
     await db.query(`SET TIME ZONE 'UTC'`);
     return new PgliteDb(db, where ?? 'memory', { ...(opts.maintenance || {}), every }, release);
   } catch (e) {
@@ -492,7 +531,7 @@ export async function openPglite(
   }
 }
 
-/** A gzipped tarball of a PGlite database (a consistent copy: taken between transactions). */
+/** A gzipped tarball of an in-memory PGlite database (a consistent copy: taken between transactions). */
 export async function dumpPglite(db: Db): Promise<Blob> {
   if (!(db instanceof PgliteDb)) throw new Error('dumpPglite: not a PGlite database');
   return db.dump();

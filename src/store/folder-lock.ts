@@ -1,37 +1,74 @@
 /**
  * One process at a time in an embedded database folder. PGlite takes no
  * lock between processes, and two engines writing one folder corrupt it (a
- * second `npm start` in the same folder would). A lock file
- * (`.canton-signer.lock`, created exclusively) names the holder: its process
- * id and host. A lock whose process is gone from this host is taken over; a
- * live holder, or one on another host (a shared file system), is refused
- * with a message naming it. The lock is released when the database closes.
+ * second `npm start` in the same folder would).
+ *
+ * The lock is a Unix domain socket the holder listens on in the folder
+ * (`.canton-signer.sock`): while the holder lives, a connect to it succeeds;
+ * once it dies — killed, crashed, a container stopped — the kernel closes
+ * the socket and a connect is refused, whatever became of its process id.
+ * So a crash can never leave the folder locked (a restarted container is
+ * PID 1 again on the same host name; a killed process may not be reaped
+ * yet: neither matters). The socket is made under a name of its own and
+ * hard-linked to the lock name, which fails when the name exists: two
+ * processes cannot both create it. A dead socket under the lock name is
+ * moved aside and checked to be the one found dead before it is removed,
+ * so a process taking over never removes a live newcomer's lock.
+ *
+ * Beside it, `.canton-signer.lock` names the holder (process id, host, since)
+ * for messages. On a shared file system another host's socket cannot be
+ * reached from here, so a folder whose lock file names another host is
+ * refused, and left to a person to clear. Both files go when the holder
+ * closes the database.
  */
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
 export const LOCK_FILE = '.canton-signer.lock';
+export const LOCK_SOCKET = '.canton-signer.sock';
 
-interface Holder {
+export interface FolderHolder {
   pid: number;
   host: string;
   since: string;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, under another user.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+/** The folder is held by another process (running here, or named by a lock file from another host). */
+export class FolderInUseError extends Error {
+  constructor(
+    readonly dir: string,
+    /** Who holds it, when its lock file says. */
+    readonly holder: FolderHolder | undefined,
+    /** The holder is on another host (its lock file says so): nothing here can tell whether it still runs. */
+    readonly otherHost: boolean,
+  ) {
+    const who = holder
+      ? `process ${holder.pid} on ${holder.host} (since ${holder.since})`
+      : 'another process';
+    super(
+      otherHost
+        ? `the embedded database in ${dir} is in use by ${who}, according to ${join(dir, LOCK_FILE)}: stop that process first; if nothing runs on the folder there any more (e.g. a folder copied from that machine), delete that file`
+        : `the embedded database in ${dir} is in use by ${who}: stop it first, or use another data folder`,
+    );
+    this.name = 'FolderInUseError';
   }
 }
 
-function holderOf(path: string): Holder | undefined {
+function holderOf(path: string): FolderHolder | undefined {
   try {
-    const h = JSON.parse(readFileSync(path, 'utf8')) as Partial<Holder>;
+    const h = JSON.parse(readFileSync(path, 'utf8')) as Partial<FolderHolder>;
     return typeof h.pid === 'number' && typeof h.host === 'string'
       ? { pid: h.pid, host: h.host, since: String(h.since ?? '') }
       : undefined;
@@ -40,36 +77,137 @@ function holderOf(path: string): Holder | undefined {
   }
 }
 
-/** Takes the folder's lock or throws naming its holder; returns the release. */
-export function lockFolder(dir: string): () => void {
-  const path = join(dir, LOCK_FILE);
-  const me: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
-  for (let attempt = 0; ; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(path, 'wx', 0o600);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const h = holderOf(path);
-      const gone = h !== undefined && h.host === me.host && h.pid !== process.pid && !alive(h.pid);
-      if (gone && attempt === 0) {
-        unlinkSync(path);
-        continue;
-      }
-      throw new Error(
-        h
-          ? `the embedded database in ${dir} is in use by process ${h.pid} on ${h.host} (since ${h.since}): stop it first, or use another database.dataDir; if that process is gone, delete ${path}`
-          : `the embedded database in ${dir} is locked by ${path}, which names no holder: if no other canton-signer uses the folder, delete it`,
-      );
-    }
-    try {
-      writeSync(fd, `${JSON.stringify(me)}\n`);
-    } finally {
-      closeSync(fd);
-    }
-    return () => {
-      const h = holderOf(path);
-      if (h?.pid === me.pid && h.host === me.host && h.since === me.since) unlinkSync(path);
+function code(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException).code;
+}
+
+/**
+ * A socket path for `name` in the folder open as `fd`: the plain path, or on
+ * Linux, when that is longer than a socket address may be (108 bytes), the
+ * same file reached through /proc/self/fd.
+ */
+function socketPath(dir: string, fd: number | undefined, name: string): string {
+  const plain = join(dir, name);
+  return Buffer.byteLength(plain) < 100 || fd === undefined ? plain : `/proc/self/fd/${fd}/${name}`;
+}
+
+/** Whether a process listens on the socket: 'live', 'dead' (nobody: refused, or not a socket), 'gone' (no file). */
+function probe(path: string): Promise<'live' | 'dead' | 'gone'> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    // A holder always answers a local connect at once (the kernel queues it); silence is a live holder too.
+    const timer = setTimeout(() => finish('live'), 2000);
+    const finish = (r: 'live' | 'dead' | 'gone') => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve(r);
     };
+    s.once('connect', () => finish('live'));
+    s.once('error', (e) => finish(code(e) === 'ENOENT' ? 'gone' : 'dead'));
+  });
+}
+
+function listen(path: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer((c) => c.destroy());
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      // The lock must not keep the process alive.
+      server.unref();
+      resolve(server);
+    });
+  });
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
+}
+
+/**
+ * Removes the dead socket `ino` from `path`: moved aside first, then removed
+ * if it is that socket; anything else found there (a newcomer's live lock)
+ * is put back.
+ */
+function removeDead(path: string, ino: number): void {
+  const aside = `${path}.dead-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(path, aside);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return;
+    throw e;
+  }
+  if (lstatSync(aside).ino !== ino) {
+    try {
+      linkSync(aside, path);
+    } catch (e) {
+      if (code(e) !== 'EEXIST') throw e;
+    }
+  }
+  unlinkQuietly(aside);
+}
+
+/** Takes the folder's lock or throws FolderInUseError naming its holder; resolves to the release. */
+export async function lockFolder(dir: string): Promise<() => void> {
+  const infoPath = join(dir, LOCK_FILE);
+  const lockPath = join(dir, LOCK_SOCKET);
+  const me: FolderHolder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  const recorded = holderOf(infoPath);
+  if (recorded && recorded.host !== me.host) throw new FolderInUseError(dir, recorded, true);
+
+  let dirFd: number | undefined;
+  if (process.platform === 'linux') dirFd = openSync(dir, 'r');
+  const mine = `${LOCK_SOCKET}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  let server: Server | undefined;
+  try {
+    server = await listen(socketPath(dir, dirFd, mine));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(join(dir, mine), lockPath);
+        break;
+      } catch (e) {
+        if (code(e) !== 'EEXIST') throw e;
+      }
+      let ino: number;
+      try {
+        ino = lstatSync(lockPath).ino;
+      } catch (e) {
+        if (code(e) === 'ENOENT') continue;
+        throw e;
+      }
+      const state = await probe(socketPath(dir, dirFd, LOCK_SOCKET));
+      if (state === 'live' || attempt >= 5) throw new FolderInUseError(dir, holderOf(infoPath), false);
+      if (state === 'dead') removeDead(lockPath, ino);
+    }
+  } catch (e) {
+    server?.close();
+    unlinkQuietly(join(dir, mine));
+    if (dirFd !== undefined) closeSync(dirFd);
+    throw e;
+  }
+  unlinkQuietly(join(dir, mine));
+  const held = server;
+  const ino = lstatSync(lockPath).ino;
+  const tmp = `${infoPath}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  writeFileSync(tmp, `${JSON.stringify(me)}\n`, { mode: 0o600 });
+  renameSync(tmp, infoPath);
+
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const h = holderOf(infoPath);
+    if (h?.pid === me.pid && h.host === me.host && h.since === me.since) unlinkQuietly(infoPath);
+    try {
+      if (lstatSync(lockPath).ino === ino) unlinkSync(lockPath);
+    } catch {
+      // gone already
+    }
+    held.close();
+    if (dirFd !== undefined) closeSync(dirFd);
+  };
 }

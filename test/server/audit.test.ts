@@ -1,9 +1,11 @@
 /**
  * /v1/audit: entries in seq order with the cursor and the subject filter,
  * request errors naming the field, the chain verification (ok with the head;
- * an edited row found), and who may read it (auditor and admin only).
+ * an edited row found), and who may read it (auditor and admin only);
+ * `canton-signer audit verify --url` asking a running service.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
 import { type ServiceEnv, serviceEnv } from '../support/service.js';
 
 let env: ServiceEnv;
@@ -69,7 +71,54 @@ describe('GET /v1/audit', () => {
   });
 });
 
+/** `canton-signer ARGS` in this process, with CANTON_SIGNER_TOKEN set to `token`. */
+async function cli(
+  args: string[],
+  token?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((s) => {
+    stdout += String(s);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((s) => {
+    stderr += String(s);
+    return true;
+  });
+  const saved = process.env.CANTON_SIGNER_TOKEN;
+  if (token === undefined) delete process.env.CANTON_SIGNER_TOKEN;
+  else process.env.CANTON_SIGNER_TOKEN = token;
+  try {
+    const code = await main(['node', 'canton-signer', ...args]);
+    return { code, stdout, stderr };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    if (saved === undefined) delete process.env.CANTON_SIGNER_TOKEN;
+    else process.env.CANTON_SIGNER_TOKEN = saved;
+  }
+}
+
 describe('GET /v1/audit/verify', () => {
+  let url: string;
+  const token = () => auditor.authorization.replace(/^Bearer /, '');
+
+  it('canton-signer audit verify --url asks the running service (an auditor token)', async () => {
+    url = await env.service.listen({ port: 0, host: '127.0.0.1' });
+    let r = await cli(['audit', 'verify', '--url', url, '--json'], token());
+    expect(r.code, r.stderr).toBe(0);
+    const v = JSON.parse(r.stdout);
+    expect(v).toMatchObject({ ok: true, head: { seq: v.rows } });
+    r = await cli(['audit', 'verify', '--url', url], token());
+    expect(r.stdout).toBe(`audit log intact: ${v.rows} rows; head seq ${v.head.seq} hash ${v.head.hash}\n`);
+    r = await cli(['audit', 'verify', '--url', url]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: refused \(missing_token\)/);
+    r = await cli(['audit', 'verify', '--url', url, '--data-dir', 'data'], token());
+    expect(r.code).toBe(2);
+  });
+
   it('ok with the head; an edited row is found and named', async () => {
     const ok = await get('/v1/audit/verify');
     expect(ok.statusCode).toBe(200);
@@ -84,5 +133,8 @@ describe('GET /v1/audit/verify', () => {
     });
     const bad = (await get('/v1/audit/verify')).json();
     expect(bad).toMatchObject({ ok: false, rows: 1, problem: { seq: 2, kind: 'edited' } });
+    const r = await cli(['audit', 'verify', '--url', url], token());
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: audit log BROKEN at seq 2 \(edited\): /);
   });
 });

@@ -3,10 +3,15 @@
  * each bad setting and no secret, and so does `--dev` with a configuration
  * that leaves the built-in sandbox; a good one listens, answers, logs JSON with
  * the configuration redacted, and on SIGTERM finishes the request in flight
- * (held back by a sandbox latency fault) before it exits 0.
+ * (held back by a sandbox latency fault) before it exits 0. What another
+ * process holds: a port in use (serve, sandbox) and a data folder a running
+ * service holds (a second serve, audit verify) exit 75 with one sentence
+ * naming it and what to do; the embedded database's files are owner-only
+ * even in a folder of mode 0777 under umask 000.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -227,4 +232,128 @@ describe('serve: a running service', () => {
     expect(all).not.toContain(SECRET);
     expect(all).not.toContain(PASSPHRASE);
   });
+});
+
+/** The service's settings in the environment (no file), its data in `data`. */
+function serveEnv(data: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    CANTON_SIGNER_SANDBOX: 'true',
+    CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
+    CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
+    CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
+    CANTON_SIGNER_AUTH_SHARED_SECRET: SECRET,
+    CANTON_SIGNER_KEYSTORE: join(dir, 'held-keys'),
+    CANTON_SIGNER_DATA_DIR: data,
+    CANTON_SIGNER_PORT: '0',
+    CANTON_SIGNER_PASSPHRASE: PASSPHRASE,
+    CANTON_SIGNER_LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
+/** The command's own error line (a library warning may come before it). */
+function errorLine(stderr: string): string | undefined {
+  const lines = stderr.split('\n').filter((l) => l.startsWith('canton-signer:'));
+  expect(lines).toHaveLength(1);
+  return `${lines[0]}\n`;
+}
+
+function occupy(): Promise<{ server: Server; port: number }> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const a = server.address();
+      resolve({ server, port: typeof a === 'object' && a ? a.port : 0 });
+    });
+  });
+}
+
+describe('serve and sandbox: what another process holds', () => {
+  it('a port in use: exit 75 naming the port and how to choose another', async () => {
+    const { server, port } = await occupy();
+    try {
+      const r = await runCli(['serve'], {
+        env: serveEnv(join(dir, 'port-data'), { CANTON_SIGNER_PORT: String(port) }),
+      });
+      expect(r.status, r.stderr).toBe(75);
+      expect(errorLine(r.stderr)).toBe(
+        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process. Stop it, or choose another port with CANTON_SIGNER_PORT (or listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=8080 canton-signer serve …\n`,
+      );
+      expect(r.stderr).not.toMatch(/internal error/);
+      const sb = await runCli(['sandbox', '--port', String(port)]);
+      expect(sb.status, sb.stderr).toBe(75);
+      expect(errorLine(sb.stderr)).toBe(
+        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process (another sandbox?). Stop it, or choose another port: --port 7575 (--port 0: any free port)\n`,
+      );
+    } finally {
+      server.close();
+    }
+  }, 60_000);
+
+  it('a data folder a running service holds: a second serve and audit verify exit 75 naming it; its files are owner-only', async () => {
+    const data = join(dir, 'held-data');
+    mkdirSync(data, { mode: 0o777 });
+    const old = process.umask(0);
+    let first: ReturnType<typeof startServe>;
+    try {
+      first = startServe([], { cwd: dir, env: serveEnv(data) });
+    } finally {
+      process.umask(old);
+    }
+    await first.waitFor(LISTENING, 60_000);
+
+    const second = await runCli(['serve'], { env: serveEnv(data) });
+    expect(second.status, second.stderr).toBe(75);
+    expect(second.stderr).toContain(
+      `the embedded database in ${data} is in use by process ${first.child.pid} on `,
+    );
+    expect(second.stderr).toContain('database.dataDir, CANTON_SIGNER_DATA_DIR');
+    expect(second.stderr.split('\n').filter((l) => l.startsWith('canton-signer:'))).toHaveLength(1);
+
+    const audit = await runCli(['audit', 'verify', '--data-dir', data]);
+    expect(audit.status, audit.stderr).toBe(75);
+    expect(audit.stderr).toContain(`in use by process ${first.child.pid}`);
+    expect(audit.stderr).toContain('canton-signer audit verify --url http://127.0.0.1:8080');
+
+    // every file and folder the engine made: owner-only, though the folder was 0777 and the umask 000
+    const open: string[] = [];
+    let files = 0;
+    const walk = (p: string) => {
+      const st = lstatSync(p);
+      if (st.isSocket()) return;
+      files++;
+      if ((st.mode & 0o077) !== 0) open.push(`${p} ${(st.mode & 0o777).toString(8)}`);
+      if (st.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n));
+    };
+    walk(data);
+    expect(files).toBeGreaterThan(100);
+    expect(open).toEqual([]);
+
+    // as docs/security.md says: a passphrase given as a variable leaves process.env (no child
+    // inherits it: test/keys/file.test.ts) but stays in the environment the process started with
+    if (process.platform === 'linux')
+      expect(readFileSync(`/proc/${first.child.pid}/environ`, 'latin1')).toContain(
+        `CANTON_SIGNER_PASSPHRASE=${PASSPHRASE}`,
+      );
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+  }, 120_000);
+
+  it.runIf(process.platform === 'linux')(
+    'a passphrase given as a file: the environment the service started with holds only its path',
+    async () => {
+      const file = join(dir, 'passphrase');
+      await writeFile(file, `${PASSPHRASE}\n`, { mode: 0o600 });
+      const env = serveEnv(join(dir, 'file-data'), { CANTON_SIGNER_PASSPHRASE_FILE: file });
+      const p = startServe([], { cwd: dir, env: { ...env, CANTON_SIGNER_PASSPHRASE: undefined } });
+      await p.waitFor(LISTENING, 60_000);
+      const environ = readFileSync(`/proc/${p.child.pid}/environ`, 'latin1');
+      expect(environ).toContain(`CANTON_SIGNER_PASSPHRASE_FILE=${file}`);
+      expect(environ).not.toContain(PASSPHRASE);
+      p.child.kill('SIGTERM');
+      expect((await p.exited).code).toBe(0);
+    },
+    120_000,
+  );
 });

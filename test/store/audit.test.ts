@@ -6,7 +6,17 @@
  * PostgreSQL; many promises on one handle) keep one contiguous chain; the
  * table refuses UPDATE / DELETE / TRUNCATE; `canton-signer audit verify`.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -17,6 +27,19 @@ import { migrate } from '../../src/store/migrations.js';
 import { storeDrivers } from '../support/pg.js';
 
 const drivers = await storeDrivers();
+
+/** Every file under `path` with its mode and a hash of its bytes (and the folder's own mode): what "unchanged" compares. */
+function snapshot(path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (p: string, rel: string) => {
+    const st = lstatSync(p);
+    out[rel] =
+      `${st.mode.toString(8)} ${st.isFile() ? createHash('sha256').update(readFileSync(p)).digest('hex') : ''}`;
+    if (st.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n), `${rel}/${n}`);
+  };
+  walk(path, '.');
+  return out;
+}
 
 async function fill(db: Db, count: number, actor = 'tester'): Promise<void> {
   for (let i = 1; i <= count; i++)
@@ -304,6 +327,89 @@ describe('canton-signer audit verify', () => {
       expect(r.code).toBe(2);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a folder without a database is left exactly as it was: nothing created, exit 2 saying so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cs-audit-none-'));
+    try {
+      const empty = join(dir, 'empty');
+      mkdirSync(empty, { mode: 0o777 });
+      const other = join(dir, 'other');
+      mkdirSync(other);
+      writeFileSync(join(other, 'notes.txt'), 'not a database\n');
+      for (const folder of [empty, other]) {
+        const before = snapshot(folder);
+        const r = await cli(['audit', 'verify', '--data-dir', folder]);
+        expect(r.code).toBe(2);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toBe(
+          `canton-signer: ${folder} holds no canton-signer database (use --data-dir, --database-url or --config)\n`,
+        );
+        expect(snapshot(folder)).toEqual(before);
+      }
+      const missing = join(dir, 'missing');
+      const r = await cli(['audit', 'verify', '--data-dir', missing]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^canton-signer: no database at .*missing: no such folder/);
+      expect(existsSync(missing)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a deleted audit table is a broken log (exit 1), not an internal error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cs-audit-dropped-'));
+    try {
+      const data = join(dir, 'data');
+      const { pgliteTemplateBlob } = await import('../support/pg.js');
+      const db = await openPglite(data, { loadDataDir: await pgliteTemplateBlob() });
+      await migrate(db);
+      await fill(db, 3);
+      await db.query('DROP TABLE audit_log CASCADE');
+      await db.close();
+      let r = await cli(['audit', 'verify', '--data-dir', data]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        "canton-signer: audit log BROKEN at seq 1 (missing): the audit log's table audit_log is missing: the log was deleted (dropped)\n",
+      );
+      r = await cli(['audit', 'verify', '--data-dir', data, '--json']);
+      expect(r.code).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, seq: 1, problem: 'missing', rows: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a folder a running service holds: exit 75 naming the holder and the command that asks the service', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cs-audit-held-'));
+    try {
+      const data = join(dir, 'data');
+      const { pgliteTemplateBlob } = await import('../support/pg.js');
+      const db = await openPglite(data, { loadDataDir: await pgliteTemplateBlob() });
+      try {
+        await migrate(db);
+        const r = await cli(['audit', 'verify', '--data-dir', data]);
+        expect(r.code).toBe(75);
+        expect(r.stderr).toContain(`is in use by process ${process.pid} on `);
+        expect(r.stderr).toContain('canton-signer audit verify --url http://127.0.0.1:8080');
+        expect(r.stderr).toContain('CANTON_SIGNER_TOKEN');
+        expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--database-url other than postgres:// or postgresql:// is a usage error (exit 2), nothing is tried', async () => {
+    for (const url of ['mysql://x', 'mysql://user:secret@db.example/x', 'not a url']) {
+      const r = await cli(['audit', 'verify', '--database-url', url]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        'canton-signer: --database-url: must be a postgres:// or postgresql:// URL with a host\n',
+      );
     }
   });
 

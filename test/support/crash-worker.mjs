@@ -1,8 +1,10 @@
 /**
  * Child process of the withdrawal crash test (test/server/withdrawal-crash.test.ts):
  * the compiled withdrawal worker (dist/) against the parent's sandbox URLs,
- * the parent's file keystore and a PostgreSQL database that outlives this
- * process. With CRASH_AT set, the worker's test hook SIGKILLs this process
+ * the parent's file keystore and a PostgreSQL database (or an embedded
+ * database folder, `dataDir`) that outlives this process. With
+ * LOCK_NAMES_ME set, the folder's lock file is first made to name this very
+ * process, as a restarted container finds it. With CRASH_AT set, the worker's test hook SIGKILLs this process
  * right after that step of withdrawal WITHDRAWAL_ID; without it, the worker
  * runs until that withdrawal is finished and prints its final state.
  * Configuration comes in the CRASH_CONFIG environment variable (JSON).
@@ -11,6 +13,8 @@
  * STOP_AWAITING set, the child also stops once the withdrawal awaits its
  * offline signature.
  */
+import { writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LedgerApiClient } from '../../dist/canton/ledger-api/client.js';
 import { ScanClient } from '../../dist/canton/scan/client.js';
@@ -26,7 +30,18 @@ const cfg = JSON.parse(process.env.CRASH_CONFIG ?? '{}');
 const crashAt = process.env.CRASH_AT || undefined;
 const target = process.env.WITHDRAWAL_ID;
 
-const store = await openStore({ url: cfg.databaseUrl, actor: 'crash-child' });
+if (cfg.dataDir && process.env.LOCK_NAMES_ME) {
+  // What a restarted container finds: a lock file left by a killed process that had this very
+  // process id (PID 1 again) on this host.
+  writeFileSync(
+    join(cfg.dataDir, '.canton-signer.lock'),
+    JSON.stringify({ pid: process.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' }),
+  );
+}
+const store = await openStore({
+  ...(cfg.dataDir ? { dataDir: cfg.dataDir } : { url: cfg.databaseUrl }),
+  actor: 'crash-child',
+});
 const signer = new Signer({
   file: new FileBackend({
     dir: cfg.keystore,

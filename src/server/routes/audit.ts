@@ -40,7 +40,7 @@ const Verification = z.object({
   problem: z
     .object({
       seq: z.number(),
-      kind: z.enum(['removed', 'edited', 'hash', 'reordered', 'link', 'head']),
+      kind: z.enum(['removed', 'edited', 'hash', 'reordered', 'link', 'head', 'missing']),
       message: z.string(),
     })
     .optional(),
