@@ -18,7 +18,7 @@ import Fastify, {
 import { z } from 'zod';
 import { AuthError, installAuth, type Verifier } from './auth.js';
 import type { ServiceDeps } from './deps.js';
-import { installErrorHandling } from './errors.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_HEADER_BYTES } from './errors.js';
 import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
@@ -122,7 +122,14 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     ajv: { customOptions: { coerceTypes: false } },
     // Party ids (~140 characters) and contract ids (up to a few hundred) are path parameters.
     routerOptions: { maxParamLength: 1024 },
+    // Room for a large JWT (Node's default is 16 KiB); what Node's parser refuses, and what fastify
+    // refuses before routing, still answers in the service's error format with its headers.
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    clientErrorHandler,
+    frameworkErrors,
   });
+  // Bodies are JSON: a text/plain body is a 415 like any other media type, not a string to validate.
+  app.removeContentTypeParser('text/plain');
   const routes = enforceRoleDeclarations(app);
   // Every documented route answers errors in one shape: say so in the document.
   app.addHook('onRoute', (route) => {

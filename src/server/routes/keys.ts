@@ -14,6 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { STANDARD_BASE64 } from '../../hashing/input.js';
 import { BACKEND_KINDS, type BackendKind, KeyError } from '../../keys/backend.js';
+import { KEY_SCHEMES, type KeyScheme } from '../../keys/schemes.js';
 import type { KeyDescription } from '../../keys/signer.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
@@ -38,7 +39,8 @@ const CreateKey = z
         /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
         'a label of 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
       ),
-    scheme: z.enum(['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1']),
+    // Every scheme of the signer contract (the CLI's too); onboarding a party takes fewer (docs/api.md).
+    scheme: z.enum(KEY_SCHEMES as unknown as [KeyScheme, ...KeyScheme[]]),
     backend: z
       .enum(BACKEND_KINDS as unknown as [BackendKind, ...BackendKind[]])
       .default('file')

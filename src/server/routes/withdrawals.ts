@@ -11,6 +11,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { IdempotencyConflictError } from '../../store/errors.js';
 import { WITHDRAWAL_STATES, type Withdrawal } from '../../store/repos/withdrawals.js';
 import { AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
@@ -157,19 +158,26 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
             'body.executeBefore',
           );
       }
-      const { withdrawal, created } = await repo.create({
-        idempotencyKey: key,
-        caller,
-        actor: caller,
-        body: {
-          party: body.party,
-          receiver: body.receiver,
-          amount: body.amount,
-          ...(body.instrument ? { instrument: body.instrument } : {}),
-          ...(body.memo !== undefined ? { memo: body.memo } : {}),
-          ...(body.executeBefore !== undefined ? { options: { executeBefore: body.executeBefore } } : {}),
-        },
-      });
+      const { withdrawal, created } = await repo
+        .create({
+          idempotencyKey: key,
+          caller,
+          actor: caller,
+          body: {
+            party: body.party,
+            receiver: body.receiver,
+            amount: body.amount,
+            ...(body.instrument ? { instrument: body.instrument } : {}),
+            ...(body.memo !== undefined ? { memo: body.memo } : {}),
+            ...(body.executeBefore !== undefined ? { options: { executeBefore: body.executeBefore } } : {}),
+          },
+        })
+        .catch((e: unknown) => {
+          // Named as every other request field is (the 400 of a missing key says the same).
+          if (e instanceof IdempotencyConflictError)
+            throw new ApiError(409, e.code, e.message, 'headers.idempotency-key');
+          throw e;
+        });
       if (created) deps.worker.kick(withdrawal.id, withdrawal.party);
       else reply.header('idempotent-replayed', 'true');
       return reply.status(created ? 201 : 200).send(withdrawalView(withdrawal));
