@@ -13,7 +13,11 @@ const TOKEN = 'cli-upstream-token-not-printed';
 let sb: RunningSandbox;
 
 beforeAll(async () => {
-  sb = await startSandbox({ seed: 'cli-upstream', timers: false, auth: { tokens: { [TOKEN]: 'no-rights' } } });
+  sb = await startSandbox({
+    seed: 'cli-upstream',
+    timers: false,
+    auth: { tokens: { [TOKEN]: 'no-rights' } },
+  });
   sb.ctx.net.addUser('no-rights', undefined, false);
 }, 60_000);
 afterAll(async () => sb?.close());

@@ -139,7 +139,11 @@ describe('text the database cannot store', () => {
         .setIssuedAt()
         .setExpirationTime('10m')
         .sign(new TextEncoder().encode(TEST_SECRET));
-      const r = await inject({ method: 'GET', url: '/v1/keys', headers: { authorization: `Bearer ${token}` } });
+      const r = await inject({
+        method: 'GET',
+        url: '/v1/keys',
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(r.statusCode, r.body).toBe(401);
       expect(r.json().code).toBe('malformed');
       expect(r.json().message).toContain('subject (sub)');
@@ -231,15 +235,16 @@ describe('HTTP-layer refusals answer in the error format', () => {
       });
       socket.on('close', () => resolve(got));
       socket.on('error', reject);
-      socket.write(
-        `GET /v1/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'C'.repeat(70_000)}\r\n\r\n`,
-      );
+      socket.write(`GET /v1/keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'C'.repeat(70_000)}\r\n\r\n`);
     });
     const [head = '', body = ''] = raw.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 431 /);
     expect(head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
     expect(head).toMatch(/\r\nCache-Control: no-store\r\n/i);
-    expect(JSON.parse(body)).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('64 KiB') });
+    expect(JSON.parse(body)).toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringContaining('64 KiB'),
+    });
     expect(raw).not.toContain('CCCC');
   });
 });
@@ -310,7 +315,12 @@ describe('an upstream service refusing our credentials', () => {
 describe('messages and schemes', () => {
   it('the Idempotency-Key is named headers.idempotency-key on the 400 and on the 409', async () => {
     const body = { party: alice.partyId, receiver: bob.partyId, amount: '2' };
-    const missing = await inject({ method: 'POST', url: '/v1/withdrawals', headers: operator, payload: body });
+    const missing = await inject({
+      method: 'POST',
+      url: '/v1/withdrawals',
+      headers: operator,
+      payload: body,
+    });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().field).toBe('headers.idempotency-key');
     const key = randomUUID();
@@ -377,7 +387,9 @@ describe('start-up', () => {
       worker: false,
     });
     await service.close();
-    const fastify = warn.mock.calls.filter((c) => String(c[0]).includes('FST') || String(c[1]).includes('Fastify'));
+    const fastify = warn.mock.calls.filter(
+      (c) => String(c[0]).includes('FST') || String(c[1]).includes('Fastify'),
+    );
     expect(fastify).toEqual([]);
   });
 });
