@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import type { InjectOptions } from 'fastify';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { errorFromResponse } from '../../src/canton/errors.js';
@@ -51,7 +52,7 @@ beforeEach(() => {
   vi.restoreAllMocks();
 });
 
-const inject = (opts: Parameters<ServiceEnv['service']['app']['inject']>[0]) => env.service.app.inject(opts);
+const inject = (opts: InjectOptions) => env.service.app.inject(opts);
 
 /** The headers and shape every error answer has. */
 function expectErrorFormat(r: { headers: Record<string, unknown>; json(): unknown }): void {

@@ -107,7 +107,9 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         summary:
           'Create a signing key, or register a cold key with backend offline and its publicKey (201); 409 key_exists when the label is taken',
         body: s(CreateKey),
-        response: { 201: out(KeyView) },
+        response: {
+          201: out(KeyView, 'the key was created (or the cold key registered): its public description'),
+        },
       },
     },
     async (request, reply) => {
@@ -138,7 +140,12 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       schema: {
         tags: ['keys'],
         summary: 'List the signing keys (public descriptions)',
-        response: { 200: out(z.object({ keys: z.array(KeyView) })) },
+        response: {
+          200: out(
+            z.object({ keys: z.array(KeyView) }),
+            "every key of the signer's backends, public descriptions only",
+          ),
+        },
       },
     },
     async () => ({ keys: (await deps.signer.list()).map(view) }),
@@ -152,7 +159,7 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         tags: ['keys'],
         summary: 'Show one key; 404 key_not_found',
         params: s(LabelParams),
-        response: { 200: out(KeyView) },
+        response: { 200: out(KeyView, "the key's public description") },
       },
     },
     async (request) => {
@@ -173,7 +180,14 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
               ? 'Disable a key: nothing is signed with it until it is enabled again'
               : 'Enable a disabled key',
           params: s(LabelParams),
-          response: { 200: out(KeyView) },
+          response: {
+            200: out(
+              KeyView,
+              action === 'disable'
+                ? 'the key is disabled (also when it already was): its public description'
+                : 'the key is enabled (also when it already was): its public description',
+            ),
+          },
         },
       },
       async (request) => {

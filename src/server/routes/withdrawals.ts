@@ -139,7 +139,16 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
           'withdrawal (200, `Idempotent-Replayed: true`); with another body, 409 idempotency_conflict.',
         headers: s(CreateHeaders),
         body: s(CreateBody),
-        response: { 200: out(WithdrawalView, 'replayed'), 201: out(WithdrawalView, 'created') },
+        response: {
+          200: out(
+            WithdrawalView,
+            'replayed: this Idempotency-Key was used before with the same body; the withdrawal as it is now (Idempotent-Replayed: true)',
+          ),
+          201: out(
+            WithdrawalView,
+            'created: recorded, and a worker carries it to a final state (poll GET /v1/withdrawals/{id})',
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -192,7 +201,7 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         tags: ['withdrawals'],
         summary: 'One withdrawal (404 for a withdrawal of a party outside a withdrawer token)',
         params: s(IdParams),
-        response: { 200: out(WithdrawalView) },
+        response: { 200: out(WithdrawalView, 'the withdrawal as it is now') },
       },
     },
     async (request) => withdrawalView(await visible(deps, request, (request.params as { id: string }).id)),
@@ -206,7 +215,9 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         tags: ['withdrawals'],
         summary: 'Withdrawals, newest first, a page at a time (filters: party, state)',
         querystring: s(ListQuery),
-        response: { 200: out(ListView) },
+        response: {
+          200: out(ListView, 'a page of withdrawals, newest first; nextCursor is set while more may follow'),
+        },
       },
     },
     async (request) => {
@@ -236,7 +247,9 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         summary: 'Cancel a withdrawal that is not yet signed (409 invalid_state once signed)',
         params: s(IdParams),
         body: s(CancelBody),
-        response: { 200: out(WithdrawalView) },
+        response: {
+          200: out(WithdrawalView, 'cancelled (also when it already was): nothing will be signed for it'),
+        },
       },
     },
     async (request) => {
