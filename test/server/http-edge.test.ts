@@ -17,6 +17,7 @@ import type { InjectOptions } from 'fastify';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { errorFromResponse } from '../../src/canton/errors.js';
+import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { buildSandboxApp } from '../../src/sandbox/server.js';
 import { createService } from '../../src/server/service.js';
 import { appendAudit, listAudit, verifyAudit } from '../../src/store/audit.js';
@@ -298,6 +299,39 @@ describe('an upstream service refusing our credentials', () => {
     });
     expect(r.json().message).toMatch(/answered POST \S+ with status 403, code PERMISSION_DENIED/);
     expect(r.json().message).toContain('check that it is valid and that its user has the rights');
+  });
+
+  it('onboarding while the participant refuses our token participant_admin: 502 upstream_error, nothing booked', async () => {
+    const key = await inject({
+      method: 'POST',
+      url: '/v1/keys',
+      headers: admin,
+      payload: { label: 'edge-onboard', scheme: 'ed25519' },
+    });
+    expect(key.statusCode, key.body).toBe(201);
+    const user = env.flow.net.users.get(LEDGER_API_USER)!;
+    user.admin = false;
+    try {
+      const r = await inject({
+        method: 'POST',
+        url: '/v1/parties',
+        headers: admin,
+        payload: { hint: 'edge-noadmin', keyLabel: 'edge-onboard', path: 'ledger-api' },
+      });
+      expect(r.statusCode, r.body).toBe(502);
+      expect(r.json()).toMatchObject({
+        code: 'upstream_error',
+        upstream: 'ledger-api',
+        upstreamStatus: 403,
+        upstreamCode: 'PERMISSION_DENIED',
+      });
+      expect(r.json().message).toMatch(/participant_admin right required/);
+    } finally {
+      user.admin = true;
+    }
+    expect(await env.store.parties.list()).not.toContainEqual(
+      expect.objectContaining({ hint: 'edge-noadmin' }),
+    );
   });
 
   it('a rejection of the transaction itself stays 422 refused / submission_rejected', async () => {
