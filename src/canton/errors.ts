@@ -164,6 +164,45 @@ export function isUnavailable(e: unknown): boolean {
   return [429, 502, 503, 504].includes(e.status) || e.category === 'TransientServerFailure';
 }
 
+/**
+ * The Canton service refused the credentials this signer presented, or their
+ * rights (401, 403, or a JsCantonError of the authentication or permission
+ * category): the request was not processed, and the answer says nothing about
+ * what was asked — the token this signer uses for that service must change.
+ */
+export function isAccessDenied(e: unknown): boolean {
+  return (
+    isCantonApiError(e) &&
+    (e.status === 401 ||
+      e.status === 403 ||
+      e.category === 'AuthInterceptorInvalidAuthenticationCredentials' ||
+      e.category === 'InsufficientPermission')
+  );
+}
+
+const SERVICE_NAMES: Record<CantonService, string> = {
+  'ledger-api': "the participant's Ledger API",
+  validator: 'the validator API',
+  scan: 'Scan',
+  registry: 'the token registry',
+  oauth: 'the OAuth token endpoint',
+};
+
+/**
+ * One sentence for a person: which Canton service answered what (status and
+ * code, its own explanation when it gave one), and what to do next.
+ */
+export function upstreamSentence(e: CantonApiError): string {
+  const name = `${SERVICE_NAMES[e.service]} (${e.service})`;
+  const said = e.detail ? `: ${e.detail}` : '';
+  if (e.status === 0)
+    return `${name} gave no answer to ${e.method} ${e.path} (code ${e.code}${said}) — check that it is running and reachable at the configured URL, then retry`;
+  const head = `${name} answered ${e.method} ${e.path} with status ${e.status}, code ${e.code}${said}`;
+  if (isAccessDenied(e))
+    return `${head} — the token this signer uses for ${e.service} is refused: check that it is valid and that its user has the rights this needs (act and read as the party; participant_admin to onboard a party)`;
+  return `${head} — check ${e.service}'s state and logs, then retry`;
+}
+
 /** Collapse control characters so a message stays on one line. */
 export function oneLine(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ').trim();

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { isCantonApiError, oneLine } from '../canton/errors.js';
+import { isCantonApiError, oneLine, upstreamSentence } from '../canton/errors.js';
 import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
@@ -104,8 +104,7 @@ export async function main(argv: string[]): Promise<number> {
       return 1;
     }
     if (isCantonApiError(e)) {
-      const detail = e.detail ? `: ${e.detail}` : '';
-      process.stderr.write(`canton-signer: ${oneLine(e.message)}${oneLine(detail)}\n`);
+      process.stderr.write(`canton-signer: ${oneLine(upstreamSentence(e))}\n`);
       return 1;
     }
     if (e instanceof TransactionError) {

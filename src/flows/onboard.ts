@@ -22,7 +22,7 @@
  * and submitted that party's onboarding.
  */
 import { randomUUID } from 'node:crypto';
-import { isCantonApiError } from '../canton/errors.js';
+import { isAccessDenied, isCantonApiError } from '../canton/errors.js';
 import type { RightRequest } from '../canton/ledger-api/schemas.js';
 import type { ParticipantPermission } from '../canton/topology/model.js';
 import { partyId as makePartyId, multiHash, partyHintProblem } from '../hashing/canton-hash.js';
@@ -395,6 +395,8 @@ async function afterFailedSubmit(
   }
   const message = `${e.detail ? `${e.message}: ${e.detail}` : e.message}${note}`;
   await run.rec('rejected', { reason: e.code, message });
+  // Our credentials, not the onboarding, were refused: an upstream error naming the service.
+  if (isAccessDenied(e)) throw e;
   throw new Refusal('submission_rejected', `the onboarding was rejected: ${message}`, [], { code: e.code });
 }
 

@@ -14,7 +14,7 @@
  * blind retry. A refusal is a `Refusal`; no signature exists after one.
  */
 
-import { isCantonApiError } from '../canton/errors.js';
+import { isAccessDenied, isCantonApiError } from '../canton/errors.js';
 import { fingerprint, parsePartyId } from '../hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { TransactionError } from '../hashing/errors.js';
@@ -455,6 +455,9 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
         lastStale = e;
         continue;
       }
+      // Our credentials, not the transaction, were refused: nothing was processed, and the caller
+      // is told which service refused what (an upstream error), not that the ledger rejected it.
+      if (isAccessDenied(e)) throw e;
       throw new Refusal('submission_rejected', `the ledger rejected the transaction: ${message}`, [], {
         hash,
         code,

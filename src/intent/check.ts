@@ -38,6 +38,7 @@ import {
   type IntentProblem,
   type IntentProblemReason,
   type RecognisedAction,
+  withArticle,
 } from './model.js';
 import { REASON_KEY, recogniseActions } from './recognise.js';
 import { parseInstantMicros, sameInstant } from './time.js';
@@ -91,7 +92,7 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
         generic && intent.kind !== 'create' && intent.kind !== 'exercise'
           ? 'unrecognised_action'
           : 'kind_mismatch',
-        `the root node ${rootId} is ${generic ? describe(tx.nodeById.get(rootId)) : `a ${action.kind}`} but the intent asks for a ${intent.kind}.`,
+        `the root node ${rootId} is ${generic ? describe(tx.nodeById.get(rootId)) : withArticle(action.kind)} but the intent asks for ${withArticle(intent.kind)}.`,
         `node ${rootId}`,
       );
     } else {
@@ -470,7 +471,7 @@ function checkConsequences(
       if (ours && allowedCreates && !allowedCreates.has(templateKey(n)))
         add(
           'unexplained_create',
-          `node ${d.nodeId} creates a ${templateName(n.packageName, n.templateId)} that ${party} is a party to, which a ${intent.kind} does not create.`,
+          `node ${d.nodeId} creates a ${templateName(n.packageName, n.templateId)} that ${party} is a party to, which ${withArticle(intent.kind)} does not create.`,
           where,
         );
       continue;
@@ -493,7 +494,7 @@ function checkConsequences(
     if (!explained)
       add(
         'unexplained_exercise',
-        `node ${d.nodeId} exercises ${n.choiceId} on ${template} acting for ${party}, which a ${intent.kind} does not explain.`,
+        `node ${d.nodeId} exercises ${n.choiceId} on ${template} acting for ${party}, which ${withArticle(intent.kind)} does not explain.`,
         where,
       );
   }

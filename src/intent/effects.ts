@@ -18,6 +18,7 @@ import {
   type Intent,
   type IntentProblemReason,
   type RecognisedAction,
+  withArticle,
 } from './model.js';
 import { REASON_KEY } from './recognise.js';
 import { sameInstant } from './time.js';
@@ -133,7 +134,7 @@ export function checkHoldings(
     if (owner === undefined) {
       add(
         'unexplained_create',
-        `node ${s.nodeId} creates a ${s.h.entity} whose owner cannot be read; a ${intent.kind} may create holdings only for ${listOf([...rules.owners])}.`,
+        `node ${s.nodeId} creates a ${s.h.entity} whose owner cannot be read; ${withArticle(intent.kind)} may create holdings only for ${listOf([...rules.owners])}.`,
         where,
       );
       continue;

@@ -192,7 +192,7 @@ export class FileBackend implements KeyBackend {
     if (!scheme)
       throw new KeyError(
         'unsupported_scheme',
-        `cannot import a ${key.asymmetricKeyType} key${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}: supported are Ed25519, ECDSA P-256, secp256k1 and P-384`,
+        `cannot import this ${key.asymmetricKeyType} key${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}: supported are Ed25519, ECDSA P-256, secp256k1 and P-384`,
       );
     return this.store(label, scheme, key);
   }

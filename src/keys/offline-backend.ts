@@ -68,12 +68,13 @@ export function canonicalSpki(scheme: KeyScheme, spki: Uint8Array): Buffer {
       `unknown scheme ${JSON.stringify(String(scheme))}: use one of ${KEY_SCHEMES.join(', ')}`,
     );
   let key: KeyObject;
+  // "an": every scheme name starts with a vowel (ed25519, ecdsa-…).
   try {
     key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
   } catch {
     throw new KeyError(
       'invalid_key_material',
-      `not a ${scheme} public key: the ${spki.length} bytes given are not a SubjectPublicKeyInfo (SPKI) DER`,
+      `not an ${scheme} public key: the ${spki.length} bytes given are not a SubjectPublicKeyInfo (SPKI) DER`,
     );
   }
   const actual = schemeOfKey(key);
@@ -81,7 +82,10 @@ export function canonicalSpki(scheme: KeyScheme, spki: Uint8Array): Buffer {
     const what =
       actual ??
       `${key.asymmetricKeyType ?? 'unknown'}${key.asymmetricKeyDetails?.namedCurve ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key`;
-    throw new KeyError('invalid_key_material', `not a ${scheme} public key: the SPKI holds a ${what}`);
+    throw new KeyError(
+      'invalid_key_material',
+      `not an ${scheme} public key: the SPKI holds a key of another kind (${what})`,
+    );
   }
   const jwk = key.export({ format: 'jwk' });
   const x = Buffer.from(jwk.x ?? '', 'base64url');

@@ -321,7 +321,7 @@ export class Pkcs11Backend implements KeyBackend {
         return new Uint8Array(out);
       }
       if (out.length !== 2 * SCHEMES[key.scheme].fieldBytes)
-        throw new KeyError('hsm_error', `token returned a ${out.length}-byte ${key.scheme} signature`);
+        throw new KeyError('hsm_error', `token returned an ${key.scheme} signature of ${out.length} bytes`);
       return new Uint8Array(rawEcdsaToDer(out));
     });
   }

@@ -370,7 +370,7 @@ export class OnlineAirGap {
       if (s.signingAlgorithmSpec !== info.algorithm || s.format !== info.format)
         throw new AirGapError(
           'signature_invalid',
-          `signature ${i} is ${s.format} / ${s.signingAlgorithmSpec}; a ${party.scheme} key signs ${info.format} / ${info.algorithm}`,
+          `signature ${i} is ${s.format} / ${s.signingAlgorithmSpec}; an ${party.scheme} key signs ${info.format} / ${info.algorithm}`,
           `${field}.${s.format !== info.format ? 'format' : 'signingAlgorithmSpec'}`,
         );
       let bytes: Uint8Array;

@@ -77,7 +77,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     logger: opts.logger === true ? { level: 'info', stream: process.stderr } : false,
     bodyLimit: 8 * 1024 * 1024,
     // Contract ids (138+ hex characters) and party ids (up to 255) are path parameters.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
     // close() ends every connection, also one whose answer a fault is holding back.
     forceCloseConnections: true,
   });

@@ -6,10 +6,12 @@
  * too), callers are authenticated (auth.ts; a 403 is audited), errors
  * take one JSON shape (errors.ts), requests are counted (metrics.ts) and the
  * OpenAPI document is generated from the route schemas (@fastify/swagger,
- * served at `/docs` as JSON). The routes themselves live in routes/, one
+ * served at `/docs/openapi.json`, and at `/docs` as a page to read and try
+ * requests from: @fastify/swagger-ui, its assets served locally). The routes themselves live in routes/, one
  * plugin per resource, all under `/v1` except health, metrics and docs.
  */
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -18,7 +20,7 @@ import Fastify, {
 import { z } from 'zod';
 import { AuthError, installAuth, type Verifier } from './auth.js';
 import type { ServiceDeps } from './deps.js';
-import { installErrorHandling } from './errors.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_HEADER_BYTES } from './errors.js';
 import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
@@ -72,6 +74,9 @@ export const REDACT_PATHS = [
 
 export const API_VERSION = '1';
 
+/** Where the API reference lives: the page at /docs, the document at /docs/openapi.json. */
+const DOCS = '/docs';
+
 /** A caller's `X-Request-Id` is kept only when it is this: short, and safe in logs and headers. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -96,20 +101,29 @@ const AWAITING_RESPONSE = out(
   "the party's key is held offline: the request is across the air gap (docs/air-gap.md)",
 );
 
-const ERROR_RESPONSE = out(
-  z
-    .object({
-      code: z
-        .string()
-        .describe('stable machine-readable code (invalid_request, refused, idempotency_conflict, …)'),
-      message: z.string().describe('a sentence for a person'),
-      field: z
-        .string()
-        .optional()
-        .describe('the offending field, e.g. body.amount or headers.idempotency-key'),
-    })
-    .catchall(z.unknown()),
-  'error (see docs/api.md#errors)',
+const ErrorShape = z
+  .object({
+    code: z
+      .string()
+      .describe('stable machine-readable code (invalid_request, refused, idempotency_conflict, …)'),
+    message: z.string().describe('a sentence for a person'),
+    field: z.string().optional().describe('the offending field, e.g. body.amount or headers.idempotency-key'),
+  })
+  .catchall(z.unknown());
+
+const CLIENT_ERROR = out(
+  ErrorShape,
+  'the request was refused, nothing was done: 400 a field is missing or malformed (`field` names it) or the ' +
+    'request cannot be carried out as asked; 401 no valid bearer token; 403 the token lacks the role or the party; ' +
+    '404 no such party, key, withdrawal or export; 409 a conflict with the current state (idempotency key, ' +
+    'state, label); 413/414/415/431 the HTTP layer refused it (too large, too long, not JSON); 422 the pipeline ' +
+    'refused to sign (reason and problems). Codes: docs/api.md#errors',
+);
+const SERVER_ERROR = out(
+  ErrorShape,
+  'the service could not answer: 500 an unexpected error (detail only in the service log); 502 a Canton service ' +
+    'answered with an error (upstream_error, its code kept) or a submission outcome is unknown; 503 the keys or ' +
+    'the token keys are unavailable. Codes: docs/api.md#errors',
 );
 
 export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
@@ -122,6 +136,19 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     ajv: { customOptions: { coerceTypes: false } },
     // Party ids (~140 characters) and contract ids (up to a few hundred) are path parameters.
     routerOptions: { maxParamLength: 1024 },
+    // Room for a large JWT (Node's default is 16 KiB); what Node's parser refuses, and what fastify
+    // refuses before routing, still answers in the service's error format with its headers.
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    clientErrorHandler,
+    frameworkErrors,
+  });
+  // Bodies are JSON: a text/plain body is a 415 like any other media type, not a string to validate.
+  app.removeContentTypeParser('text/plain');
+  // The API reference page's own routes (the page and its assets, from @fastify/swagger-ui, which
+  // declares no roles) are documentation: public, like the document itself.
+  app.addHook('onRoute', (route) => {
+    if (route.prefix === DOCS && route.config?.roles === undefined)
+      route.config = { ...route.config, roles: 'public' };
   });
   const routes = enforceRoleDeclarations(app);
   // Every documented route answers errors in one shape: say so in the document.
@@ -132,8 +159,8 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     schema.response = {
       ...(signs ? { 202: AWAITING_RESPONSE } : {}),
       ...schema.response,
-      '4xx': schema.response?.['4xx'] ?? ERROR_RESPONSE,
-      '5xx': schema.response?.['5xx'] ?? ERROR_RESPONSE,
+      '4xx': schema.response?.['4xx'] ?? CLIENT_ERROR,
+      '5xx': schema.response?.['5xx'] ?? SERVER_ERROR,
     };
   });
   installZod(app);
@@ -170,6 +197,14 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     },
   });
 
+  // A page a person can read and try requests from; every asset is served from the package
+  // (nothing is fetched from the internet). It reads the document at /docs/json.
+  app.register(swaggerUi, {
+    routePrefix: DOCS,
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    theme: { title: 'canton-signer API' },
+  });
+
   app.register(
     async (v1) => {
       await keysRoutes(v1, deps);
@@ -188,8 +223,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     root.get('/metrics', { config: { roles: 'public' }, schema: { hide: true } }, async (_req, reply) =>
       reply.type(deps.metrics.contentType).send(await deps.metrics.text()),
     );
-    root.get('/docs', { config: { roles: 'public' }, schema: { hide: true } }, async () => app.swagger());
-    root.get('/docs/openapi.json', { config: { roles: 'public' }, schema: { hide: true } }, async () =>
+    root.get(`${DOCS}/openapi.json`, { config: { roles: 'public' }, schema: { hide: true } }, async () =>
       app.swagger(),
     );
   });

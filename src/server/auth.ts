@@ -23,6 +23,7 @@ import {
   jwtVerify,
 } from 'jose';
 import { parsePartyId } from '../hashing/canton-hash.js';
+import { unstorableText } from '../store/canonical.js';
 import { type AuthConfig, isHmacAlgorithm, publicJwk, redactUrl } from './config.js';
 import { type Access, authorize, isRole, type Role } from './roles.js';
 
@@ -182,6 +183,12 @@ export function callerId(cfg: Pick<AuthConfig, 'issuer'>, issuer: string, subjec
 function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '')
     throw new AuthError('malformed', 'the token has no subject (sub)');
+  // The caller identity is written to the audit log: it must be text the database can store.
+  if (unstorableText(payload.sub))
+    throw new AuthError(
+      'malformed',
+      "the token's subject (sub) holds a character this service does not accept (U+0000, or half of a UTF-16 surrogate pair)",
+    );
   // jose checked iss against auth.issuer (always set), so it is a string here.
   if (typeof payload.iss !== 'string') throw new AuthError('wrong_issuer', 'the token has no issuer (iss)');
   const roles = [...new Set(stringList(claim(payload, cfg.rolesClaim), 'roles').filter(isRole))];

@@ -9,8 +9,10 @@
  * from an unexpected error could carry what must not leave the process).
  * Codes are stable; messages are for people.
  */
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isCantonApiError } from '../canton/errors.js';
+import { isCantonApiError, upstreamSentence } from '../canton/errors.js';
 import { AwaitingSignature } from '../flows/air-gap.js';
 import { Refusal } from '../flows/refusal.js';
 import { KeyError } from '../keys/backend.js';
@@ -18,6 +20,9 @@ import { AirGapError } from '../offline/format.js';
 import { StoreError } from '../store/errors.js';
 import { AuthError } from './auth.js';
 import { RequestValidationError } from './schema.js';
+
+/** The largest request head (request line and headers) the HTTP server reads: room for a large JWT. */
+export const MAX_HEADER_BYTES = 64 * 1024;
 
 export interface ErrorBody {
   code: string;
@@ -83,6 +88,28 @@ const AIR_GAP_STATUS: Partial<Record<AirGapError['code'], number>> = {
   export_key_missing: 409,
 };
 
+/**
+ * fastify's own refusals whose message would echo the URL (which may be long,
+ * or carry what a caller did not mean to have logged) or says too little: a
+ * sentence of ours instead, with the status fastify chose.
+ */
+const FRAMEWORK_MESSAGES: Record<string, { status: number; message: string }> = {
+  FST_ERR_BAD_URL: {
+    status: 400,
+    message:
+      'the URL path is not valid percent-encoding (a "%" must be followed by two hex digits of UTF-8): encode each path segment, e.g. with encodeURIComponent',
+  },
+  FST_ERR_MAX_PARAM_LENGTH: {
+    status: 414,
+    message:
+      'a path segment is longer than 1024 characters: no party id, contract id, label or other id of this API is that long',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    message: 'the body is of a media type this service does not read: send Content-Type: application/json',
+  },
+};
+
 /** Maps an error to its status and body. Exposed for tests and for the engine's stored errors. */
 export function errorBody(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ApiError)
@@ -140,15 +167,21 @@ export function errorBody(err: unknown): { status: number; body: ErrorBody } {
       body: { code: err.code, message: err.message },
     };
   if (isCantonApiError(err))
+    // Also our own credentials refused (401/403 from the participant): the service failed us, not the request.
     return {
       status: 502,
       body: {
         code: 'upstream_error',
-        message: `the Canton service answered ${err.status}: ${err.message}`,
+        message: upstreamSentence(err),
+        upstream: err.service,
+        upstreamStatus: err.status,
         upstreamCode: err.code,
       },
     };
   const fe = err as Partial<FastifyError>;
+  const framework = typeof fe.code === 'string' ? FRAMEWORK_MESSAGES[fe.code] : undefined;
+  if (framework)
+    return { status: framework.status, body: { code: 'invalid_request', message: framework.message } };
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
     return {
       status: fe.statusCode,
@@ -169,4 +202,48 @@ export function installErrorHandling(app: FastifyInstance): void {
       .status(404)
       .send({ code: 'not_found', message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}` }),
   );
+}
+
+/**
+ * fastify's `frameworkErrors`: a bad URL encoding or an over-long path
+ * parameter is found before routing, so before the hooks that set the
+ * headers every answer carries: set them here, then answer as the error
+ * handler would.
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const { status, body } = errorBody(err);
+  req.log.info({ code: body.code, fastifyCode: err.code }, 'request refused');
+  void reply.header('x-request-id', req.id).header('cache-control', 'no-store').status(status).send(body);
+}
+
+/**
+ * The HTTP server's `clientError`: a request Node's parser refused before
+ * fastify saw it (headers over `maxHeaderSize`, malformed HTTP, a timeout).
+ * Answered in the service's error format with its headers, naming none of
+ * what was sent, and the connection closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // An answer already under way on this connection cannot be followed by another.
+  const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (answering?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, text, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          'Request Header Fields Too Large',
+          `the request's headers are larger than ${MAX_HEADER_BYTES / 1024} KiB: send a shorter token or fewer headers`,
+        ]
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'the request was not received in time: send it again']
+        : [400, 'Bad Request', 'the request is not well-formed HTTP/1.1'];
+  const body = JSON.stringify({ code: 'invalid_request', message });
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy();
 }

@@ -68,7 +68,9 @@ export function authorize(
       allowed: false,
       reason: onlyAuditor
         ? 'the auditor role is read-only'
-        : `this route needs one of the roles ${declared.join(', ')}`,
+        : declared.length === 1
+          ? `this route needs the ${declared[0]} role`
+          : `this route needs one of these roles: ${declared.join(', ')}`,
     };
   }
   // A role other than withdrawer is not limited to parties; a withdrawer is.

@@ -21,7 +21,7 @@
  * An attacker with write access can rewrite the whole chain; anchoring the
  * head (`audit verify --json` prints it) outside the database closes that.
  */
-import { canonicalJson, type Json, sha256Hex, storable } from './canonical.js';
+import { canonicalJson, type Json, sha256Hex, storable, unstorableText } from './canonical.js';
 import type { Db, Queryable } from './db.js';
 
 export const AUDIT_GENESIS = '0'.repeat(64);
@@ -96,7 +96,7 @@ function isDb(q: Queryable | Db): q is Db {
   return typeof (q as Db).transaction === 'function';
 }
 
-/** An entry as stored: NUL-free strings, details as canonical JSON text. */
+/** An entry as stored: strings the database can hold, details as canonical JSON text. */
 interface CleanEntry {
   actor: string;
   action: string;
@@ -104,18 +104,23 @@ interface CleanEntry {
   details: string;
 }
 
-function noNul(s: string): string {
-  return s.includes('\u0000') ? (storable(s) as string) : s;
+function storableText(s: string): string {
+  return unstorableText(s) ? (storable(s) as string) : s;
 }
 
+/**
+ * The entry with every U+0000 and lone surrogate replaced by U+FFFD: an
+ * entry is written whatever text a caller managed to bring (a refusal of
+ * that very text is recorded, not lost to a database error).
+ */
 function cleanEntry(entry: AuditEntry): CleanEntry {
   let details = canonicalJson(entry.details ?? {});
-  // canonical text escapes U+0000 as \u0000: only then is the (slower) storable rewrite needed
-  if (details.includes('\\u0000')) details = canonicalJson(storable(entry.details ?? {}));
+  // canonical text writes these as \u escapes: only then is the (slower) storable rewrite needed
+  if (/\\u(?:0000|d[89a-f])/.test(details)) details = canonicalJson(storable(entry.details ?? {}));
   return {
-    actor: noNul(entry.actor),
-    action: noNul(entry.action),
-    subject: entry.subject == null ? null : noNul(entry.subject),
+    actor: storableText(entry.actor),
+    action: storableText(entry.action),
+    subject: entry.subject == null ? null : storableText(entry.subject),
     details,
   };
 }

@@ -35,9 +35,30 @@ export function canonicalJson(value: unknown): string {
   }
 }
 
-/** The value as the store keeps it: canonical, and without U+0000 (PostgreSQL text refuses it; → U+FFFD). */
+/**
+ * A U+0000 or a lone UTF-16 surrogate: valid in a JS string and in JSON text,
+ * refused by PostgreSQL (text cannot hold U+0000; jsonb refuses both).
+ */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when `s` holds a character the database cannot store (see `storable`). */
+export function unstorableText(s: string): boolean {
+  return UNSTORABLE.test(s);
+}
+
+/**
+ * The same escapes in canonical JSON text (preceded by an even number of
+ * backslashes): JSON.stringify writes U+0000 and every lone surrogate as a
+ * `\uXXXX` escape, and a well-formed surrogate pair as the character itself.
+ */
+const UNSTORABLE_ESCAPE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g;
+
+/**
+ * The value as the store keeps it: canonical, and with every U+0000 and lone
+ * surrogate replaced by U+FFFD (what the database cannot store).
+ */
 export function storable(value: unknown): Json {
-  return JSON.parse(canonicalJson(value).replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1\\ufffd')) as Json;
+  return JSON.parse(canonicalJson(value).replace(UNSTORABLE_ESCAPE, '$1\\ufffd')) as Json;
 }
 
 export function sha256Hex(text: string): string {

@@ -6,6 +6,7 @@
  * wrong scheme on the validator path refused.
  */
 import { describe, expect, it, vi } from 'vitest';
+import { type CantonApiError, isCantonApiError } from '../../src/canton/errors.js';
 import type { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import { decodeTopologyTransaction, encodeTopologyTransaction } from '../../src/canton/topology/codec.js';
 import type { TopologyTransaction } from '../../src/canton/topology/model.js';
@@ -311,14 +312,20 @@ describe('onboarding through the Ledger API', () => {
     expect(e.message).toMatch(/ecdsa-p384/);
   });
 
-  it('a definite rejection of allocate (user without admin right) → submission_rejected, nothing booked', async () => {
+  it('allocate refused for our credentials (user without admin right) → the upstream error, journalled rejected, nothing booked', async () => {
     const key = await newKey();
     const user = env.net.users.get(LEDGER_API_USER)!;
     user.admin = false;
     try {
-      const e = await refusal(onboardViaLedgerApi(env.ctx, { hint: 'lapi-noadmin', keyLabel: key.label }));
-      expect(e.reason).toBe('submission_rejected');
-      expect(e.message).toMatch(/participant_admin/);
+      // Not a rejection of the onboarding: the participant refused this signer's token, so the
+      // caller gets the upstream error (service, status, code), not `submission_rejected`.
+      const e = await onboardViaLedgerApi(env.ctx, { hint: 'lapi-noadmin', keyLabel: key.label }).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
+      expect(isCantonApiError(e), String(e)).toBe(true);
+      expect(e).toMatchObject({ service: 'ledger-api', status: 403, code: 'PERMISSION_DENIED' });
+      expect((e as CantonApiError).detail).toMatch(/participant_admin/);
       expect(env.journal.steps()).toEqual(['signed', 'submitted', 'rejected']);
       expect(await env.parties.list()).not.toContainEqual(expect.objectContaining({ hint: 'lapi-noadmin' }));
     } finally {

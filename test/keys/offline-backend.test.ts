@@ -148,7 +148,7 @@ describe('registering cold keys', () => {
     expect((err as KeyError).message).toContain('ed25519');
     expect((err as KeyError).message).toContain('ecdsa-p256');
     const k1 = await online.importPublicKey('y', 'ecdsa-secp256k1', p256.publicKeySpki).catch((e) => e);
-    expect((k1 as KeyError).message).toMatch(/not a ecdsa-secp256k1 public key/);
+    expect((k1 as KeyError).message).toMatch(/not an ecdsa-secp256k1 public key/);
     const junk = await online.importPublicKey('z', 'ecdsa-p256', new Uint8Array(40).fill(7)).catch((e) => e);
     expect((junk as KeyError).code).toBe('invalid_key_material');
     expect((junk as KeyError).message).toContain('ecdsa-p256');

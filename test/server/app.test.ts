@@ -100,13 +100,40 @@ describe('service app', () => {
     expect(r.json()).toEqual({ code: 'not_found', message: 'no route GET /v1/nothing-here' });
   });
 
-  it('serves the OpenAPI document at /docs', async () => {
-    const r = await env.service.app.inject({ method: 'GET', url: '/docs' });
+  it('serves the OpenAPI document at /docs/openapi.json, without a token', async () => {
+    const r = await env.service.app.inject({ method: 'GET', url: '/docs/openapi.json' });
     expect(r.statusCode).toBe(200);
     const doc = r.json();
     expect(doc.openapi).toBe('3.0.3');
     expect(doc.paths['/health']).toBeDefined();
     expect(doc.components.securitySchemes.bearer.scheme).toBe('bearer');
+  });
+
+  it('serves a readable API reference page at /docs, without a token, every asset from this service', async () => {
+    const page = await env.service.app.inject({ method: 'GET', url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.headers['x-request-id']).toBeTruthy();
+    expect(page.body).toContain('<div id="swagger-ui">');
+    // Every script and stylesheet is a path on this service: nothing from another host.
+    const refs = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(3);
+    expect(page.body).not.toMatch(/https?:\/\//);
+    for (const ref of refs) {
+      expect(ref, ref).toMatch(/^\/docs\//);
+      const asset = await env.service.app.inject({ method: 'GET', url: ref });
+      expect(asset.statusCode, ref).toBe(200);
+      expect(asset.rawPayload.length, ref).toBeGreaterThan(100);
+    }
+    // The page's script loads the document from this service, with no external validator.
+    const init = await env.service.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+    expect(init.statusCode).toBe(200);
+    expect(init.body).toContain("resolveUrl('./json')");
+    expect(init.body).toContain('validatorUrl: null');
+    const json = await env.service.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(json.json()).toEqual(
+      (await env.service.app.inject({ method: 'GET', url: '/docs/openapi.json' })).json(),
+    );
   });
 
   it('exposes Prometheus metrics including request counts', async () => {

@@ -18,7 +18,7 @@ let doc: {
 };
 beforeAll(async () => {
   env = await serviceEnv({ seed: 'openapi', worker: false });
-  const r = await env.service.app.inject({ method: 'GET', url: '/docs' });
+  const r = await env.service.app.inject({ method: 'GET', url: '/docs/openapi.json' });
   doc = r.json();
 }, 60_000);
 afterAll(async () => env?.close());
@@ -46,6 +46,19 @@ describe('OpenAPI document', () => {
       expect(op?.security, `${r.method} ${r.url} allows anonymous access in the document`).toBeUndefined();
     }
     expect(doc.openapi).toBe('3.0.3');
+  });
+
+  it('describes every answer of every route (what it means, when it happens): none is "Default Response"', () => {
+    const bare: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(ops))
+        for (const [status, r] of Object.entries(
+          (op as { responses?: Record<string, { description?: string }> }).responses ?? {},
+        ))
+          if (!r.description || r.description === 'Default Response' || r.description.length < 12)
+            bare.push(`${method.toUpperCase()} ${path} ${status}`);
+    expect(bare).toEqual([]);
+    expect(JSON.stringify(doc)).not.toContain('Default Response');
   });
 
   it('documents the 202 "awaiting offline signature" answer on every route that signs for a party, and only there', () => {

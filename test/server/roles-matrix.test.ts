@@ -117,7 +117,7 @@ describe('role matrix', () => {
   }, 120_000);
 
   it('the OpenAPI document shows every /v1 route with its tags and summary', async () => {
-    const r = await env.service.app.inject({ method: 'GET', url: '/docs' });
+    const r = await env.service.app.inject({ method: 'GET', url: '/docs/openapi.json' });
     expect(r.statusCode).toBe(200);
     const paths = r.json().paths as Record<string, Record<string, { tags?: string[]; summary?: string }>>;
     const missing: string[] = [];

@@ -125,7 +125,12 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['air-gap'],
         summary:
           'The key that seals exported requests: give its public key to the offline signer (--trust); 404 export_key_missing until an admin creates it',
-        response: { 200: out(ExportKeyView) },
+        response: {
+          200: out(
+            ExportKeyView,
+            'the export key exists: its public key, to give to the offline signer (--trust)',
+          ),
+        },
       },
     },
     async () => {
@@ -147,7 +152,13 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['air-gap'],
         summary:
           'Create the export key (Ed25519, file keystore; audited as key.put): 201, or 200 with the existing key',
-        response: { 200: out(ExportKeyView, 'exists'), 201: out(ExportKeyView, 'created') },
+        response: {
+          200: out(
+            ExportKeyView,
+            'the export key existed already: it is answered unchanged (nothing is created)',
+          ),
+          201: out(ExportKeyView, 'the export key was created now (audited as key.put)'),
+        },
       },
     },
     async (request, reply) => {
@@ -164,7 +175,12 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['air-gap'],
         summary: 'Exported signing requests, newest first (filters: status, party, withdrawal)',
         querystring: s(ListQuery),
-        response: { 200: out(z.object({ items: z.array(ExportView) })) },
+        response: {
+          200: out(
+            z.object({ items: z.array(ExportView) }),
+            'the exports matching the filters, newest first (an empty list when none)',
+          ),
+        },
       },
     },
     async (request) => {
@@ -187,7 +203,9 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['air-gap'],
         summary: 'One export with its sealed request (what `canton-signer offline sign` reads)',
         params: s(IdParams),
-        response: { 200: out(ExportWithEnvelope) },
+        response: {
+          200: out(ExportWithEnvelope, 'the export with its sealed request, to carry to the offline signer'),
+        },
       },
     },
     async (request) => {
@@ -206,7 +224,12 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['air-gap'],
         summary: 'The sealed request of a withdrawal awaiting an offline signature (409 when it awaits none)',
         body: s(ExportBody),
-        response: { 200: out(ExportWithEnvelope) },
+        response: {
+          200: out(
+            ExportWithEnvelope,
+            'the export with its sealed request (what `canton-signer offline sign` reads)',
+          ),
+        },
       },
     },
     async (request) => {
@@ -239,7 +262,12 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         summary:
           'Import an offline signer’s response: checked (nonce once, digest, party, hashes, signatures against the registered key, window) and the flow goes on',
         body: s(AirGapResponseSchema.describe('the response (docs/air-gap-response.schema.json)')),
-        response: { 200: out(ImportResult) },
+        response: {
+          200: out(
+            ImportResult,
+            'the response was accepted and the flow it was exported for went on: its outcome',
+          ),
+        },
       },
     },
     async (request) => {
@@ -258,7 +286,9 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         summary:
           'Carry an imported export on again (after its import answered an error while executing or onboarding); 409 unless imported',
         params: s(IdParams),
-        response: { 200: out(ImportResult) },
+        response: {
+          200: out(ImportResult, 'the imported export was carried on: its outcome'),
+        },
       },
     },
     async (request) => {

@@ -55,7 +55,9 @@ export async function auditRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
         tags: ['audit'],
         summary: 'Audit log entries in seq order, after a cursor, optionally for one subject',
         querystring: s(AuditQuery),
-        response: { 200: out(Page) },
+        response: {
+          200: out(Page, 'a page of entries in seq order; nextAfterSeq is set while more may follow'),
+        },
       },
     },
     async (request) => {
@@ -78,7 +80,12 @@ export async function auditRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
         tags: ['audit'],
         summary:
           'Verify the hash chain: ok with the head (anchor it elsewhere), or the first edited, removed or reordered row',
-        response: { 200: out(Verification) },
+        response: {
+          200: out(
+            Verification,
+            'the verification: ok with the head of the chain, or ok:false with the first broken row (a broken chain is still a 200)',
+          ),
+        },
       },
     },
     async () => {

@@ -26,7 +26,7 @@ export async function healthRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       schema: {
         tags: ['health'],
         summary: 'Liveness: the process is up',
-        response: { 200: out(z.object({ ok: z.literal(true) })) },
+        response: { 200: out(z.object({ ok: z.literal(true) }), 'the process is up and answering') },
       },
     },
     async () => ({ ok: true as const }),
@@ -38,7 +38,13 @@ export async function healthRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       schema: {
         tags: ['health'],
         summary: 'Readiness: the database, the keys and the Canton services answer',
-        response: { 200: out(Ready), 503: out(Ready) },
+        response: {
+          200: out(Ready, 'every check passed: the service can take requests'),
+          503: out(
+            Ready,
+            'a check failed (named by its code; the detail is in the service log): do not send requests yet',
+          ),
+        },
       },
     },
     async (_req, reply) => {

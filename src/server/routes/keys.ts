@@ -16,6 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { STANDARD_BASE64 } from '../../hashing/input.js';
 import { BACKEND_KINDS, type BackendKind, KeyError } from '../../keys/backend.js';
+import { KEY_SCHEMES, type KeyScheme } from '../../keys/schemes.js';
 import type { KeyDescription } from '../../keys/signer.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
@@ -40,7 +41,8 @@ const CreateKey = z
         /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
         'a label of 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit',
       ),
-    scheme: z.enum(['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1']),
+    // Every scheme of the signer contract (the CLI's too); onboarding a party takes fewer (docs/api.md).
+    scheme: z.enum(KEY_SCHEMES as unknown as [KeyScheme, ...KeyScheme[]]),
     backend: z
       .enum(BACKEND_KINDS as unknown as [BackendKind, ...BackendKind[]])
       .default('file')
@@ -107,7 +109,9 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         summary:
           'Create a signing key, or register a cold key with backend offline and its publicKey (201); 409 key_exists when the label is taken',
         body: s(CreateKey),
-        response: { 201: out(KeyView) },
+        response: {
+          201: out(KeyView, 'the key was created (or the cold key registered): its public description'),
+        },
       },
     },
     async (request, reply) => {
@@ -139,7 +143,12 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       schema: {
         tags: ['keys'],
         summary: 'List the signing keys (public descriptions)',
-        response: { 200: out(z.object({ keys: z.array(KeyView) })) },
+        response: {
+          200: out(
+            z.object({ keys: z.array(KeyView) }),
+            "every key of the signer's backends, public descriptions only",
+          ),
+        },
       },
     },
     async () => ({ keys: (await deps.signer.list()).map(view) }),
@@ -153,7 +162,7 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         tags: ['keys'],
         summary: 'Show one key; 404 key_not_found',
         params: s(LabelParams),
-        response: { 200: out(KeyView) },
+        response: { 200: out(KeyView, "the key's public description") },
       },
     },
     async (request) => {
@@ -174,7 +183,14 @@ export async function keysRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
               ? 'Disable a key: nothing is signed with it until it is enabled again'
               : 'Enable a disabled key',
           params: s(LabelParams),
-          response: { 200: out(KeyView) },
+          response: {
+            200: out(
+              KeyView,
+              action === 'disable'
+                ? 'the key is disabled (also when it already was): its public description'
+                : 'the key is enabled (also when it already was): its public description',
+            ),
+          },
         },
       },
       async (request) => {

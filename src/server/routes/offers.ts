@@ -73,7 +73,12 @@ export async function offersRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['offers'],
         summary: 'Pending transfer offers a booked party sends or receives',
         params: s(PartyParams),
-        response: { 200: out(z.object({ offers: z.array(OfferView) })) },
+        response: {
+          200: out(
+            z.object({ offers: z.array(OfferView) }),
+            'the pending offers the party sends or receives (an empty list when none)',
+          ),
+        },
       },
     },
     async (request) => {
@@ -93,7 +98,9 @@ export async function offersRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
           summary: `${SUMMARY[action]}; signed through the pipeline, 422 refused otherwise`,
           params: s(OfferParams),
           body: s(ActionBody),
-          response: { 200: out(ActionResult) },
+          response: {
+            200: out(ActionResult, 'signed and committed: the outcome on the ledger (update id)'),
+          },
         },
       },
       async (request) => {

@@ -125,7 +125,13 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
         summary:
           'Onboard an external party for a key (201 new; 200 when already booked or found hosted). Nothing is signed unless the topology is exactly the requested one (422 refused otherwise)',
         body: s(Onboard),
-        response: { 200: out(OnboardResult), 201: out(OnboardResult) },
+        response: {
+          200: out(
+            OnboardResult,
+            'the party was booked already, or is hosted as asked by an earlier onboarding of this signer: nothing was signed now',
+          ),
+          201: out(OnboardResult, 'the party was onboarded now: its topology signed, hosted, and booked'),
+        },
       },
     },
     async (request, reply) => {
@@ -155,7 +161,12 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
       schema: {
         tags: ['parties'],
         summary: "List the booked parties (a withdrawer's token: only its parties)",
-        response: { 200: out(z.object({ parties: z.array(PartyView) })) },
+        response: {
+          200: out(
+            z.object({ parties: z.array(PartyView) }),
+            'the booked parties the token reaches (an empty list when none)',
+          ),
+        },
       },
     },
     async (request) => {
@@ -175,7 +186,9 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
         summary:
           'Show a booked party: its record, whether the participant hosts it, its ANS name and preapproval; 404 party_not_found',
         params: s(PartyParams),
-        response: { 200: out(PartyDetail) },
+        response: {
+          200: out(PartyDetail, 'the party: its record and what the network says about it now'),
+        },
       },
     },
     async (request) => {
@@ -193,7 +206,7 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
         tags: ['parties'],
         summary: "A booked party's holdings per instrument (and the validator's balance when it keeps one)",
         params: s(PartyParams),
-        response: { 200: out(Balance) },
+        response: { 200: out(Balance, "the party's holdings per instrument, read from the ledger now") },
       },
     },
     async (request) => {
@@ -213,7 +226,12 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
           "A booked party's TransferPreapproval: provider, expiry, days left, whether the validator renews it ('expiring' below withinDays)",
         params: s(PartyParams),
         querystring: s(PreapprovalQuery),
-        response: { 200: out(Preapproval) },
+        response: {
+          200: out(
+            Preapproval,
+            "the party's preapproval as the network shows it now (none: status 'missing')",
+          ),
+        },
       },
     },
     async (request) => {

@@ -143,7 +143,12 @@ export async function signRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         summary:
           'Verify a prepared transaction against an intent; signs nothing, writes nothing. A refusal is a 200 report with ok:false and the refusal (400 for a malformed request, 404 for an unknown party)',
         body: s(SignBody),
-        response: { 200: out(Report) },
+        response: {
+          200: out(
+            Report,
+            'the report: ok:true with what signing would authorise, or ok:false with the refusal (nothing is signed either way)',
+          ),
+        },
       },
     },
     async (request) => {
@@ -176,7 +181,13 @@ export async function signRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         summary:
           'Verify, apply the policy and sign; the signature is checked against the registered key and journalled. Nothing is executed. 422 refused when the pipeline refuses',
         body: s(SignBody),
-        response: { 200: out(Signed), 422: out(Refused) },
+        response: {
+          200: out(
+            Signed,
+            'signed: the signature (checked against the registered key) and what it authorises; nothing executed',
+          ),
+          422: out(Refused, 'the pipeline refused to sign: reason and each problem; no signature exists'),
+        },
       },
     },
     async (request) => {
@@ -195,7 +206,13 @@ export async function signRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
         summary:
           'Verify, sign and execute through the Ledger API (one attempt: a supplied transaction cannot be prepared again) → the definite outcome. 422 refused when the pipeline refuses or the ledger rejects it',
         body: s(SignBody),
-        response: { 200: out(Executed), 422: out(Refused) },
+        response: {
+          200: out(Executed, 'signed and committed: the outcome with the update id'),
+          422: out(
+            Refused,
+            'refused: the pipeline would not sign (no signature exists), or the ledger rejected the signed transaction (submission_rejected: nothing committed)',
+          ),
+        },
       },
     },
     async (request) => {

@@ -14,6 +14,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { withdrawPendingOffer } from '../../flows/withdrawal-delivery.js';
+import { IdempotencyConflictError } from '../../store/errors.js';
 import {
   DELIVERY_STATES,
   OFFER_OUTCOMES,
@@ -177,7 +178,16 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
           'withdrawal (200, `Idempotent-Replayed: true`); with another body, 409 idempotency_conflict.',
         headers: s(CreateHeaders),
         body: s(CreateBody),
-        response: { 200: out(WithdrawalView, 'replayed'), 201: out(WithdrawalView, 'created') },
+        response: {
+          200: out(
+            WithdrawalView,
+            'replayed: this Idempotency-Key was used before with the same body; the withdrawal as it is now (Idempotent-Replayed: true)',
+          ),
+          201: out(
+            WithdrawalView,
+            'created: recorded, and a worker carries it to a final state (poll GET /v1/withdrawals/{id})',
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -196,19 +206,26 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
             'body.executeBefore',
           );
       }
-      const { withdrawal, created } = await repo.create({
-        idempotencyKey: key,
-        caller,
-        actor: caller,
-        body: {
-          party: body.party,
-          receiver: body.receiver,
-          amount: body.amount,
-          ...(body.instrument ? { instrument: body.instrument } : {}),
-          ...(body.memo !== undefined ? { memo: body.memo } : {}),
-          ...(body.executeBefore !== undefined ? { options: { executeBefore: body.executeBefore } } : {}),
-        },
-      });
+      const { withdrawal, created } = await repo
+        .create({
+          idempotencyKey: key,
+          caller,
+          actor: caller,
+          body: {
+            party: body.party,
+            receiver: body.receiver,
+            amount: body.amount,
+            ...(body.instrument ? { instrument: body.instrument } : {}),
+            ...(body.memo !== undefined ? { memo: body.memo } : {}),
+            ...(body.executeBefore !== undefined ? { options: { executeBefore: body.executeBefore } } : {}),
+          },
+        })
+        .catch((e: unknown) => {
+          // Named as every other request field is (the 400 of a missing key says the same).
+          if (e instanceof IdempotencyConflictError)
+            throw new ApiError(409, e.code, e.message, 'headers.idempotency-key');
+          throw e;
+        });
       if (created) deps.worker.kick(withdrawal.id, withdrawal.party);
       else reply.header('idempotent-replayed', 'true');
       return reply.status(created ? 201 : 200).send(withdrawalView(withdrawal));
@@ -223,7 +240,7 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         tags: ['withdrawals'],
         summary: 'One withdrawal (404 for a withdrawal of a party outside a withdrawer token)',
         params: s(IdParams),
-        response: { 200: out(WithdrawalView) },
+        response: { 200: out(WithdrawalView, 'the withdrawal as it is now') },
       },
     },
     async (request) => withdrawalView(await visible(deps, request, (request.params as { id: string }).id)),
@@ -237,7 +254,9 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         tags: ['withdrawals'],
         summary: 'Withdrawals, newest first, a page at a time (filters: party, state, delivery)',
         querystring: s(ListQuery),
-        response: { 200: out(ListView) },
+        response: {
+          200: out(ListView, 'a page of withdrawals, newest first; nextCursor is set while more may follow'),
+        },
       },
     },
     async (request) => {
@@ -269,7 +288,9 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
           'Cancel a withdrawal whose signing has not started (409 invalid_state once it has: prepared or later)',
         params: s(IdParams),
         body: s(CancelBody),
-        response: { 200: out(WithdrawalView) },
+        response: {
+          200: out(WithdrawalView, 'cancelled (also when it already was): nothing will be signed for it'),
+        },
       },
     },
     async (request) => {
@@ -298,7 +319,12 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
           '409 invalid_state when it has no pending offer (never offered, or already accepted, rejected or expired: ' +
           'the message names its delivery); 422 refused when the pipeline refuses to sign.',
         params: s(IdParams),
-        response: { 200: out(WithdrawalView) },
+        response: {
+          200: out(
+            WithdrawalView,
+            'the offer is withdrawn: the withdrawal with delivery `returned`, offer outcome `withdrawn`',
+          ),
+        },
       },
     },
     async (request) => {
