@@ -183,7 +183,8 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
   const hosted: string[] = [];
   for (const rec of await book.list()) {
     const fund = DEMO_PARTIES.some((p) => p.fund && p.label === rec.keyLabel && p.hint === rec.hint);
-    hostExternalParty(net, rec, fund ? { fund: DEMO_FUNDS } : {});
+    // The rights go to the user the service acts as on its sandbox.
+    hostExternalParty(net, rec, { userId: deps.flows.userId, ...(fund ? { fund: DEMO_FUNDS } : {}) });
     hosted.push(rec.partyId);
   }
   return { alice: alice!, bob: bob!, hosted };
