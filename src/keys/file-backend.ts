@@ -140,7 +140,7 @@ export function otherPassphraseError(dir: string): KeyError {
     'wrong_passphrase',
     `the keystore ${dir} is protected by another passphrase (one keystore has one passphrase): ` +
       'give its passphrase (CANTON_SIGNER_PASSPHRASE_FILE or CANTON_SIGNER_PASSPHRASE), ' +
-      'or use another keystore folder (--keystore DIR, or CANTON_SIGNER_KEYSTORE)',
+      'or use another keystore folder (--keystore DIR, CANTON_SIGNER_KEYSTORE, or keystore.dir in the service configuration)',
   );
 }
 

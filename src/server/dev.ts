@@ -1,8 +1,10 @@
 /**
  * Development mode (`canton-signer serve --dev`, what `npm start` runs): the
- * built-in sandbox network in-process, the embedded database under ./data,
- * the file keystore under ./keystore with a fixed development passphrase
- * (unless CANTON_SIGNER_PASSPHRASE(_FILE) is set), an HS256 JWT secret made
+ * built-in sandbox network in-process, the embedded database under
+ * ./dev/data, the file keystore under ./dev/keystore (folders of its own, so
+ * that the CLI's ./keystore under the user's passphrase and development mode
+ * never share a keystore) with a fixed development passphrase (unless
+ * CANTON_SIGNER_PASSPHRASE(_FILE) is set), an HS256 JWT secret made
  * once and kept in <data>/dev-auth.json (mode 0600), two demo parties
  * (alice, funded from the sandbox tap at each start, and bob) re-hosted on the
  * fresh in-memory sandbox at each start, and a demo token plus copy-paste
@@ -41,10 +43,16 @@ export const DEMO_PARTIES = [
 /** Stands in for the dev secret while the configuration is loaded (the real one lives in the data folder). */
 const PLACEHOLDER = `dev-placeholder-${randomBytes(24).toString('hex')}`;
 
+/** Development mode's own folders (relative to the working directory): database and keystore. */
+export const DEV_DATA_DIR = './dev/data';
+export const DEV_KEYSTORE_DIR = './dev/keystore';
+
 /** Lowest-precedence settings of development mode; file and environment still override them. */
 export function devDefaults(): Record<string, unknown> {
   return {
     network: { sandbox: true },
+    database: { dataDir: DEV_DATA_DIR },
+    keystore: { dir: DEV_KEYSTORE_DIR },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -75,6 +83,22 @@ export function devConfigProblem(config: ServiceConfig): string | undefined {
     '(CANTON_SIGNER_SANDBOX) to false and names a real network: development mode would use the public ' +
     'development keystore passphrase there. Remove --dev, or set network.sandbox: true'
   );
+}
+
+/**
+ * What to do when the keystore development mode opens is protected by
+ * another passphrase than the one it uses (a keystore configured with
+ * keystore.dir / CANTON_SIGNER_KEYSTORE, e.g. the CLI's ./keystore).
+ */
+export function devPassphraseMismatch(keystoreDir: string, devPassphrase: boolean): string {
+  return devPassphrase
+    ? `the keystore ${keystoreDir} is protected by another passphrase than development mode's public one. ` +
+        'Either let --dev use its own keystore: unset CANTON_SIGNER_KEYSTORE (and keystore.dir in the ' +
+        `configuration file) so that it uses ${DEV_KEYSTORE_DIR}; or give that keystore's passphrase with ` +
+        'CANTON_SIGNER_PASSPHRASE_FILE'
+    : `the keystore ${keystoreDir} is protected by another passphrase than the one in ` +
+        'CANTON_SIGNER_PASSPHRASE(_FILE). Give its passphrase, or unset CANTON_SIGNER_KEYSTORE (and ' +
+        `keystore.dir in the configuration file) so that --dev uses its own keystore ${DEV_KEYSTORE_DIR}`;
 }
 
 /** The environment of development mode: the development passphrase unless one is configured. */
