@@ -178,7 +178,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
     if (dev && demo && service.sandbox) {
       const token = devAuth ? await dev.devToken(config, [demo.alice.partyId, demo.bob.partyId]) : undefined;
       process.stdout.write(
-        dev.devBanner({ url, sandbox: service.sandbox, parties: demo, ...(token ? { token } : {}) }),
+        dev.devBanner({
+          url,
+          sandbox: service.sandbox,
+          parties: demo,
+          logLevel: config.log.level,
+          ...(token ? { token } : {}),
+        }),
       );
     }
 

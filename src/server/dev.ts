@@ -47,12 +47,17 @@ const PLACEHOLDER = `dev-placeholder-${randomBytes(24).toString('hex')}`;
 export const DEV_DATA_DIR = './dev/data';
 export const DEV_KEYSTORE_DIR = './dev/keystore';
 
+/** Development mode logs warnings and errors only, unless log.level / CANTON_SIGNER_LOG_LEVEL says otherwise. */
+export const DEV_LOG_LEVEL = 'warn';
+
 /** Lowest-precedence settings of development mode; file and environment still override them. */
 export function devDefaults(): Record<string, unknown> {
   return {
     network: { sandbox: true },
     database: { dataDir: DEV_DATA_DIR },
     keystore: { dir: DEV_KEYSTORE_DIR },
+    // The start banner is for a person: JSON log lines (every request at info) would bury it.
+    log: { level: DEV_LOG_LEVEL },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -216,12 +221,18 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The start banner: where everything is, the demo token and the curl lines (stdout). */
+/**
+ * The start banner: where everything is, the demo token and the commands
+ * (stdout). Every line indented by two spaces that starts with `export` or
+ * `curl` is a command that runs as printed (a trailing backslash continues
+ * it on the next line); test/server/dev-banner.test.ts runs them.
+ */
 export function devBanner(x: {
   url: string;
   sandbox: RunningSandbox;
   token?: string;
   parties: DemoParties;
+  logLevel: string;
 }): string {
   const { url, sandbox, token, parties } = x;
   const body = JSON.stringify({
@@ -240,6 +251,7 @@ export function devBanner(x: {
     `  sandbox    ${sandbox.urls.origin}  (Ledger API; validator ${sandbox.urls.validator}; scan ${sandbox.urls.scan})`,
     `  alice      ${parties.alice.partyId}  (funded ${DEMO_FUNDS} from the sandbox tap)`,
     `  bob        ${parties.bob.partyId}`,
+    `  logs       ${x.logLevel === DEV_LOG_LEVEL ? `warnings and errors only (CANTON_SIGNER_LOG_LEVEL=info npm start: every request)` : `level ${x.logLevel}`}`,
     '',
   ];
   if (token) {
@@ -252,8 +264,8 @@ export function devBanner(x: {
       `    -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s)" \\`,
       `    -d ${sh(body)}`,
       '',
-      'Read it (the "id" from the answer above):',
-      `  curl -s ${url}/v1/withdrawals/<id> -H "Authorization: Bearer $TOKEN"`,
+      'See it and the others, newest first (one of them: /v1/withdrawals/ and its "id"):',
+      `  curl -s ${url}/v1/withdrawals -H "Authorization: Bearer $TOKEN"`,
       '',
     );
   } else {

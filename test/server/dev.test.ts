@@ -97,7 +97,7 @@ describe('serve --dev', () => {
     expect(out).toMatch(/curl -s -X POST http:\/\/\S+\/v1\/withdrawals /);
     expect(out).toMatch(/Idempotency-Key: /);
     expect(out).toContain(`"party":"${run.alice}","receiver":"${run.bob}","amount":"10"`);
-    expect(out).toMatch(/curl -s http:\/\/\S+\/v1\/withdrawals\/<id>/);
+    expect(out).toMatch(/curl -s http:\/\/\S+\/v1\/withdrawals -H/);
 
     // The secret file: private, never printed.
     const secretFile = join(cwd, 'dev', 'data', 'dev-auth.json');
