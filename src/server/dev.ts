@@ -77,7 +77,7 @@ export function devDefaults(): Record<string, unknown> {
 export function devConfigProblem(config: ServiceConfig): string | undefined {
   if (config.database.url !== undefined)
     return (
-      '--dev keeps its data in the embedded database (database.dataDir, default ./data), but the configuration ' +
+      `--dev keeps its data in the embedded database (database.dataDir, default ${DEV_DATA_DIR}), but the configuration ` +
       'names a PostgreSQL server (database.url, DATABASE_URL or CANTON_SIGNER_DATABASE_URL): development mode ' +
       "would write its demo parties and keys there and run that database's withdrawals against the sandbox. " +
       'Unset it for --dev, or run without --dev'
