@@ -78,7 +78,7 @@ export async function benchService(dist, { db, dir, secret, concurrency, sandbox
   const host = async (hint, fund) => {
     const key = await signer.generate({ label: hint, scheme: 'ed25519', backend: 'file' });
     const rec = sandboxPartyRecord(net, hint, key);
-    hostExternalParty(net, rec, fund ? { fund } : {});
+    hostExternalParty(net, rec, { userId: service.deps.flows.userId, ...(fund ? { fund } : {}) });
     await store.parties.put(rec);
     return rec.partyId;
   };

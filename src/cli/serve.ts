@@ -79,7 +79,7 @@ export function registerServe(program: Command): void {
     .option('--config <file>', 'JSON or YAML configuration file (default $CANTON_SIGNER_CONFIG)')
     .option(
       '--dev',
-      'development mode: built-in sandbox, ./data, ./keystore with a development passphrase, demo token',
+      'development mode: built-in sandbox, ./dev/data, ./dev/keystore with a development passphrase, demo token',
     )
     .option(
       '--workers <n>',
@@ -129,6 +129,26 @@ function onSignals(log: Logger): { first: Promise<NodeJS.Signals>; remove(): voi
   };
 }
 
+/**
+ * Starts the service; in development mode, a keystore under another passphrase
+ * is reported with what to do (development mode has its own keystore folder).
+ */
+async function devStart<T>(
+  dev: boolean,
+  keystoreDir: string,
+  devPassphrase: boolean,
+  start: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await start();
+  } catch (e) {
+    const { KeyError } = await import('../keys/backend.js');
+    if (!dev || !(e instanceof KeyError) || e.code !== 'wrong_passphrase') throw e;
+    const { devPassphraseMismatch } = await import('../server/dev.js');
+    throw new CliExit(1, `wrong_passphrase: ${devPassphraseMismatch(keystoreDir, devPassphrase)}`);
+  }
+}
+
 async function serve(opts: ServeCliOptions): Promise<void> {
   // Loaded here: the other commands should not pay for fastify, pino and the store.
   const { ConfigError, formatProblem, loadConfig, redactConfig } = await import('../server/config.js');
@@ -159,19 +179,21 @@ async function serve(opts: ServeCliOptions): Promise<void> {
   try {
     log.info({ config: redactConfig(config), dev: dev !== undefined }, 'canton-signer starting');
     let demo: import('../server/dev.js').DemoParties | undefined;
-    const service = await createService({
-      config,
-      env,
-      logger: log,
-      ...(dev
-        ? {
-            sandbox: { seed: dev.DEV_SANDBOX_SEED },
-            beforeStart: async ({ deps, sandbox }) => {
-              if (sandbox) demo = await dev.hostDevParties(deps, sandbox);
-            },
-          }
-        : {}),
-    }).catch((e: unknown) => {
+    const service = await devStart(dev !== undefined, config.keystore.dir, devPassphrase, () =>
+      createService({
+        config,
+        env,
+        logger: log,
+        ...(dev
+          ? {
+              sandbox: { seed: dev.DEV_SANDBOX_SEED },
+              beforeStart: async ({ deps, sandbox }) => {
+                if (sandbox) demo = await dev.hostDevParties(deps, sandbox);
+              },
+            }
+          : {}),
+      }),
+    ).catch((e: unknown) => {
       if (e instanceof FolderInUseError)
         throw new CliExit(
           EXIT_IN_USE,
@@ -191,7 +213,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
     if (dev && demo && service.sandbox) {
       const token = devAuth ? await dev.devToken(config, [demo.alice.partyId, demo.bob.partyId]) : undefined;
       process.stdout.write(
-        dev.devBanner({ url, sandbox: service.sandbox, parties: demo, ...(token ? { token } : {}) }),
+        dev.devBanner({
+          url,
+          sandbox: service.sandbox,
+          parties: demo,
+          logLevel: config.log.level,
+          ...(token ? { token } : {}),
+        }),
       );
     }
 

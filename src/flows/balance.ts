@@ -4,7 +4,8 @@
  * Holding views: for Amulet, amounts before holding fees); and, when a
  * validator is configured, the validator's external-party balance (after
  * holding fees, as of a round; 404 when the validator keeps no wallet for the
- * party → omitted with a warning). Warns when the party holds more than
+ * party → omitted, with a warning unless the party book says the party was
+ * onboarded through the Ledger API, which never makes such a wallet). Warns when the party holds more than
  * `HOLDINGS_WARN` holdings of an instrument (transfers take at most 100
  * inputs; merge them) and counts dust: unlocked holdings below
  * `DUST_THRESHOLD` (1.0 of the instrument), which cost holding fees and input
@@ -42,9 +43,12 @@ export async function partyBalance(ctx: FlowContext, partyId: string): Promise<B
       };
     } catch (e) {
       if (!isCantonApiError(e) || e.status !== 404) throw e;
-      warnings.push(
-        `the validator keeps no external-party wallet for ${partyId} (it was not onboarded through the validator's setup proposal): its balance after holding fees is not shown`,
-      );
+      // A party onboarded through the Ledger API has no validator wallet by design (the
+      // `validator` section is simply absent); saying so in every balance would be noise.
+      if ((await ctx.parties.get(partyId))?.via !== 'ledger-api')
+        warnings.push(
+          `the validator keeps no external-party wallet for ${partyId} (it was not onboarded through the validator's setup proposal): its balance after holding fees is not shown`,
+        );
     }
   }
   const all = await listHoldings(ctx, partyId);

@@ -13,6 +13,12 @@
  * key is derived again and compared. Writes are atomic and exclusive (temp
  * file, then a hard link that fails if the key exists); files are 0600 in a
  * 0700 folder. Unlocked keys stay in memory as node:crypto KeyObjects.
+ *
+ * One keystore has one passphrase: `.keystore.json` holds a check value of it
+ * (same derivation, message "canton-signer/keystore passphrase check"),
+ * written with the first key. Every new key is written only under that
+ * passphrase; a keystore from before the marker is checked against one of its
+ * keys instead, and gets the marker then.
  */
 import {
   createCipheriv,
@@ -46,6 +52,9 @@ const MAX_LOG_N = 22;
 /** scrypt needs 128·N·r bytes; a file may not ask for more than this. */
 const MAX_SCRYPT_MEMORY = 1024 * 1024 * 1024;
 const CHECK_MESSAGE = 'canton-signer/key passphrase check';
+const KEYSTORE_CHECK_MESSAGE = 'canton-signer/keystore passphrase check';
+export const KEYSTORE_MARKER = '.keystore.json';
+export const KEYSTORE_FORMAT = 'canton-signer/keystore';
 
 const b64 = z.string().regex(STANDARD_BASE64);
 const KeyFileSchema = z
@@ -72,6 +81,12 @@ const KeyFileSchema = z
   .strict();
 
 export type KeyFile = z.infer<typeof KeyFileSchema>;
+
+const KdfSchema = KeyFileSchema.shape.kdf;
+const MarkerSchema = z
+  .object({ format: z.literal(KEYSTORE_FORMAT), version: z.literal(1), kdf: KdfSchema, check: b64 })
+  .strict();
+type Marker = z.infer<typeof MarkerSchema>;
 
 export interface FileBackendOptions {
   /** Keystore folder (created 0700 if missing). */
@@ -115,8 +130,18 @@ function deriveKeys(passphrase: string, salt: Buffer, N: number, r: number, p: n
   });
 }
 
-function checkValue(checkKey: Buffer): Buffer {
-  return createHmac('sha256', checkKey).update(CHECK_MESSAGE).digest();
+function checkValue(checkKey: Buffer, message = CHECK_MESSAGE): Buffer {
+  return createHmac('sha256', checkKey).update(message).digest();
+}
+
+/** The refusal of a passphrase that is not the keystore's, naming the folder and the ways on. */
+export function otherPassphraseError(dir: string): KeyError {
+  return new KeyError(
+    'wrong_passphrase',
+    `the keystore ${dir} is protected by another passphrase (one keystore has one passphrase): ` +
+      'give its passphrase (CANTON_SIGNER_PASSPHRASE_FILE or CANTON_SIGNER_PASSPHRASE), ' +
+      'or use another keystore folder (--keystore DIR, CANTON_SIGNER_KEYSTORE, or keystore.dir in the service configuration)',
+  );
 }
 
 export interface KeyFileProblem {
@@ -132,6 +157,8 @@ export class FileBackend implements KeyBackend {
   /** Keys whose unlock has finished (with their public key), for signing without waiting on a promise. */
   private readonly ready = new Map<string, { key: KeyObject; spki: Buffer }>();
   private readonly cost: { N: number; r: number; p: number };
+  /** The passphrase was found to be the keystore's (once per process). */
+  private ownPassphrase: Promise<void> | undefined;
 
   constructor(private readonly opts: FileBackendOptions) {
     this.cost = opts.scrypt ?? DEFAULT_SCRYPT;
@@ -197,7 +224,115 @@ export class FileBackend implements KeyBackend {
     return this.store(label, scheme, key);
   }
 
+  private async readMarker(): Promise<Marker | undefined> {
+    const path = join(this.opts.dir, KEYSTORE_MARKER);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw ioError(`cannot read ${path}`, e);
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {}
+    const r = MarkerSchema.safeParse(raw);
+    const logN = r.success ? Math.log2(r.data.kdf.N) : 0;
+    if (!r.success || !Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
+      throw new KeyError(
+        'invalid_key_file',
+        `${path} is not a canton-signer keystore marker: restore it from backup, or delete it (the next new key writes it again after checking the passphrase against an existing key)`,
+      );
+    return r.data;
+  }
+
+  /** Whether `passphrase` is the one the marker checks. */
+  private async markerAccepts(m: Marker, passphrase: string): Promise<boolean> {
+    const derived = await deriveKeys(
+      passphrase,
+      Buffer.from(m.kdf.salt, 'base64'),
+      m.kdf.N,
+      m.kdf.r,
+      m.kdf.p,
+    );
+    try {
+      const check = Buffer.from(m.check, 'base64');
+      const expected = checkValue(derived.subarray(32), KEYSTORE_CHECK_MESSAGE);
+      return check.length === expected.length && timingSafeEqual(check, expected);
+    } finally {
+      derived.fill(0);
+    }
+  }
+
+  private async writeMarker(passphrase: string): Promise<void> {
+    const salt = randomBytes(16);
+    const { N, r, p } = this.cost;
+    const derived = await deriveKeys(passphrase, salt, N, r, p);
+    const marker: Marker = {
+      format: KEYSTORE_FORMAT,
+      version: 1,
+      kdf: { name: 'scrypt', N, r, p, salt: salt.toString('base64') },
+      check: checkValue(derived.subarray(32), KEYSTORE_CHECK_MESSAGE).toString('base64'),
+    };
+    derived.fill(0);
+    await writeExclusive(
+      this.opts.dir,
+      'keystore',
+      join(this.opts.dir, KEYSTORE_MARKER),
+      `${JSON.stringify(marker, null, 2)}\n`,
+      { exists: 'the keystore marker exists', fail: `cannot write ${KEYSTORE_MARKER}` },
+    );
+  }
+
+  /**
+   * Makes sure the passphrase is the keystore's before anything is written
+   * under it: checked against the marker; without one (a new keystore, or one
+   * from before the marker), against an existing key, and the marker written.
+   * Another passphrase is refused, naming the folder and what to do.
+   */
+  private ensureOwnPassphrase(): Promise<void> {
+    if (!this.ownPassphrase) {
+      this.ownPassphrase = this.checkOwnPassphrase();
+      this.ownPassphrase.catch(() => {
+        this.ownPassphrase = undefined;
+      });
+    }
+    return this.ownPassphrase;
+  }
+
+  private async checkOwnPassphrase(): Promise<void> {
+    await this.ensureDir();
+    const passphrase = await this.passphrase();
+    const marker = await this.readMarker();
+    if (marker) {
+      if (!(await this.markerAccepts(marker, passphrase))) throw otherPassphraseError(this.opts.dir);
+      return;
+    }
+    const [first] = await this.list();
+    if (first) await this.unlockAsKeystore(first.label);
+    try {
+      await this.writeMarker(passphrase);
+    } catch (e) {
+      // Written meanwhile by another process: it must accept this passphrase too.
+      if (!(e instanceof KeyError && e.code === 'key_exists')) throw e;
+      const now = await this.readMarker();
+      if (now && !(await this.markerAccepts(now, passphrase))) throw otherPassphraseError(this.opts.dir);
+    }
+  }
+
+  /** Unlocks `label`; its wrong passphrase is reported as the keystore's. */
+  private async unlockAsKeystore(label: string): Promise<void> {
+    try {
+      await this.unlock(label);
+    } catch (e) {
+      if (e instanceof KeyError && e.code === 'wrong_passphrase') throw otherPassphraseError(this.opts.dir);
+      throw e;
+    }
+  }
+
   private async store(label: string, scheme: KeyScheme, privateKey: KeyObject): Promise<BackendKey> {
+    await this.ensureOwnPassphrase();
     await this.ensureDir();
     const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
     const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
@@ -287,10 +422,20 @@ export class FileBackend implements KeyBackend {
     return out;
   }
 
-  /** Opens one key (kept unlocked, as signing would): a wrong or missing passphrase shows now. */
+  /**
+   * A wrong or missing passphrase shows now: checked against the keystore's
+   * marker, or (a keystore from before the marker) by opening one key, kept
+   * unlocked as signing would. An empty keystore needs no passphrase yet.
+   */
   async checkAccess(): Promise<void> {
+    const marker = await this.readMarker();
+    if (marker) {
+      if (!(await this.markerAccepts(marker, await this.passphrase())))
+        throw otherPassphraseError(this.opts.dir);
+      return;
+    }
     const [first] = await this.list();
-    if (first) await this.unlock(first.label);
+    if (first) await this.unlockAsKeystore(first.label);
   }
 
   /** Key files the last `list()` could not read, with the reason. */

@@ -440,6 +440,31 @@ export class OnlineAirGap {
     return this.claim.run(id, fn);
   }
 
+  /**
+   * Carries an imported response on: runs `fn` (the onboarding or execution
+   * the export was made for) with its signatures claimed (`withExport`). When
+   * `fn` fails, the failure is not the response's — the response was checked
+   * in full on import — so the import is released and the same response can
+   * be imported again once the cause is fixed; except after a submission
+   * whose outcome could not be established, where a second run must not
+   * happen blindly.
+   */
+  async carryOnImported<T>(x: ExportRecord, actor: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await this.withExport(x.id, fn);
+    } catch (e) {
+      const reason = e instanceof Refusal ? e.reason : undefined;
+      if (reason !== 'outcome_unknown') {
+        const message = e instanceof Error ? e.message : String(e);
+        await this.store.airGap.releaseImport(x.id, actor, {
+          reason: reason ?? (e instanceof Error ? e.name : 'error'),
+          message: message.slice(0, 1000),
+        });
+      }
+      throw e;
+    }
+  }
+
   /** The offline key backend's source: the claimed export's imported signature of exactly `message`. */
   async signatureFor(key: { fingerprint: string }, message: Uint8Array): Promise<Uint8Array | undefined> {
     const id = this.claim.getStore();

@@ -1,8 +1,10 @@
 /**
  * Development mode (`canton-signer serve --dev`, what `npm start` runs): the
- * built-in sandbox network in-process, the embedded database under ./data,
- * the file keystore under ./keystore with a fixed development passphrase
- * (unless CANTON_SIGNER_PASSPHRASE(_FILE) is set), an HS256 JWT secret made
+ * built-in sandbox network in-process, the embedded database under
+ * ./dev/data, the file keystore under ./dev/keystore (folders of its own, so
+ * that the CLI's ./keystore under the user's passphrase and development mode
+ * never share a keystore) with a fixed development passphrase (unless
+ * CANTON_SIGNER_PASSPHRASE(_FILE) is set), an HS256 JWT secret made
  * once and kept in <data>/dev-auth.json (mode 0600), two demo parties
  * (alice, funded from the sandbox tap at each start, and bob) re-hosted on the
  * fresh in-memory sandbox at each start, and a demo token plus copy-paste
@@ -41,10 +43,21 @@ export const DEMO_PARTIES = [
 /** Stands in for the dev secret while the configuration is loaded (the real one lives in the data folder). */
 const PLACEHOLDER = `dev-placeholder-${randomBytes(24).toString('hex')}`;
 
+/** Development mode's own folders (relative to the working directory): database and keystore. */
+export const DEV_DATA_DIR = './dev/data';
+export const DEV_KEYSTORE_DIR = './dev/keystore';
+
+/** Development mode logs warnings and errors only, unless log.level / CANTON_SIGNER_LOG_LEVEL says otherwise. */
+export const DEV_LOG_LEVEL = 'warn';
+
 /** Lowest-precedence settings of development mode; file and environment still override them. */
 export function devDefaults(): Record<string, unknown> {
   return {
     network: { sandbox: true },
+    database: { dataDir: DEV_DATA_DIR },
+    keystore: { dir: DEV_KEYSTORE_DIR },
+    // The start banner is for a person: JSON log lines (every request at info) would bury it.
+    log: { level: DEV_LOG_LEVEL },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -64,7 +77,7 @@ export function devDefaults(): Record<string, unknown> {
 export function devConfigProblem(config: ServiceConfig): string | undefined {
   if (config.database.url !== undefined)
     return (
-      '--dev keeps its data in the embedded database (database.dataDir, default ./data), but the configuration ' +
+      `--dev keeps its data in the embedded database (database.dataDir, default ${DEV_DATA_DIR}), but the configuration ` +
       'names a PostgreSQL server (database.url, DATABASE_URL or CANTON_SIGNER_DATABASE_URL): development mode ' +
       "would write its demo parties and keys there and run that database's withdrawals against the sandbox. " +
       'Unset it for --dev, or run without --dev'
@@ -75,6 +88,22 @@ export function devConfigProblem(config: ServiceConfig): string | undefined {
     '(CANTON_SIGNER_SANDBOX) to false and names a real network: development mode would use the public ' +
     'development keystore passphrase there. Remove --dev, or set network.sandbox: true'
   );
+}
+
+/**
+ * What to do when the keystore development mode opens is protected by
+ * another passphrase than the one it uses (a keystore configured with
+ * keystore.dir / CANTON_SIGNER_KEYSTORE, e.g. the CLI's ./keystore).
+ */
+export function devPassphraseMismatch(keystoreDir: string, devPassphrase: boolean): string {
+  return devPassphrase
+    ? `the keystore ${keystoreDir} is protected by another passphrase than development mode's public one. ` +
+        'Either let --dev use its own keystore: unset CANTON_SIGNER_KEYSTORE (and keystore.dir in the ' +
+        `configuration file) so that it uses ${DEV_KEYSTORE_DIR}; or give that keystore's passphrase with ` +
+        'CANTON_SIGNER_PASSPHRASE_FILE'
+    : `the keystore ${keystoreDir} is protected by another passphrase than the one in ` +
+        'CANTON_SIGNER_PASSPHRASE(_FILE). Give its passphrase, or unset CANTON_SIGNER_KEYSTORE (and ' +
+        `keystore.dir in the configuration file) so that --dev uses its own keystore ${DEV_KEYSTORE_DIR}`;
 }
 
 /** The environment of development mode: the development passphrase unless one is configured. */
@@ -183,7 +212,8 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
   const hosted: string[] = [];
   for (const rec of await book.list()) {
     const fund = DEMO_PARTIES.some((p) => p.fund && p.label === rec.keyLabel && p.hint === rec.hint);
-    hostExternalParty(net, rec, fund ? { fund: DEMO_FUNDS } : {});
+    // The rights go to the user the service acts as on its sandbox.
+    hostExternalParty(net, rec, { userId: deps.flows.userId, ...(fund ? { fund: DEMO_FUNDS } : {}) });
     hosted.push(rec.partyId);
   }
   return { alice: alice!, bob: bob!, hosted };
@@ -191,12 +221,18 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The start banner: where everything is, the demo token and the curl lines (stdout). */
+/**
+ * The start banner: where everything is, the demo token and the commands
+ * (stdout). Every line indented by two spaces that starts with `export` or
+ * `curl` is a command that runs as printed (a trailing backslash continues
+ * it on the next line); test/server/dev-banner.test.ts runs them.
+ */
 export function devBanner(x: {
   url: string;
   sandbox: RunningSandbox;
   token?: string;
   parties: DemoParties;
+  logLevel: string;
 }): string {
   const { url, sandbox, token, parties } = x;
   const body = JSON.stringify({
@@ -215,6 +251,7 @@ export function devBanner(x: {
     `  sandbox    ${sandbox.urls.origin}  (Ledger API; validator ${sandbox.urls.validator}; scan ${sandbox.urls.scan})`,
     `  alice      ${parties.alice.partyId}  (funded ${DEMO_FUNDS} from the sandbox tap)`,
     `  bob        ${parties.bob.partyId}`,
+    `  logs       ${x.logLevel === DEV_LOG_LEVEL ? `warnings and errors only (CANTON_SIGNER_LOG_LEVEL=info npm start: every request)` : `level ${x.logLevel}`}`,
     '',
   ];
   if (token) {
@@ -227,8 +264,8 @@ export function devBanner(x: {
       `    -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s)" \\`,
       `    -d ${sh(body)}`,
       '',
-      'Read it (the "id" from the answer above):',
-      `  curl -s ${url}/v1/withdrawals/<id> -H "Authorization: Bearer $TOKEN"`,
+      'See it and the others, newest first (one of them: /v1/withdrawals/ and its "id"):',
+      `  curl -s ${url}/v1/withdrawals -H "Authorization: Bearer $TOKEN"`,
       '',
     );
   } else {

@@ -9,8 +9,9 @@
  * Tests inject any of the pieces; `beforeStart` runs before the worker starts
  * (dev mode hosts its parties on the fresh sandbox there).
  */
+import { randomBytes } from 'node:crypto';
 import pino from 'pino';
-import { authFromEnv } from '../canton/auth.js';
+import { authFromEnv, staticBearer } from '../canton/auth.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
@@ -22,7 +23,6 @@ import { openSigner } from '../keys/config.js';
 import type { OfflineBackend } from '../keys/offline-backend.js';
 import type { Signer } from '../keys/signer.js';
 import { OnlineAirGap } from '../offline/online.js';
-import { LEDGER_API_USER } from '../sandbox/network.js';
 import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
 import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
@@ -89,6 +89,12 @@ export function serviceLogger(config: ServiceConfig): pino.Logger {
   return pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
 }
 
+/**
+ * The Ledger API user the service acts as on its built-in sandbox (`network.sandbox`): a
+ * participant admin of that sandbox only, as a real deployment's user is of its participant.
+ */
+export const SANDBOX_SERVICE_USER = 'canton-signer';
+
 async function connectClients(
   config: ServiceConfig,
   env: NodeJS.ProcessEnv,
@@ -98,14 +104,26 @@ async function connectClients(
   sandbox?: RunningSandbox;
 }> {
   if (config.network.sandbox) {
-    const sandbox = await startSandbox(sandboxOptions);
+    // The service's own participant-admin user on its own sandbox, reached with a token made for
+    // this start only: onboarding allocates parties and grants rights, which needs participant_admin,
+    // while the sandbox keeps refusing that to every other user. The validator answers its operator,
+    // which a request without a token is on the sandbox.
+    const token = randomBytes(24).toString('base64url');
+    const sandbox = await startSandbox({
+      ...sandboxOptions,
+      auth: {
+        ...sandboxOptions.auth,
+        tokens: { ...sandboxOptions.auth?.tokens, [token]: SANDBOX_SERVICE_USER },
+      },
+    });
+    sandbox.ctx.net.addUser(SANDBOX_SERVICE_USER, undefined, true);
     return {
       sandbox,
       clients: {
-        ledger: new LedgerApiClient({ baseUrl: sandbox.urls.ledgerApi }),
+        ledger: new LedgerApiClient({ baseUrl: sandbox.urls.ledgerApi, auth: staticBearer(token) }),
         validator: new ValidatorClient({ baseUrl: sandbox.urls.validator }),
         scan: new ScanClient({ baseUrl: sandbox.urls.scan }),
-        userId: LEDGER_API_USER,
+        userId: SANDBOX_SERVICE_USER,
       },
     };
   }

@@ -243,9 +243,19 @@ describe('against the sandbox', () => {
     expect(DUST_THRESHOLD).toBe('1.0');
     expect(b.dustCount).toBe(5);
     expect(b.warnings.join('\n')).toMatch(/25 unlocked .* holdings .*merge/);
-    // The party was not onboarded through the validator: its wallet balance is a warning, not an error.
+    // Onboarded through the Ledger API: no validator wallet by design, so no section and no warning
+    // (the same sentence in every balance of such a party would be noise).
     expect(b.validator).toBeUndefined();
-    expect(b.warnings.join('\n')).toMatch(/validator keeps no external-party wallet/);
+    expect(b.warnings.join('\n')).not.toMatch(/validator keeps no external-party wallet/);
+    expect(new Set(b.warnings).size).toBe(b.warnings.length);
+    // A party the book says the validator onboarded, without a wallet there: that is worth a warning.
+    await env.ctx.parties.put({ ...alice, via: 'validator' });
+    try {
+      const v = await partyBalance(env.ctx, alice.partyId);
+      expect(v.warnings.join('\n')).toMatch(/validator keeps no external-party wallet/);
+    } finally {
+      await env.ctx.parties.put(alice);
+    }
   });
 
   it('merges 25 holdings into at most 10 by self-transfers; the total is unchanged (no fees in the sandbox)', async () => {

@@ -29,6 +29,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -762,7 +763,10 @@ describe('file keystore: concurrent writers', () => {
       }
     }
     const names = readdirSync(dir);
-    expect(names.filter((n) => n.endsWith('.tmp') || n.startsWith('.'))).toEqual([]);
+    // Nothing but the key files and the keystore's passphrase marker.
+    expect(names.filter((n) => n.endsWith('.tmp') || (n.startsWith('.') && n !== '.keystore.json'))).toEqual(
+      [],
+    );
     expect(names.filter((n) => n.endsWith('.key.json')).sort()).toEqual(
       Array.from({ length: 6 }, (_, i) => `race-${i}.key.json`),
     );
@@ -1150,5 +1154,68 @@ describe('file keystore: list()', () => {
     const dir = join(tempDir('empty2'), 'ks');
     mkdirSync(dir);
     expect(await signerAt(dir).list()).toEqual([]);
+  });
+});
+
+describe('one keystore, one passphrase', () => {
+  const backend = (dir: string, passphrase: string) =>
+    new FileBackend({ dir, passphrase: () => passphrase, scrypt: FAST });
+
+  it('the first key writes the marker; a key under another passphrase is refused, naming the folder', async () => {
+    const dir = join(tempDir('one-pass'), 'ks');
+    await backend(dir, 'first passphrase').generate('a', 'ed25519');
+    const marker = JSON.parse(readFileSync(join(dir, '.keystore.json'), 'utf8'));
+    expect(marker).toMatchObject({ format: 'canton-signer/keystore', version: 1, kdf: { name: 'scrypt' } });
+    expect(statSync(join(dir, '.keystore.json')).mode & 0o777).toBe(0o600);
+    expect(JSON.stringify(marker)).not.toContain('first passphrase');
+    for (const write of [
+      (b: FileBackend) => b.generate('b', 'ed25519'),
+      (b: FileBackend) => b.import('c', randomBytes(32).toString('hex')),
+    ]) {
+      const e = await write(backend(dir, 'second passphrase')).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(KeyError);
+      expect((e as KeyError).code).toBe('wrong_passphrase');
+      expect((e as KeyError).message).toContain(`the keystore ${dir} is protected by another passphrase`);
+      expect((e as KeyError).message).toMatch(
+        /CANTON_SIGNER_PASSPHRASE_FILE.*--keystore DIR.*CANTON_SIGNER_KEYSTORE/,
+      );
+      expect((e as KeyError).message).not.toContain('second passphrase');
+    }
+    expect(readdirSync(dir).filter((n) => n.endsWith('.key.json'))).toEqual(['a.key.json']);
+    // The keystore's own passphrase still writes keys; checkAccess refuses the other one.
+    await backend(dir, 'first passphrase').generate('b', 'ed25519');
+    await expect(backend(dir, 'first passphrase').checkAccess()).resolves.toBeUndefined();
+    await expect(backend(dir, 'second passphrase').checkAccess()).rejects.toMatchObject({
+      code: 'wrong_passphrase',
+    });
+  });
+
+  it('a keystore from before the marker: checked against an existing key, then marked', async () => {
+    const dir = join(tempDir('old-keystore'), 'ks');
+    await backend(dir, 'old passphrase').generate('old', 'ed25519');
+    unlinkSync(join(dir, '.keystore.json'));
+    const e = await backend(dir, 'new passphrase')
+      .generate('new', 'ed25519')
+      .catch((x: unknown) => x);
+    expect((e as KeyError).code).toBe('wrong_passphrase');
+    expect((e as KeyError).message).toContain(`the keystore ${dir} is protected by another passphrase`);
+    expect(existsSync(join(dir, '.keystore.json'))).toBe(false);
+    expect(existsSync(join(dir, 'new.key.json'))).toBe(false);
+    // Its own passphrase: the key is written and the marker with it.
+    const b = backend(dir, 'old passphrase');
+    await b.generate('new', 'ed25519');
+    expect(existsSync(join(dir, '.keystore.json'))).toBe(true);
+    expect((await b.list()).map((k) => k.label)).toEqual(['new', 'old']);
+  });
+
+  it('a damaged marker is refused with what to do, never overwritten', async () => {
+    const dir = join(tempDir('bad-marker'), 'ks');
+    await backend(dir, 'p').generate('a', 'ed25519');
+    writeFileSync(join(dir, '.keystore.json'), '{"format":"x"}', { mode: 0o600 });
+    await expect(backend(dir, 'p').generate('b', 'ed25519')).rejects.toMatchObject({
+      code: 'invalid_key_file',
+      message: expect.stringContaining('restore it from backup, or delete it'),
+    });
+    expect(readFileSync(join(dir, '.keystore.json'), 'utf8')).toBe('{"format":"x"}');
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Development mode (`serve --dev`, what `npm start` runs) in a fresh folder:
- * it warns loudly, makes ./data (with dev-auth.json, 0600) and ./keystore,
+ * it warns loudly, makes ./dev/data (with dev-auth.json, 0600) and
+ * ./dev/keystore (never the CLI's ./keystore, whose passphrase is the user's),
  * hosts and funds the demo parties on its sandbox, prints the URLs, a token
  * the service accepts and the curl lines; a restart reuses the secret, the
  * keys and the parties (and the first run's token still works).
@@ -12,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createVerifier } from '../../src/server/auth.js';
 import { configSchema } from '../../src/server/config.js';
 import { DEV_AUDIENCE, DEV_ISSUER, DEV_PASSPHRASE, DEV_TOKEN_ROLES } from '../../src/server/dev.js';
+import { cliEnv, runCli } from '../support/cli.js';
 import { type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
@@ -62,8 +64,9 @@ async function stop(run: DevRun): Promise<void> {
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 async function devSecret(): Promise<string> {
-  return (JSON.parse(await readFile(join(cwd, 'data', 'dev-auth.json'), 'utf8')) as { sharedSecret: string })
-    .sharedSecret;
+  return (
+    JSON.parse(await readFile(join(cwd, 'dev', 'data', 'dev-auth.json'), 'utf8')) as { sharedSecret: string }
+  ).sharedSecret;
 }
 
 /** The dev token as the service's own verifier reads it. */
@@ -94,10 +97,10 @@ describe('serve --dev', () => {
     expect(out).toMatch(/curl -s -X POST http:\/\/\S+\/v1\/withdrawals /);
     expect(out).toMatch(/Idempotency-Key: /);
     expect(out).toContain(`"party":"${run.alice}","receiver":"${run.bob}","amount":"10"`);
-    expect(out).toMatch(/curl -s http:\/\/\S+\/v1\/withdrawals\/<id>/);
+    expect(out).toMatch(/curl -s http:\/\/\S+\/v1\/withdrawals -H/);
 
     // The secret file: private, never printed.
-    const secretFile = join(cwd, 'data', 'dev-auth.json');
+    const secretFile = join(cwd, 'dev', 'data', 'dev-auth.json');
     expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
     const secret = await devSecret();
     expect(out + err).not.toContain(secret);
@@ -148,8 +151,8 @@ describe('serve --dev', () => {
     expect(state).toBe('committed');
 
     const keys: Record<string, string> = {};
-    for (const f of await readdir(join(cwd, 'keystore')))
-      keys[f] = await readFile(join(cwd, 'keystore', f), 'utf8');
+    for (const f of await readdir(join(cwd, 'dev', 'keystore')))
+      keys[f] = await readFile(join(cwd, 'dev', 'keystore', f), 'utf8');
     expect(Object.keys(keys)).toEqual(expect.arrayContaining(['dev-alice.key.json', 'dev-bob.key.json']));
     first = { token: run.token, alice: run.alice, bob: run.bob, secret, keys };
     await stop(run);
@@ -162,7 +165,7 @@ describe('serve --dev', () => {
     expect(run.alice).toBe(first.alice);
     expect(run.bob).toBe(first.bob);
     for (const [f, text] of Object.entries(first.keys))
-      expect(await readFile(join(cwd, 'keystore', f), 'utf8')).toBe(text);
+      expect(await readFile(join(cwd, 'dev', 'keystore', f), 'utf8')).toBe(text);
     const principal = await verifyWithDevConfig(first.token);
     expect(principal.parties).toEqual(expect.arrayContaining([first.alice]));
     const parties = await fetch(`${run.url}/v1/parties`, { headers: bearer(first.token) });
@@ -171,5 +174,55 @@ describe('serve --dev', () => {
     const info = (await (await fetch(`${run.sandbox}/sandbox/info`)).json()) as { externalParties: string[] };
     expect(info.externalParties).toEqual(expect.arrayContaining([first.alice, first.bob]));
     await stop(run);
+  });
+});
+
+describe('serve --dev and the CLI keystore of the README', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'canton-signer-dev-cli-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const devEnv = (extra: Record<string, string | undefined> = {}) => ({
+    CANTON_SIGNER_PORT: '0',
+    CANTON_SIGNER_PASSPHRASE: undefined,
+    CANTON_SIGNER_PASSPHRASE_FILE: undefined,
+    CANTON_SIGNER_CONFIG: undefined,
+    CANTON_SIGNER_KEYSTORE: undefined,
+    CANTON_SIGNER_DATA_DIR: undefined,
+    CANTON_SIGNER_LOG_LEVEL: 'warn',
+    ...extra,
+  });
+
+  it('a ./keystore under your passphrase: npm start uses its own keystore and starts', async () => {
+    const keystore = join(dir, 'keystore');
+    const made = await runCli(['keys', 'create', '--label', 'treasury', '--keystore', keystore], {
+      env: cliEnv({ CANTON_SIGNER_PASSPHRASE: 'the passphrase of the README flows' }),
+    });
+    expect(made.status, made.stderr).toBe(0);
+    const p = startServe(['--dev'], { cwd: dir, env: devEnv() });
+    await p.waitFor(/export TOKEN=(\S+)/, 90_000);
+    expect((await readdir(keystore)).sort()).toEqual(['.keystore.json', 'treasury.key.json']);
+    expect(await readdir(join(dir, 'dev', 'keystore'))).toEqual(
+      expect.arrayContaining(['dev-alice.key.json', 'dev-bob.key.json']),
+    );
+    p.child.kill('SIGINT');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('pointed at that keystore, it exits 1 saying which keystore and how to proceed', async () => {
+    const keystore = join(dir, 'keystore');
+    const p = startServe(['--dev'], { cwd: dir, env: devEnv({ CANTON_SIGNER_KEYSTORE: keystore }) });
+    const { code } = await p.exited;
+    expect(code).toBe(1);
+    expect(p.stderr()).toContain(
+      `wrong_passphrase: the keystore ${keystore} is protected by another passphrase`,
+    );
+    expect(p.stderr()).toMatch(/unset CANTON_SIGNER_KEYSTORE .*\.\/dev\/keystore/);
+    expect(p.stderr()).toMatch(/CANTON_SIGNER_PASSPHRASE_FILE/);
+    expect(p.stdout()).not.toMatch(/export TOKEN/);
   });
 });

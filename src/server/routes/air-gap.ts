@@ -305,8 +305,9 @@ export async function airGapRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
 /**
  * What an imported response leads to: a withdrawal goes back to the worker;
  * an onboarding or a sign-and-execute request runs now, with the export's
- * signature claimed for exactly that run (`withExport`); a sign-only request
- * ends (the response holds the signature).
+ * signature claimed for exactly that run (`carryOnImported`: a run that fails
+ * gives the import back, so the same response can be imported again); a
+ * sign-only request ends (the response holds the signature).
  */
 async function carryOn(
   deps: ServiceDeps,
@@ -333,7 +334,7 @@ async function carryOn(
       ...(o.participantId !== undefined ? { participantId: o.participantId } : {}),
       ...(o.grantRights === false ? { grantRights: false } : {}),
     };
-    const r = await deps.airGap.withExport(x.id, () =>
+    const r = await deps.airGap.carryOnImported(x, actor, () =>
       o.path === 'validator'
         ? onboardViaValidator(ctx, asked)
         : onboardViaLedgerApi(ctx, {
@@ -353,7 +354,7 @@ async function carryOn(
   if (x.context.flow === 'sign')
     return { export: await finish({ reason: 'sign-only: the response is the result' }) };
   const req = (x.envelope as { request: Record<string, unknown> }).request;
-  const r = await deps.airGap.withExport(x.id, () =>
+  const r = await deps.airGap.carryOnImported(x, actor, () =>
     signAndExecute(flowsFor(deps, request), {
       partyId: x.party,
       preparedTransaction: String(req.preparedTransaction),

@@ -203,6 +203,32 @@ export class AirGapRepo {
   }
 
   /**
+   * Gives an imported response back (imported → open, the response dropped),
+   * audited as `air-gap.import-released` with why: what the import was to
+   * carry on failed for a reason that is not the response's (the network,
+   * the participant, missing rights), so the same response may be imported
+   * again. False when the export was not `imported`.
+   */
+  async releaseImport(id: string, actor: string, details: Record<string, Json>): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query<{ subject: string }>(
+        `UPDATE air_gap_exports SET status = 'open', response = NULL, imported_at = NULL, updated_at = now()
+          WHERE id = $1 AND status = 'imported' RETURNING subject`,
+        [id],
+      );
+      const row = r.rows[0];
+      if (!row) return false;
+      await appendAudit(tx, {
+        actor,
+        action: 'air-gap.import-released',
+        subject: row.subject,
+        details: { export: id, ...details },
+      });
+      return true;
+    });
+  }
+
+  /**
    * Audits a refused import (`air-gap.import-refused`) under the subject of
    * the export it names, if any: the reason, the field, the nonce as sent.
    */
