@@ -5,9 +5,10 @@
  * instruments, instants, whole numbers and command ids. A bad value is a
  * UsageError (exit 2) naming the option and the form it expects.
  */
-import { checkCallerCommandId } from '../flows/transfer.js';
-import { Refusal } from '../flows/refusal.js';
+
 import { isPartyId } from '../flows/names.js';
+import { Refusal } from '../flows/refusal.js';
+import { checkCallerCommandId } from '../flows/transfer.js';
 import { partyHintProblem } from '../hashing/canton-hash.js';
 import { decimalUnits, isDecimal, NUMERIC_SCALE } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
@@ -24,7 +25,9 @@ export function amountArg(s: string, option: string, opts: { zero?: boolean } = 
   const t = s.trim();
   const form = `a decimal number with a dot and at most ${NUMERIC_SCALE} decimals, e.g. 12.5`;
   if (/^-?[0-9]+,[0-9]+$/.test(t))
-    throw new UsageError(`${option}: ${s} uses a comma: write the decimals after a dot (${t.replace(',', '.')})`);
+    throw new UsageError(
+      `${option}: ${s} uses a comma: write the decimals after a dot (${t.replace(',', '.')})`,
+    );
   if (!isDecimal(t) || t.startsWith('-'))
     throw new UsageError(`${option}: expected ${form}${opts.zero ? ' (or 0)' : ''}; got ${s}`);
   const units = decimalUnits(t);
@@ -50,7 +53,9 @@ export function partyArg(
 ): string {
   const t = s.trim();
   const ans = opts.ansName !== false;
-  const forms = ans ? 'a party id (hint::1220…) or an ANS name (name.unverified.cns)' : 'a party id (hint::1220…)';
+  const forms = ans
+    ? 'a party id (hint::1220…) or an ANS name (name.unverified.cns)'
+    : 'a party id (hint::1220…)';
   if (t.length === 0) throw new UsageError(`${option}: empty: expected ${forms}`);
   if (isPartyId(t)) return t;
   const matches = book.filter((p) => p.hint === t).map((p) => p.partyId);

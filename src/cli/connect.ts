@@ -110,7 +110,10 @@ export async function withConnection<T>(
     return await run(c);
   } catch (e) {
     if (isCantonApiError(e) && e.status === 0 && (e.code === 'NETWORK' || e.code === 'TIMEOUT'))
-      throw new CliExit(1, unreachable(c, e.service, e.code === 'NETWORK' ? e.detail : 'TIMEOUT', e.ambiguous));
+      throw new CliExit(
+        1,
+        unreachable(c, e.service, e.code === 'NETWORK' ? e.detail : 'TIMEOUT', e.ambiguous),
+      );
     throw e;
   } finally {
     await c.close();
@@ -125,9 +128,13 @@ const SERVICE_OPTION: Record<CantonService, [name: string, option: string]> = {
   oauth: ['the OAuth2 token endpoint', 'the token URL in the environment'],
 };
 
-function unreachable(c: Connected, service: CantonService, code: string | undefined, ambiguous: boolean): string {
-  const base =
-    service === 'ledger-api' ? c.urls.ledger : service === 'scan' ? c.urls.scan : c.urls.validator;
+function unreachable(
+  c: Connected,
+  service: CantonService,
+  code: string | undefined,
+  ambiguous: boolean,
+): string {
+  const base = service === 'ledger-api' ? c.urls.ledger : service === 'scan' ? c.urls.scan : c.urls.validator;
   const failure = { code, timeoutMs: c.timeoutMs, ambiguous };
   const [name, option] = SERVICE_OPTION[service];
   // Every service of the built-in sandbox is on one origin: name the sandbox, not the service.

@@ -23,10 +23,10 @@ import { registerKeys } from './keys.js';
 import { registerOffline } from './offline.js';
 import { CliExit, finishProgram } from './options.js';
 import { printJson } from './output.js';
-import { keyErrorText } from './system-errors.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
 import { registerServe } from './serve.js';
+import { keyErrorText } from './system-errors.js';
 import { registerTransfer } from './transfer.js';
 
 function version(): string {

@@ -409,9 +409,7 @@ export function registerOffline(program: Command): void {
  */
 export async function offlineMain(argv: string[]): Promise<number> {
   const program = new Command();
-  program
-    .name('canton-signer')
-    .exitOverride();
+  program.name('canton-signer').exitOverride();
   registerOffline(program);
   finishProgram(program);
   try {

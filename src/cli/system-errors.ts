@@ -112,7 +112,8 @@ export function networkErrorText(
         ? `no answer within ${Math.round(failure.timeoutMs / 1000)} s (--timeout)`
         : 'no answer';
   else if (code === 'ECONNREFUSED') why = 'nothing answers there (ECONNREFUSED)';
-  else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') why = `its host is not known (${code}: no DNS answer)`;
+  else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    why = `its host is not known (${code}: no DNS answer)`;
   else if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE')
     why = `the connection was closed before an answer (${code})`;
   else if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT')

@@ -99,7 +99,8 @@ export function registerTransfer(program: Command): void {
         [opts.to, '--to'],
       ]);
       const instrument = opts.instrument !== undefined ? instrumentArg(opts.instrument) : undefined;
-      if (opts.executeBefore !== undefined) instantArg(opts.executeBefore, '--execute-before', { future: true });
+      if (opts.executeBefore !== undefined)
+        instantArg(opts.executeBefore, '--execute-before', { future: true });
       if (opts.commandId !== undefined) commandIdArg(opts.commandId);
       const r = await withConnection(opts, LEDGER_AND_VALIDATOR, ({ ctx }) =>
         transfer(ctx, {
