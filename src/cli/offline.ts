@@ -369,11 +369,6 @@ export function registerOffline(program: Command): void {
         checkPayloadTargets(opts);
         try {
           const r = await review(request, opts);
-          if (!opts.yes && (!process.stdin.isTTY || request === '-'))
-            throw new AirGapError(
-              'refused',
-              'no terminal to confirm on: run offline sign on a terminal (or --yes in scripted tests); nothing was written',
-            );
           const signer = await openSigner({ keystore: keystoreFolder(opts.keystore), interactive: true });
           let text: string;
           try {
@@ -382,8 +377,15 @@ export function registerOffline(program: Command): void {
             const key = await findSigningKey(r, signer, opts.key);
             if (key.backend === 'file') await signer.checkAccess();
             process.stderr.write(`${r.summary}\n`);
-            if (!opts.yes && !(await confirmOnTerminal(r)))
-              throw new AirGapError('refused', 'the operator did not confirm; nothing was written');
+            if (!opts.yes) {
+              if (!process.stdin.isTTY || request === '-')
+                throw new AirGapError(
+                  'refused',
+                  'no terminal to confirm on: run offline sign on a terminal (or --yes in scripted tests); nothing was written',
+                );
+              if (!(await confirmOnTerminal(r)))
+                throw new AirGapError('refused', 'the operator did not confirm; nothing was written');
+            }
             text = `${JSON.stringify(await signReview(r, signer, { keyLabel: key.label }), null, 2)}\n`;
           } finally {
             await signer.close();
