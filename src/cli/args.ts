@@ -15,6 +15,7 @@ import type { InstrumentId } from '../intent/model.js';
 import { parseInstantMicros } from '../intent/time.js';
 import { keystoreDir } from '../keys/config.js';
 import { FilePartyBook, type PartyRecord } from '../store/parties.js';
+import { listOf } from '../text/english.js';
 import { UsageError } from './input.js';
 
 /**
@@ -61,7 +62,7 @@ export function partyArg(
   const matches = book.filter((p) => p.hint === t).map((p) => p.partyId);
   if (matches.length > 0)
     throw new UsageError(
-      `${option}: ${t} is a party hint, not a party id: did you mean ${orList(matches)}? (\`canton-signer party list\` shows the party book)`,
+      `${option}: ${t} is a party hint, not a party id: did you mean ${listOf(matches, 'or')}? (\`canton-signer party list\` shows the party book)`,
     );
   if (t.includes('::'))
     throw new UsageError(
@@ -133,9 +134,4 @@ export function commandIdArg(s: string, option = '--command-id'): string {
     if (e instanceof Refusal) throw new UsageError(`${option}: ${e.message.replace(/^commandId: /, '')}`);
     throw e;
   }
-}
-
-/** `a`, `a or b`, `a, b or c`. */
-export function orList(xs: readonly string[]): string {
-  return xs.length <= 1 ? (xs[0] ?? '') : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`;
 }

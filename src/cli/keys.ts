@@ -10,8 +10,9 @@ import { type Command, Option } from 'commander';
 import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
 import { isShortPassphrase, MIN_PASSPHRASE_LENGTH } from '../keys/passphrase.js';
-import { KEY_SCHEMES, type KeyScheme, spkiFromRaw } from '../keys/schemes.js';
+import { KEY_SCHEMES, type KeyScheme, schemeTitle, spkiFromRaw } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
+import { withArticle } from '../text/english.js';
 import { readSource, UsageError } from './input.js';
 import { keystoreFolder } from './options.js';
 import { out } from './output.js';
@@ -79,7 +80,7 @@ export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
       } catch {
         throw new KeyError(
           'invalid_key_material',
-          `not a ${scheme} public key: the PEM in ${isFile ? v : '--public-key'} cannot be read`,
+          `not ${withArticle(`${schemeTitle(scheme)} public key`)}: the PEM in ${isFile ? v : '--public-key'} cannot be read`,
         );
       }
     }
@@ -93,7 +94,10 @@ export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
     try {
       return new Uint8Array(spkiFromRaw(scheme, Buffer.from(v, 'hex')));
     } catch (e) {
-      throw new KeyError('invalid_key_material', `not a ${scheme} public key: ${(e as Error).message}`);
+      throw new KeyError(
+        'invalid_key_material',
+        `not ${withArticle(`${schemeTitle(scheme)} public key`)}: ${(e as Error).message}`,
+      );
     }
   }
   const b64 = v.replace(/\s+/g, '');

@@ -18,6 +18,7 @@
  */
 import { templateName } from '../hashing/inspect.js';
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
+import { withArticle } from '../text/english.js';
 import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
 import { decimalEquals } from './decimal.js';
 import {
@@ -91,7 +92,7 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
         generic && intent.kind !== 'create' && intent.kind !== 'exercise'
           ? 'unrecognised_action'
           : 'kind_mismatch',
-        `the root node ${rootId} is ${generic ? describe(tx.nodeById.get(rootId)) : `a ${action.kind}`} but the intent asks for a ${intent.kind}.`,
+        `the root node ${rootId} is ${generic ? describe(tx.nodeById.get(rootId)) : withArticle(action.kind)} but the intent asks for ${withArticle(intent.kind)}.`,
         `node ${rootId}`,
       );
     } else {
@@ -276,7 +277,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       if (intent.transferKind !== undefined && a.transferKind !== intent.transferKind)
         add(
           'transfer_kind_mismatch',
-          `the transfer is ${a.transferKind === undefined ? 'of no recognisable kind' : `a ${a.transferKind} transfer`} but the intent asks for a ${intent.transferKind} transfer.`,
+          `the transfer is ${a.transferKind === undefined ? 'of no recognisable kind' : `${withArticle(a.transferKind)} transfer`} but the intent asks for ${withArticle(intent.transferKind)} transfer.`,
           `${at}: transfer kind`,
         );
       return;
@@ -470,7 +471,7 @@ function checkConsequences(
       if (ours && allowedCreates && !allowedCreates.has(templateKey(n)))
         add(
           'unexplained_create',
-          `node ${d.nodeId} creates a ${templateName(n.packageName, n.templateId)} that ${party} is a party to, which a ${intent.kind} does not create.`,
+          `node ${d.nodeId} creates ${withArticle(templateName(n.packageName, n.templateId))} that ${party} is a party to, which ${withArticle(intent.kind)} does not create.`,
           where,
         );
       continue;
@@ -493,7 +494,7 @@ function checkConsequences(
     if (!explained)
       add(
         'unexplained_exercise',
-        `node ${d.nodeId} exercises ${n.choiceId} on ${template} acting for ${party}, which a ${intent.kind} does not explain.`,
+        `node ${d.nodeId} exercises ${n.choiceId} on ${template} acting for ${party}, which ${withArticle(intent.kind)} does not explain.`,
         where,
       );
   }

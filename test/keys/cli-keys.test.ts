@@ -312,4 +312,16 @@ describe('errors a person understands', () => {
     );
     expect(more.stdout + more.stderr).not.toContain(short);
   });
+
+  it('key schemes are named with the right article ("an Ed25519 public key", not "a ed25519")', async () => {
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+    const point = Buffer.concat([
+      Buffer.from([4]),
+      Buffer.from(p256.x as string, 'base64url'),
+      Buffer.from(p256.y as string, 'base64url'),
+    ]).toString('hex');
+    const r = await cli(['keys', 'import-public', 'cold-x', '--scheme', 'ed25519', '--public-key', point]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: invalid_key_material: not an Ed25519 public key: /);
+  });
 });
