@@ -26,6 +26,7 @@ import {
   writePayload,
 } from './offline.js';
 import { CliExit } from './options.js';
+import { networkErrorText } from './system-errors.js';
 
 export const URL_ENV = 'CANTON_SIGNER_URL';
 export const TOKEN_ENV = 'CANTON_SIGNER_TOKEN';
@@ -105,14 +106,22 @@ export class ServiceClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
-      const err = e as Error & { cause?: { code?: string; message?: string } };
-      const why =
-        err.name === 'TimeoutError' || err.name === 'AbortError'
-          ? `no answer within ${Math.round(this.timeoutMs / 1000)} s`
-          : (err.cause?.code ?? err.cause?.message ?? err.message);
+      const err = e as Error & { cause?: { code?: string } };
+      const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
       throw new CliExit(
         1,
-        this.redact(`cannot reach the service at ${this.shown} (${method} ${url.pathname}): ${why}`),
+        this.redact(
+          networkErrorText(
+            'cannot reach the service',
+            this.shown,
+            {
+              code: timedOut ? 'TIMEOUT' : (err.cause?.code ?? 'ECONNRESET'),
+              request: `${method} ${url.pathname}`,
+              timeoutMs: this.timeoutMs,
+            },
+            'start it (`canton-signer serve`, or `npm start` in development), or check --url (CANTON_SIGNER_URL)',
+          ),
+        ),
       );
     }
     let text: string;

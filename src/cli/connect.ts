@@ -11,16 +11,18 @@
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type AuthProvider, authFromEnv } from '../canton/auth.js';
-import { isCantonApiError } from '../canton/errors.js';
+import { type CantonService, isCantonApiError } from '../canton/errors.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
 import { isPartyId } from '../flows/names.js';
-import { keystoreDir, openSigner } from '../keys/config.js';
+import { openSigner } from '../keys/config.js';
 import { FileRecorder } from '../store/journal.js';
 import { FilePartyBook } from '../store/parties.js';
 import { UsageError } from './input.js';
+import { CliExit, keystoreFolder } from './options.js';
+import { networkErrorText } from './system-errors.js';
 
 export interface ConnectionOptions {
   sandbox?: string;
@@ -83,10 +85,18 @@ function url(s: string | undefined, what: string): string | undefined {
 
 export interface Connected {
   ctx: FlowContext;
+  /** Where each service was reached (`sandbox`: the origin given to --sandbox), for error messages. */
+  urls: { sandbox?: string; ledger?: string; validator?: string; scan?: string };
+  timeoutMs: number;
   close(): Promise<void>;
 }
 
-/** `run` with a connection made by `connect(opts, need)`, closed afterwards whatever happens. */
+/**
+ * `run` with a connection made by `connect(opts, need)`, closed afterwards
+ * whatever happens. A request that got no answer (nothing listening, unknown
+ * host, timeout) ends the command with one sentence naming the URL and the
+ * option to check (src/cli/system-errors.ts), exit 1.
+ */
 export async function withConnection<T>(
   opts: ConnectionOptions,
   need: Parameters<typeof connect>[1],
@@ -95,6 +105,13 @@ export async function withConnection<T>(
   const c = await connect(opts, need);
   try {
     return await run(c);
+  } catch (e) {
+    if (isCantonApiError(e) && e.status === 0 && (e.code === 'NETWORK' || e.code === 'TIMEOUT'))
+      throw new CliExit(
+        1,
+        unreachable(c, e.service, e.code === 'NETWORK' ? e.detail : 'TIMEOUT', e.ambiguous),
+      );
+    throw e;
   } finally {
     await c.close();
   }
@@ -122,6 +139,39 @@ async function ledgerUser(
       'no Ledger API user: give --user ID (or CANTON_SIGNER_LEDGER_API_USER), or a token whose user it is (CANTON_SIGNER_LEDGER_API_TOKEN)',
     );
   }
+}
+
+const SERVICE_OPTION: Record<CantonService, [name: string, option: string]> = {
+  'ledger-api': ['the Ledger API', '--ledger-api (CANTON_SIGNER_LEDGER_API_URL)'],
+  validator: ['the validator', '--validator (CANTON_SIGNER_VALIDATOR_URL)'],
+  registry: ["the validator's token-standard registry", '--validator (CANTON_SIGNER_VALIDATOR_URL)'],
+  scan: ['Scan', '--scan (CANTON_SIGNER_SCAN_URL)'],
+  oauth: ['the OAuth2 token endpoint', 'the token URL in the environment'],
+};
+
+function unreachable(
+  c: Connected,
+  service: CantonService,
+  code: string | undefined,
+  ambiguous: boolean,
+): string {
+  const base = service === 'ledger-api' ? c.urls.ledger : service === 'scan' ? c.urls.scan : c.urls.validator;
+  const failure = { code, timeoutMs: c.timeoutMs, ambiguous };
+  const [name, option] = SERVICE_OPTION[service];
+  // Every service of the built-in sandbox is on one origin: name the sandbox, not the service.
+  if (c.urls.sandbox !== undefined && service !== 'oauth' && base?.startsWith(c.urls.sandbox))
+    return networkErrorText(
+      'cannot reach the sandbox',
+      c.urls.sandbox,
+      failure,
+      'start it with `npx canton-signer sandbox` (default port 7575), or check --sandbox',
+    );
+  return networkErrorText(
+    `cannot reach ${name}`,
+    base ?? 'its URL',
+    failure,
+    `check that it runs and that ${option} is right`,
+  );
 }
 
 export async function connect(
@@ -159,7 +209,7 @@ export async function connect(
       throw new UsageError(`--min-window: not a number of seconds: ${opts.minWindow}`);
     minWindowMs = Math.round(s * 1000);
   }
-  const dir = keystoreDir(env, opts.keystore);
+  const dir = keystoreFolder(opts.keystore, env);
   const ledgerAuth = authFromEnv('LEDGER_API', env);
   const ledger = new LedgerApiClient({
     baseUrl: ledgerUrl ?? 'http://127.0.0.1:1',
@@ -188,7 +238,17 @@ export async function connect(
     ...(opts.requireV3 ? { requireScheme: 'v3' as const } : {}),
     ...(minWindowMs !== undefined ? { minWindowMs } : {}),
   };
-  return { ctx, close: () => signer.close() };
+  return {
+    ctx,
+    urls: {
+      ...(sandbox !== undefined ? { sandbox } : {}),
+      ...(ledgerUrl !== undefined ? { ledger: ledgerUrl } : {}),
+      ...(validatorUrl !== undefined ? { validator: validatorUrl } : {}),
+      ...(scanUrl !== undefined ? { scan: scanUrl } : {}),
+    },
+    timeoutMs,
+    close: () => signer.close(),
+  };
 }
 
 function optAuth(auth: AuthProvider | undefined): { auth?: AuthProvider } {

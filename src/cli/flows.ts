@@ -12,6 +12,7 @@ import { acceptSetupProposal } from '../flows/setup-accept.js';
 import { signAndExecute, verifyOnly } from '../flows/sign-execute.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import { IntentSchema } from '../intent/model.js';
+import { amountArg, commandIdArg, instantArg, partyArgs } from './args.js';
 import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
 import { readSource, UsageError } from './input.js';
 import { CliExit } from './options.js';
@@ -117,6 +118,7 @@ export function registerFlows(program: Command): void {
       .option('--proposal <cid>', 'the ExternalPartySetupProposal to accept (default: the one for PARTY)')
       .option('--json', 'print the result as JSON'),
   ).action(async (party: string, opts: ConnectionOptions & OutputOptions & { proposal?: string }) => {
+    await partyArgs(opts.keystore, [[party, 'PARTY', { ansName: false }]]);
     const r = await withConnection(opts, { validator: true }, ({ ctx }) =>
       acceptSetupProposal(ctx, party, opts.proposal !== undefined ? { proposalCid: opts.proposal } : {}),
     );
@@ -157,6 +159,12 @@ export function registerFlows(program: Command): void {
     ) => {
       if (opts.expiresIn !== undefined && opts.expiresAt !== undefined)
         throw new UsageError('give --expires-in or --expires-at, not both');
+      amountArg(opts.amount, '--amount');
+      await partyArgs(opts.keystore, [
+        [opts.from, '--from'],
+        [opts.to, '--to'],
+      ]);
+      if (opts.expiresAt !== undefined) instantArg(opts.expiresAt, '--expires-at', { future: true });
       const inMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn, '--expires-in') : undefined;
       const timeoutMs =
         opts.waitTimeout !== undefined ? parseDuration(opts.waitTimeout, '--wait-timeout') : undefined;
@@ -235,6 +243,8 @@ export function registerFlows(program: Command): void {
     ) => {
       if (opts.intent === '-' && opts.prepared === '-')
         throw new UsageError('--intent and --prepared cannot both be standard input');
+      await partyArgs(opts.keystore, [[opts.party, '--party', { ansName: false }]]);
+      if (opts.commandId !== undefined) commandIdArg(opts.commandId);
       const intent = intentFromJson((await readSource(opts.intent)).toString('utf8'));
       const prepared = preparedFromJson((await readSource(opts.prepared)).toString('utf8'));
       const req = {

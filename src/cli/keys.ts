@@ -9,9 +9,12 @@ import { readFileSync, statSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
-import { KEY_SCHEMES, type KeyScheme, spkiFromRaw } from '../keys/schemes.js';
+import { isShortPassphrase, MIN_PASSPHRASE_LENGTH } from '../keys/passphrase.js';
+import { KEY_SCHEMES, type KeyScheme, schemeTitle, spkiFromRaw } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
+import { withArticle } from '../text/english.js';
 import { readSource, UsageError } from './input.js';
+import { keystoreFolder } from './options.js';
 import { out } from './output.js';
 
 export function keyJson(d: KeyDescription): Record<string, unknown> {
@@ -77,7 +80,7 @@ export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
       } catch {
         throw new KeyError(
           'invalid_key_material',
-          `not a ${scheme} public key: the PEM in ${isFile ? v : '--public-key'} cannot be read`,
+          `not ${withArticle(`${schemeTitle(scheme)} public key`)}: the PEM in ${isFile ? v : '--public-key'} cannot be read`,
         );
       }
     }
@@ -91,7 +94,10 @@ export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
     try {
       return new Uint8Array(spkiFromRaw(scheme, Buffer.from(v, 'hex')));
     } catch (e) {
-      throw new KeyError('invalid_key_material', `not a ${scheme} public key: ${(e as Error).message}`);
+      throw new KeyError(
+        'invalid_key_material',
+        `not ${withArticle(`${schemeTitle(scheme)} public key`)}: ${(e as Error).message}`,
+      );
     }
   }
   const b64 = v.replace(/\s+/g, '');
@@ -102,16 +108,41 @@ export function publicKeySpki(scheme: KeyScheme, value: string): Uint8Array {
   );
 }
 
+/**
+ * What a passphrase that encrypts a new file key must be: a keystore's first
+ * key refuses one shorter than MIN_PASSPHRASE_LENGTH (exit 2, nothing
+ * written); a keystore that already has keys takes it, with a one-line
+ * warning (its passphrase is already chosen). The passphrase is never shown.
+ */
+function passphrasePolicy(firstKey: () => boolean): (p: string) => void {
+  let warned = false;
+  return (p) => {
+    if (!isShortPassphrase(p)) return;
+    if (firstKey())
+      throw new UsageError(
+        `the keystore passphrase is shorter than ${MIN_PASSPHRASE_LENGTH} characters: choose a longer one (a few words) for a new keystore; no key was written`,
+      );
+    if (!warned)
+      process.stderr.write(
+        `canton-signer: warning: this keystore's passphrase is shorter than ${MIN_PASSPHRASE_LENGTH} characters; a longer one protects the keys better (see docs/keys.md)\n`,
+      );
+    warned = true;
+  };
+}
+
 async function withSigner<T>(
   opts: { keystore?: string },
-  extra: { interactive?: boolean; confirm?: boolean },
+  extra: { interactive?: boolean; confirm?: boolean; newKey?: boolean },
   fn: (s: Signer) => Promise<T>,
 ): Promise<T> {
+  let hasFileKeys = true;
   const signer = await openSigner({
-    keystore: opts.keystore,
+    keystore: keystoreFolder(opts.keystore),
     interactive: extra.interactive,
     confirmPassphrase: extra.confirm,
+    ...(extra.newKey ? { onPassphrase: passphrasePolicy(() => !hasFileKeys) } : {}),
   });
+  if (extra.newKey) hasFileKeys = (await signer.backend('file').list()).length > 0;
   try {
     return await fn(signer);
   } finally {
@@ -142,7 +173,7 @@ export function registerKeys(program: Command): void {
         keystore?: string;
         json?: boolean;
       }) =>
-        withSigner(opts, { interactive: true, confirm: true }, async (s) => {
+        withSigner(opts, { interactive: true, confirm: true, newKey: true }, async (s) => {
           const d = await s.generate({ label: opts.label, scheme: opts.scheme, backend: opts.backend });
           out(opts.json, keyJson(d), keyText(d));
         }),
@@ -195,7 +226,7 @@ export function registerKeys(program: Command): void {
     .action(async (file: string | undefined, opts: { label: string; keystore?: string; json?: boolean }) => {
       const material = await readSource(file);
       try {
-        await withSigner(opts, { interactive: true, confirm: true }, async (s) => {
+        await withSigner(opts, { interactive: true, confirm: true, newKey: true }, async (s) => {
           const d = await s.import({ label: opts.label, material: new Uint8Array(material) });
           out(opts.json, keyJson(d), keyText(d));
         });

@@ -22,11 +22,12 @@ import { UsageError } from './input.js';
 import { registerInspect } from './inspect.js';
 import { registerKeys } from './keys.js';
 import { registerOffline } from './offline.js';
-import { CliExit } from './options.js';
+import { CliExit, finishProgram } from './options.js';
 import { printJson } from './output.js';
 import { registerParty } from './party.js';
 import { registerSandbox } from './sandbox.js';
 import { registerServe } from './serve.js';
+import { keyErrorText } from './system-errors.js';
 import { registerToken } from './token.js';
 import { registerTransfer } from './transfer.js';
 
@@ -44,11 +45,7 @@ export function buildProgram(): Command {
     .description('Custody and signing for Canton Network external parties. Never blind-signs.')
     .version(version())
     .showHelpAfterError(false)
-    .exitOverride()
-    .configureOutput({
-      writeErr: (s) => process.stderr.write(s),
-      outputError: (s, write) => write(`canton-signer: ${s.replace(/^error: /, '')}`),
-    });
+    .exitOverride();
   registerHash(program);
   registerInspect(program);
   registerKeys(program);
@@ -61,11 +58,7 @@ export function buildProgram(): Command {
   registerToken(program);
   registerOffline(program);
   registerAirGap(program);
-  const override = (c: Command): void => {
-    c.exitOverride();
-    for (const sub of c.commands) override(sub);
-  };
-  override(program);
+  finishProgram(program);
   return program;
 }
 
@@ -112,7 +105,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (e instanceof KeyError) {
-      process.stderr.write(`canton-signer: ${e.code}: ${oneLine(e.message)}\n`);
+      process.stderr.write(`canton-signer: ${oneLine(keyErrorText(e))}\n`);
       return 1;
     }
     if (e instanceof UsageError) {

@@ -30,9 +30,10 @@ import {
   type TrustedExportKey,
   trustedExportKey,
 } from '../offline/format.js';
-import { type Review, reviewRequest, signReview } from '../offline/review.js';
+import { findSigningKey, type Review, reviewRequest, signReview } from '../offline/review.js';
 import { isDirectory, readPayloadText, UsageError } from './input.js';
-import { CliExit } from './options.js';
+import { CliExit, finishProgram, keystoreFolder } from './options.js';
+import { fileErrorText, keyErrorText } from './system-errors.js';
 
 export const TRUSTED_KEYS_ENV = 'CANTON_SIGNER_TRUSTED_EXPORT_KEYS';
 export const DEFAULT_MIN_WINDOW_MS = 5 * 60_000;
@@ -95,9 +96,8 @@ export async function loadTrustedKeys(
     try {
       data = await readFile(path);
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
       throw new UsageError(
-        `cannot read trusted export key ${path}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'read error')}`,
+        `cannot read the trusted export key: ${fileErrorText(e, { path, next: `check --trust and ${TRUSTED_KEYS_ENV}` }) ?? path}`,
       );
     }
     const k = readTrustedKey(path, data);
@@ -369,20 +369,24 @@ export function registerOffline(program: Command): void {
         checkPayloadTargets(opts);
         try {
           const r = await review(request, opts);
-          process.stderr.write(`${r.summary}\n`);
-          if (!opts.yes) {
-            if (!process.stdin.isTTY || request === '-')
-              throw new AirGapError(
-                'refused',
-                'no terminal to confirm on: run offline sign on a terminal (or --yes in scripted tests); nothing was written',
-              );
-            if (!(await confirmOnTerminal(r)))
-              throw new AirGapError('refused', 'the operator did not confirm; nothing was written');
-          }
-          const signer = await openSigner({ keystore: opts.keystore, interactive: true });
+          const signer = await openSigner({ keystore: keystoreFolder(opts.keystore), interactive: true });
           let text: string;
           try {
-            text = `${JSON.stringify(await signReview(r, signer, opts.key !== undefined ? { keyLabel: opts.key } : {}), null, 2)}\n`;
+            // Before the summary is shown: the key is here and the keystore opens (its passphrase is
+            // given or can be asked for), so a request that cannot be signed fails in one line.
+            const key = await findSigningKey(r, signer, opts.key);
+            if (key.backend === 'file') await signer.checkAccess();
+            process.stderr.write(`${r.summary}\n`);
+            if (!opts.yes) {
+              if (!process.stdin.isTTY || request === '-')
+                throw new AirGapError(
+                  'refused',
+                  'no terminal to confirm on: run offline sign on a terminal (or --yes in scripted tests); nothing was written',
+                );
+              if (!(await confirmOnTerminal(r)))
+                throw new AirGapError('refused', 'the operator did not confirm; nothing was written');
+            }
+            text = `${JSON.stringify(await signReview(r, signer, { keyLabel: key.label }), null, 2)}\n`;
           } finally {
             await signer.close();
           }
@@ -407,19 +411,9 @@ export function registerOffline(program: Command): void {
  */
 export async function offlineMain(argv: string[]): Promise<number> {
   const program = new Command();
-  program
-    .name('canton-signer')
-    .exitOverride()
-    .configureOutput({
-      writeErr: (s) => process.stderr.write(s),
-      outputError: (s, write) => write(`canton-signer: ${s.replace(/^error: /, '')}`),
-    });
+  program.name('canton-signer').exitOverride();
   registerOffline(program);
-  const override = (c: Command): void => {
-    c.exitOverride();
-    for (const sub of c.commands) override(sub);
-  };
-  override(program);
+  finishProgram(program);
   try {
     await program.parseAsync(argv);
     return 0;
@@ -435,7 +429,7 @@ export async function offlineMain(argv: string[]): Promise<number> {
       return 1;
     }
     if (e instanceof KeyError) {
-      say(`${e.code}: ${e.message}`);
+      say(keyErrorText(e));
       return 1;
     }
     if (e instanceof UsageError) {

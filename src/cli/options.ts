@@ -1,6 +1,9 @@
 /** Options and exit handling shared by the commands. */
+import { statSync } from 'node:fs';
+import type { Command } from 'commander';
 import { Option } from 'commander';
-import { INPUT_FORMATS } from './input.js';
+import { keystoreDir } from '../keys/config.js';
+import { INPUT_FORMATS, UsageError } from './input.js';
 
 /**
  * The exit code when something this command needs is held by another
@@ -25,4 +28,63 @@ export function schemeOption(): Option {
 
 export function inputFormatOption(): Option {
   return new Option('--input <format>', 'how to read the input').choices([...INPUT_FORMATS]).default('auto');
+}
+
+/**
+ * Commander's output (errors as one `canton-signer: …` line on stderr, with
+ * a "did you mean" suggestion for a mistyped option or command), its exit
+ * handling for `program` and every subcommand, and required
+ * options checked after unknown options: commander reports a missing required
+ * option first, so `keys create --lable x` would say "required option
+ * '--label'" instead of "unknown option '--lable' (Did you mean --label?)".
+ * The required options are checked in a preAction hook instead, which runs
+ * after commander's unknown-option and argument checks.
+ */
+export function finishProgram(program: Command): void {
+  const output = {
+    writeErr: (s: string) => process.stderr.write(s),
+    // one line: commander puts its "(Did you mean …?)" on a line of its own
+    outputError: (s: string, write: (s: string) => void) =>
+      write(
+        `canton-signer: ${s
+          .replace(/^error: /, '')
+          .replace(/\n\(Did you mean (.*)\?\)\n?$/, ' (did you mean $1?)\n')}`,
+      ),
+  };
+  const visit = (c: Command): void => {
+    c.exitOverride().showSuggestionAfterError(true).configureOutput(output);
+    const required = c.options.filter((o) => o.mandatory);
+    for (const o of required) o.makeOptionMandatory(false);
+    if (required.length > 0)
+      c.hook('preAction', (self) => {
+        for (const o of required)
+          if (self.getOptionValue(o.attributeName()) === undefined)
+            self.error(`required option '${o.flags}' not specified`, {
+              code: 'commander.missingMandatoryOptionValue',
+              exitCode: 2,
+            });
+      });
+    for (const sub of c.commands) visit(sub);
+  };
+  visit(program);
+}
+
+/**
+ * The keystore folder (`--keystore`, else $CANTON_SIGNER_KEYSTORE, else
+ * ./keystore); refused (exit 2) when that path is a file, before any key is
+ * read or written. A missing folder is fine: it is created when a key is.
+ */
+export function keystoreFolder(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const dir = keystoreDir(env, explicit);
+  let file = false;
+  try {
+    file = !statSync(dir).isDirectory();
+  } catch {
+    file = false;
+  }
+  if (file)
+    throw new UsageError(
+      `the keystore ${dir} is a file, not a folder: give ${explicit !== undefined ? '--keystore' : env.CANTON_SIGNER_KEYSTORE !== undefined ? 'CANTON_SIGNER_KEYSTORE' : '--keystore'} a folder (it is created when missing)`,
+    );
+  return dir;
 }

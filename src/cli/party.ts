@@ -14,10 +14,11 @@ import {
   type PartyView,
   showParty,
 } from '../flows/onboard.js';
-import { keystoreDir } from '../keys/config.js';
 import { FilePartyBook, type PartyRecord } from '../store/parties.js';
+import { hintArg, partyArgs } from './args.js';
 import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
 import { UsageError } from './input.js';
+import { keystoreFolder } from './options.js';
 import { out } from './output.js';
 
 const lines = (rows: [string, string | undefined][]) =>
@@ -134,6 +135,7 @@ export function registerParty(program: Command): void {
     ) => {
       if (opts.via === 'validator' && opts.synchronizer !== undefined)
         throw new UsageError('--synchronizer applies to --via ledger-api only');
+      hintArg(opts.hint);
       const base = {
         hint: opts.hint,
         keyLabel: opts.key,
@@ -162,6 +164,7 @@ export function registerParty(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print JSON'),
   ).action(async (arg: string, opts: ConnectionOptions & { json?: boolean }) => {
+    await partyArgs(opts.keystore, [[arg, 'PARTY']]);
     const v = await withConnection(opts, { ledger: true }, async ({ ctx }) => {
       const { partyId, name } = await resolveParty(ctx, arg);
       return { ...(await showParty(ctx, partyId)), ...(name ? { name } : {}) };
@@ -177,7 +180,7 @@ export function registerParty(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (opts: { keystore?: string; json?: boolean }) => {
-      const all = await new FilePartyBook(keystoreDir(process.env, opts.keystore)).list();
+      const all = await new FilePartyBook(keystoreFolder(opts.keystore)).list();
       const text =
         all.length === 0
           ? 'no parties\n'
@@ -192,6 +195,7 @@ export function registerParty(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print JSON'),
   ).action(async (arg: string, opts: ConnectionOptions & { json?: boolean }) => {
+    await partyArgs(opts.keystore, [[arg, 'PARTY']]);
     const { b, name } = await withConnection(opts, { ledger: true }, async ({ ctx }) => {
       const { partyId, name } = await resolveParty(ctx, arg);
       return { b: await partyBalance(ctx, partyId), name };

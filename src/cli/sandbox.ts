@@ -94,7 +94,7 @@ export function registerSandbox(program: Command): void {
         controls: `${sandbox.urls.origin}/sandbox`,
         dsoParty: net.dso,
         validatorParty: net.validatorParty,
-        participantId: net.participantUid,
+        participantId: net.participantId,
         synchronizerId: net.synchronizerId,
       };
       if (opts.json) process.stdout.write(`${JSON.stringify(info)}\n`);

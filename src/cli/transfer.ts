@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { DUST_THRESHOLD } from '../flows/balance.js';
-import { type Holding, instrumentText, listHoldings } from '../flows/holdings.js';
+import { type Holding, instrumentText, listHoldings, MAX_INPUTS } from '../flows/holdings.js';
 import { mergeHoldings } from '../flows/merge.js';
 import { resolveParty } from '../flows/names.js';
 import {
@@ -20,9 +20,8 @@ import {
 } from '../flows/offers.js';
 import { type TransferResult, transfer } from '../flows/transfer.js';
 import { shortAmount } from '../intent/decimal.js';
-import type { InstrumentId } from '../intent/model.js';
+import { amountArg, commandIdArg, instantArg, instrumentArg, intArg, partyArgs } from './args.js';
 import { type ConnectionOptions, connectionOptions, withConnection } from './connect.js';
-import { UsageError } from './input.js';
 import { print, printJson } from './output.js';
 
 interface OutputOptions {
@@ -34,21 +33,6 @@ const out = (json: boolean | undefined, value: unknown, text: string): void =>
   json ? printJson(value) : print(text);
 
 const LEDGER_AND_VALIDATOR = { ledger: true, validator: true };
-
-/** `admin:id`; the admin is a party id (`hint::1220…`), so the id is after the last colon. */
-export function parseInstrument(s: string): InstrumentId {
-  const i = s.lastIndexOf(':');
-  const admin = s.slice(0, i);
-  const id = s.slice(i + 1);
-  if (i <= 0 || !admin.includes('::') || id.length === 0)
-    throw new UsageError(`--instrument: expected ADMIN_PARTY:ID (e.g. DSO::1220…:Amulet), got ${s}`);
-  return { admin, id };
-}
-
-function positiveInt(s: string, what: string): number {
-  if (!/^[0-9]+$/.test(s)) throw new UsageError(`${what}: not a whole number: ${s}`);
-  return Number(s);
-}
 
 const named = (party: string, name?: string) => (name ? `${name} (${party})` : party);
 
@@ -109,7 +93,15 @@ export function registerTransfer(program: Command): void {
           commandId?: string;
         },
     ) => {
-      const instrument = opts.instrument !== undefined ? parseInstrument(opts.instrument) : undefined;
+      amountArg(opts.amount, '--amount');
+      await partyArgs(opts.keystore, [
+        [opts.from, '--from'],
+        [opts.to, '--to'],
+      ]);
+      const instrument = opts.instrument !== undefined ? instrumentArg(opts.instrument) : undefined;
+      if (opts.executeBefore !== undefined)
+        instantArg(opts.executeBefore, '--execute-before', { future: true });
+      if (opts.commandId !== undefined) commandIdArg(opts.commandId);
       const r = await withConnection(opts, LEDGER_AND_VALIDATOR, ({ ctx }) =>
         transfer(ctx, {
           from: opts.from,
@@ -133,6 +125,7 @@ export function registerTransfer(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print the result as JSON'),
   ).action(async (party: string, opts: ConnectionOptions & OutputOptions) => {
+    await partyArgs(opts.keystore, [[party, 'PARTY']]);
     const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
       const p = await resolveParty(ctx, party);
       return { partyId: p.partyId, offers: await listOffers(ctx, p.partyId) };
@@ -170,6 +163,8 @@ export function registerTransfer(program: Command): void {
         cid: string,
         opts: ConnectionOptions & OutputOptions & { commandId?: string },
       ) => {
+        await partyArgs(opts.keystore, [[party, 'PARTY']]);
+        if (opts.commandId !== undefined) commandIdArg(opts.commandId);
         const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
           const p = await resolveParty(ctx, party);
           return run(ctx, p.partyId, cid, opts.commandId !== undefined ? { commandId: opts.commandId } : {});
@@ -186,6 +181,7 @@ export function registerTransfer(program: Command): void {
       .argument('<party>', 'party id or ANS name')
       .option('--json', 'print the result as JSON'),
   ).action(async (party: string, opts: ConnectionOptions & OutputOptions) => {
+    await partyArgs(opts.keystore, [[party, 'PARTY']]);
     const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
       const p = await resolveParty(ctx, party);
       return { partyId: p.partyId, holdings: await listHoldings(ctx, p.partyId) };
@@ -208,9 +204,11 @@ export function registerTransfer(program: Command): void {
       opts: ConnectionOptions &
         OutputOptions & { threshold: string; batch: string; instrument?: string; feeReserve?: string },
     ) => {
-      const instrument = opts.instrument !== undefined ? parseInstrument(opts.instrument) : undefined;
-      const threshold = positiveInt(opts.threshold, '--threshold');
-      const batch = positiveInt(opts.batch, '--batch');
+      await partyArgs(opts.keystore, [[party, 'PARTY']]);
+      const instrument = opts.instrument !== undefined ? instrumentArg(opts.instrument) : undefined;
+      const threshold = intArg(opts.threshold, '--threshold', 1);
+      const batch = intArg(opts.batch, '--batch', 2, MAX_INPUTS);
+      if (opts.feeReserve !== undefined) amountArg(opts.feeReserve, '--fee-reserve', { zero: true });
       const r = await withConnection(opts, LEDGER_AND_VALIDATOR, async ({ ctx }) => {
         const p = await resolveParty(ctx, party);
         return mergeHoldings(ctx, p.partyId, {

@@ -17,6 +17,7 @@ import type { ContractWithState } from '../canton/scan/schemas.js';
 import type { ExternalPartySubmission } from '../canton/validator/schemas.js';
 import { base64ToBytes, bytesToHex } from '../hashing/input.js';
 import type { Intent, IntentProblem } from '../intent/model.js';
+import { aKeyOf } from '../keys/schemes.js';
 import { type FlowContext, partyOf, requireValidator } from './context.js';
 import { STALE_CODES } from './ledger.js';
 import { isPartyId } from './names.js';
@@ -43,7 +44,7 @@ export function rawEd25519KeyHex(party: SigningParty, what: string): string {
   if (party.scheme !== 'ed25519')
     throw new Refusal(
       'bad_request',
-      `${what} goes through the validator, which accepts Ed25519 keys only; ${party.partyId} has an ${party.scheme} key (use the token-standard flow on the Ledger API instead)`,
+      `${what} goes through the validator, which accepts Ed25519 keys only; ${party.partyId} has ${aKeyOf(party.scheme)} (use the token-standard flow on the Ledger API instead)`,
     );
   const hex = bytesToHex(base64ToBytes(party.publicKeySpki, 'registered public key'));
   if (hex.length !== ED25519_SPKI_PREFIX.length + 64 || !hex.startsWith(ED25519_SPKI_PREFIX))

@@ -21,6 +21,7 @@ import { isoMicros } from '../hashing/inspect.js';
 import { fromUnits } from '../intent/decimal.js';
 import { type InstrumentId, type TransferIntent, TransferIntentSchema } from '../intent/model.js';
 import { WITHDRAWAL_COMMAND_PREFIX } from '../store/repos/withdrawals.js';
+import { withArticle } from '../text/english.js';
 import { type FlowContext, partyOf, requireValidator } from './context.js';
 import {
   type Holding,
@@ -199,7 +200,7 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
     if (bad)
       throw new Refusal(
         'bad_request',
-        `input ${bad.cid} is locked or not a ${instrumentText(instrument)} holding`,
+        `input ${bad.cid} is locked or not ${withArticle(instrumentText(instrument))} holding`,
       );
   }
 

@@ -1346,7 +1346,11 @@ function checkStructure(
     const node = nodeById.get(id);
     if (!node) throw new TransactionError('seed', path, `seed names node ${id}, which does not exist`);
     if (node.type !== 'create' && node.type !== 'exercise' && !lenient)
-      throw new TransactionError('seed', path, `seed given for a ${node.type} node, which is never seeded`);
+      throw new TransactionError(
+        'seed',
+        path,
+        `a seed is given for this ${node.type} node, which is never seeded`,
+      );
     seedById.set(id, s.seed);
   });
   for (const [id, node] of nodeById) {

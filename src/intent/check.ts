@@ -18,6 +18,7 @@
  */
 import { templateName } from '../hashing/inspect.js';
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
+import { withArticle } from '../text/english.js';
 import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
 import { decimalEquals } from './decimal.js';
 import {
@@ -38,7 +39,6 @@ import {
   type IntentProblem,
   type IntentProblemReason,
   type RecognisedAction,
-  withArticle,
 } from './model.js';
 import { REASON_KEY, recogniseActions } from './recognise.js';
 import { parseInstantMicros, sameInstant } from './time.js';
@@ -277,7 +277,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       if (intent.transferKind !== undefined && a.transferKind !== intent.transferKind)
         add(
           'transfer_kind_mismatch',
-          `the transfer is ${a.transferKind === undefined ? 'of no recognisable kind' : `a ${a.transferKind} transfer`} but the intent asks for a ${intent.transferKind} transfer.`,
+          `the transfer is ${a.transferKind === undefined ? 'of no recognisable kind' : `${withArticle(a.transferKind)} transfer`} but the intent asks for ${withArticle(intent.transferKind)} transfer.`,
           `${at}: transfer kind`,
         );
       return;
@@ -471,7 +471,7 @@ function checkConsequences(
       if (ours && allowedCreates && !allowedCreates.has(templateKey(n)))
         add(
           'unexplained_create',
-          `node ${d.nodeId} creates a ${templateName(n.packageName, n.templateId)} that ${party} is a party to, which ${withArticle(intent.kind)} does not create.`,
+          `node ${d.nodeId} creates ${withArticle(templateName(n.packageName, n.templateId))} that ${party} is a party to, which ${withArticle(intent.kind)} does not create.`,
           where,
         );
       continue;

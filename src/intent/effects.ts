@@ -9,6 +9,7 @@
  */
 import { templateName } from '../hashing/inspect.js';
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
+import { withArticle } from '../text/english.js';
 import { isInstructionEntity } from './allow.js';
 import { addDecimals, decimalEquals } from './decimal.js';
 import { type CreatedHolding, holdingOf, instrumentText, sameInstrument } from './holdings.js';
@@ -18,7 +19,6 @@ import {
   type Intent,
   type IntentProblemReason,
   type RecognisedAction,
-  withArticle,
 } from './model.js';
 import { REASON_KEY } from './recognise.js';
 import { sameInstant } from './time.js';
@@ -134,7 +134,7 @@ export function checkHoldings(
     if (owner === undefined) {
       add(
         'unexplained_create',
-        `node ${s.nodeId} creates a ${s.h.entity} whose owner cannot be read; ${withArticle(intent.kind)} may create holdings only for ${listOf([...rules.owners])}.`,
+        `node ${s.nodeId} creates ${withArticle(s.h.entity)} whose owner cannot be read; ${withArticle(intent.kind)} may create holdings only for ${listOf([...rules.owners])}.`,
         where,
       );
       continue;
@@ -143,13 +143,13 @@ export function checkHoldings(
     if (toSender && !s.transient && !isChange)
       add(
         'unexplained_create',
-        `node ${s.nodeId} creates a ${s.h.entity} of ${amount(s)} for the sender ${owner}, which is not change: the receiver is credited ${credited ?? 'nothing readable'} but the instruction says ${a?.amounts.amount ?? 'no amount'}.`,
+        `node ${s.nodeId} creates ${withArticle(s.h.entity)} of ${amount(s)} for the sender ${owner}, which is not change: the receiver is credited ${credited ?? 'nothing readable'} but the instruction says ${a?.amounts.amount ?? 'no amount'}.`,
         where,
       );
     else if (!toSender && !rules.owners.has(owner)) {
       add(
         'unexplained_create',
-        `node ${s.nodeId} creates a ${s.h.entity} of ${amount(s)} owned by ${owner}, who is not a party to the ${intent.kind}.`,
+        `node ${s.nodeId} creates ${withArticle(s.h.entity)} of ${amount(s)} owned by ${owner}, who is not a party to the ${intent.kind}.`,
         where,
       );
       continue;
@@ -157,7 +157,7 @@ export function checkHoldings(
     if (rules.instrument !== undefined && !ofInstrument(s))
       add(
         'instrument_mismatch',
-        `node ${s.nodeId} creates a ${s.h.entity} of ${instrumentText(s.h.instrument)} for ${owner} but the ${intent.kind} is for ${instrumentText(rules.instrument)}.`,
+        `node ${s.nodeId} creates ${withArticle(s.h.entity)} of ${instrumentText(s.h.instrument)} for ${owner} but the ${intent.kind} is for ${instrumentText(rules.instrument)}.`,
         where,
       );
   }
@@ -250,7 +250,7 @@ export function checkInputs(
     if (!h)
       add(
         'inputs_mismatch',
-        `input ${cid} is a ${templateName(c.packageName, c.templateId)}, not a holding.`,
+        `input ${cid} is ${withArticle(templateName(c.packageName, c.templateId))}, not a holding.`,
         `${at}: inputs`,
       );
     else if (h.owner !== owner)
@@ -363,7 +363,7 @@ export function checkInstructions(
     for (const c of created.filter(isInstruction))
       add(
         'unexplained_create',
-        `node ${c.nodeId} creates a transfer instruction (${templateName(c.node.packageName, c.node.templateId)}) but the transfer is a ${a.transferKind ?? 'transfer of no recognisable kind'}.`,
+        `node ${c.nodeId} creates a transfer instruction (${templateName(c.node.packageName, c.node.templateId)}) but the transfer is ${withArticle(a.transferKind ?? 'transfer of no recognisable kind')}.`,
         `node ${c.nodeId}`,
       );
     return;
@@ -415,7 +415,7 @@ export function checkMetaValues(
     if (stated === 'reason-compared' && e.key === REASON_KEY) continue;
     const want = stated !== 'reason-compared' && Object.hasOwn(stated, e.key) ? stated[e.key] : undefined;
     if (want !== undefined && x.kind === 'text' && x.value === want) continue;
-    const shown = x.kind === 'text' ? JSON.stringify(x.value) : `a ${x.kind}`;
+    const shown = x.kind === 'text' ? JSON.stringify(x.value) : withArticle(x.kind);
     add(
       'memo_mismatch',
       want === undefined

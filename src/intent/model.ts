@@ -271,8 +271,3 @@ export type IntentProblemReason =
   | 'unexplained_exercise' // an exercise acting for the party that the action does not explain
   | 'unexplained_create' // value created for someone the action does not name
   | 'unexplained_archive'; // a contract of the party consumed that the action does not explain
-
-/** `word` after its indefinite article, for messages: "an exercise", "a transfer". */
-export function withArticle(word: string): string {
-  return `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
-}

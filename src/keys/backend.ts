@@ -87,8 +87,10 @@ export class KeyError extends Error {
   constructor(
     readonly code: KeyErrorCode,
     message: string,
+    /** The system error behind it (a file's errno), for callers that explain it; never a secret. */
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 

@@ -18,6 +18,11 @@ export interface SignerConfig {
   interactive?: boolean;
   /** Ask twice (when creating keys interactively). */
   confirmPassphrase?: boolean;
+  /**
+   * Called with the file keystore's passphrase before it is first used (e.g.
+   * to refuse a weak one for a new keystore); what it throws stops the use.
+   */
+  onPassphrase?: (passphrase: string) => void;
   /** Open the PKCS#11 backend if configured (default true). */
   pkcs11?: boolean;
   env?: NodeJS.ProcessEnv;
@@ -35,13 +40,15 @@ export async function openSigner(config: SignerConfig = {}): Promise<Signer> {
   const file = new FileBackend({
     dir: keystoreDir(env, config.keystore),
     // Asked for only when a key must be encrypted or decrypted, and then once.
-    passphrase: () => {
+    passphrase: async () => {
       cached ??= getSecret(PASSPHRASE, {
         interactive: config.interactive,
         confirm: config.confirmPassphrase,
         env,
       });
-      return cached;
+      const p = await cached;
+      config.onPassphrase?.(p);
+      return p;
     },
   });
   let pkcs11: KeyBackend | undefined;

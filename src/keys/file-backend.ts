@@ -38,6 +38,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
+import { withArticle } from '../text/english.js';
 import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import { ioError, writeExclusive } from './key-files.js';
 import { KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey } from './schemes.js';
@@ -219,7 +220,7 @@ export class FileBackend implements KeyBackend {
     if (!scheme)
       throw new KeyError(
         'unsupported_scheme',
-        `cannot import this ${key.asymmetricKeyType} key${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}: supported are Ed25519, ECDSA P-256, secp256k1 and P-384`,
+        `cannot import ${withArticle(`${key.asymmetricKeyType} key`)}${key.asymmetricKeyDetails?.namedCurve ? ` on ${key.asymmetricKeyDetails.namedCurve}` : ''}: supported are Ed25519, ECDSA P-256, secp256k1 and P-384`,
       );
     return this.store(label, scheme, key);
   }

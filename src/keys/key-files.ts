@@ -16,7 +16,7 @@ import { KeyError } from './backend.js';
 
 export function ioError(what: string, e: unknown): KeyError {
   const code = (e as NodeJS.ErrnoException)?.code;
-  return new KeyError('keystore_io', `${what}${code ? ` (${code})` : ''}`);
+  return new KeyError('keystore_io', `${what}${code ? ` (${code})` : ''}`, { cause: e });
 }
 
 /** Where a folder cannot be opened or fsynced (Windows, some network and FUSE file systems). */

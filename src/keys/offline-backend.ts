@@ -15,10 +15,20 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN, fingerprint } from '../hashing/canton-hash.js';
 import { STANDARD_BASE64 } from '../hashing/input.js';
+import { withArticle } from '../text/english.js';
 import { type BackendKey, backendKeyOf, checkLabel, type KeyBackend, KeyError } from './backend.js';
 import type { KeyFileProblem } from './file-backend.js';
 import { ioError, writeExclusive } from './key-files.js';
-import { isKeyScheme, KEY_SCHEMES, type KeyScheme, SCHEMES, schemeOfKey, spkiFromRaw } from './schemes.js';
+import {
+  aKeyOf,
+  isKeyScheme,
+  KEY_SCHEMES,
+  type KeyScheme,
+  SCHEMES,
+  schemeOfKey,
+  schemeTitle,
+  spkiFromRaw,
+} from './schemes.js';
 
 export const OFFLINE_KEY_FORMAT = 'canton-signer/offline-public-key';
 export const OFFLINE_KEY_VERSION = 1;
@@ -74,17 +84,19 @@ export function canonicalSpki(scheme: KeyScheme, spki: Uint8Array): Buffer {
   } catch {
     throw new KeyError(
       'invalid_key_material',
-      `not an ${scheme} public key: the ${spki.length} bytes given are not a SubjectPublicKeyInfo (SPKI) DER`,
+      `not ${withArticle(`${schemeTitle(scheme)} public key`)}: the ${spki.length} bytes given are not a SubjectPublicKeyInfo (SPKI) DER`,
     );
   }
   const actual = schemeOfKey(key);
   if (actual !== scheme) {
-    const what =
-      actual ??
-      `${key.asymmetricKeyType ?? 'unknown'}${key.asymmetricKeyDetails?.namedCurve ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key`;
+    const what = actual
+      ? aKeyOf(actual)
+      : withArticle(
+          `${key.asymmetricKeyType ?? 'unknown'}${key.asymmetricKeyDetails?.namedCurve ? ` ${key.asymmetricKeyDetails.namedCurve}` : ''} key`,
+        );
     throw new KeyError(
       'invalid_key_material',
-      `not an ${scheme} public key: the SPKI holds a key of another kind (${what})`,
+      `not ${withArticle(`${schemeTitle(scheme)} public key`)}: the SPKI holds ${what}`,
     );
   }
   const jwk = key.export({ format: 'jwk' });

@@ -68,7 +68,8 @@ export function secretFromEnv(src: SecretSource, env: NodeJS.ProcessEnv = proces
     if (e instanceof KeyError) throw e;
     throw new KeyError(
       'keystore_io',
-      `cannot read the ${src.what} file named by ${src.fileEnv} (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      `cannot read the ${src.what} file ${file} (named by ${src.fileEnv}) (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+      { cause: e },
     );
   } finally {
     if (fd !== undefined) closeSync(fd);
@@ -76,6 +77,14 @@ export function secretFromEnv(src: SecretSource, env: NodeJS.ProcessEnv = proces
   const value = text.replace(/\r?\n$/, '');
   if (value === '') throw new KeyError(src.missing, `the ${src.what} file named by ${src.fileEnv} is empty`);
   return value;
+}
+
+/** The shortest passphrase a new keystore takes, in characters (after NFC normalisation). */
+export const MIN_PASSPHRASE_LENGTH = 12;
+
+/** Whether `p` is shorter than MIN_PASSPHRASE_LENGTH characters; never says what `p` is. */
+export function isShortPassphrase(p: string): boolean {
+  return [...p.normalize('NFC')].length < MIN_PASSPHRASE_LENGTH;
 }
 
 /** Reads a line from the terminal without echoing it. */

@@ -9,6 +9,7 @@
  * bytes it is given; signatures are DER-encoded.
  */
 import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
+import { withArticle } from '../text/english.js';
 
 export type KeyScheme = 'ed25519' | 'ecdsa-p256' | 'ecdsa-secp256k1' | 'ecdsa-p384';
 
@@ -40,6 +41,8 @@ export interface SchemeInfo {
   ecParams: Buffer;
   /** Bytes of one coordinate / of the raw public key (Ed25519). */
   fieldBytes: number;
+  /** The name people know it by, for messages: `Ed25519`, `ECDSA P-256`. */
+  title: string;
 }
 
 export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
@@ -51,6 +54,7 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     digest: null,
     ecParams: Buffer.from('06032b6570', 'hex'), // 1.3.101.112
     fieldBytes: 32,
+    title: 'Ed25519',
   },
   'ecdsa-p256': {
     scheme: 'ecdsa-p256',
@@ -61,6 +65,7 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     curve: 'prime256v1',
     ecParams: Buffer.from('06082a8648ce3d030107', 'hex'), // 1.2.840.10045.3.1.7
     fieldBytes: 32,
+    title: 'ECDSA P-256',
   },
   'ecdsa-secp256k1': {
     scheme: 'ecdsa-secp256k1',
@@ -71,6 +76,7 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     curve: 'secp256k1',
     ecParams: Buffer.from('06052b8104000a', 'hex'), // 1.3.132.0.10
     fieldBytes: 32,
+    title: 'ECDSA secp256k1',
   },
   'ecdsa-p384': {
     scheme: 'ecdsa-p384',
@@ -81,8 +87,19 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     curve: 'secp384r1',
     ecParams: Buffer.from('06052b81040022', 'hex'), // 1.3.132.0.34
     fieldBytes: 48,
+    title: 'ECDSA P-384',
   },
 };
+
+/** `an Ed25519 key`, `an ECDSA P-256 key`: a scheme's key, for messages; any other text (e.g. an algorithm name) as it is. */
+export function aKeyOf(scheme: string): string {
+  return `${withArticle(schemeTitle(scheme))} key`;
+}
+
+/** `Ed25519`, `ECDSA P-256`; any other text as it is. */
+export function schemeTitle(scheme: string): string {
+  return isKeyScheme(scheme) ? SCHEMES[scheme].title : scheme;
+}
 
 export function isKeyScheme(s: string): s is KeyScheme {
   return (KEY_SCHEMES as readonly string[]).includes(s);

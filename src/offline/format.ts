@@ -239,8 +239,27 @@ function strictParse<T>(schema: z.ZodType<T>, value: unknown, root: string, what
 }
 
 /** Parses a request envelope (text or parsed JSON); refuses unknown versions and members, naming the field. */
+/** `canton-signer/air-gap-request@…` or `…-response@…` at the top of `json` or in its `request`. */
+function airGapKind(json: unknown): 'request' | 'response' | undefined {
+  const o = (typeof json === 'object' && json !== null ? json : {}) as {
+    format?: unknown;
+    request?: { format?: unknown };
+  };
+  for (const f of [o.format, o.request?.format])
+    if (typeof f === 'string') {
+      if (f.startsWith('canton-signer/air-gap-request@')) return 'request';
+      if (f.startsWith('canton-signer/air-gap-response@')) return 'response';
+    }
+  return undefined;
+}
+
 export function parseRequestEnvelope(input: string | unknown): AirGapRequestEnvelope {
   const json = parseJson(input, 'air-gap request');
+  if (airGapKind(json) === 'response')
+    throw new AirGapError(
+      'malformed',
+      "this is an air-gap response (the offline signer's answer), not a request: take it to the online machine and give it to `canton-signer import`; `offline verify` and `offline sign` read the request that `canton-signer export` wrote",
+    );
   const format = (json as { request?: { format?: unknown } } | null)?.request?.format;
   if (
     typeof format === 'string' &&
@@ -257,6 +276,11 @@ export function parseRequestEnvelope(input: string | unknown): AirGapRequestEnve
 
 export function parseResponse(input: string | unknown): AirGapResponse {
   const json = parseJson(input, 'air-gap response');
+  if (airGapKind(json) === 'request')
+    throw new AirGapError(
+      'malformed',
+      'this is an air-gap request (what `canton-signer export` wrote), not a response: sign it on the offline machine with `canton-signer offline sign`, then import the response it writes',
+    );
   const format = (json as { format?: unknown } | null)?.format;
   if (
     typeof format === 'string' &&

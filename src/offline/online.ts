@@ -22,7 +22,7 @@ import { describeWindow } from '../flows/window.js';
 import { fingerprint } from '../hashing/canton-hash.js';
 import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
 import { KeyError } from '../keys/backend.js';
-import { SCHEMES, verifySignature } from '../keys/schemes.js';
+import { aKeyOf, SCHEMES, verifySignature } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
 import type { Json } from '../store/canonical.js';
 import type { Store } from '../store/index.js';
@@ -370,7 +370,7 @@ export class OnlineAirGap {
       if (s.signingAlgorithmSpec !== info.algorithm || s.format !== info.format)
         throw new AirGapError(
           'signature_invalid',
-          `signature ${i} is ${s.format} / ${s.signingAlgorithmSpec}; an ${party.scheme} key signs ${info.format} / ${info.algorithm}`,
+          `signature ${i} is ${s.format} / ${s.signingAlgorithmSpec}; ${aKeyOf(party.scheme)} signs ${info.format} / ${info.algorithm}`,
           `${field}.${s.format !== info.format ? 'format' : 'signingAlgorithmSpec'}`,
         );
       let bytes: Uint8Array;

@@ -20,7 +20,7 @@ import { base64ToBytes, bytesToHex } from '../hashing/input.js';
 import { inspectTransaction, renderInspectText } from '../hashing/inspect.js';
 import type { Intent, RecognisedAction } from '../intent/model.js';
 import { checkTopology, participantUidOf } from '../intent/topology.js';
-import type { KeyScheme } from '../keys/schemes.js';
+import { aKeyOf, type KeyScheme } from '../keys/schemes.js';
 import type { CantonSignature, KeyDescription, Signer } from '../keys/signer.js';
 import {
   AirGapError,
@@ -148,7 +148,7 @@ function requestParty(request: AirGapRequest): { party: SigningParty; spki: Uint
   if (algorithm !== request.key.scheme)
     throw new AirGapError(
       'key_mismatch',
-      `the party's key in the request is a ${algorithm} key, not ${request.key.scheme} as stated`,
+      `the party's key in the request is ${aKeyOf(algorithm)}, not ${aKeyOf(request.key.scheme)} as stated`,
       'request.key.scheme',
     );
   let ns: string;

@@ -47,7 +47,7 @@ export function registerSandboxAdminRoutes(app: FastifyInstance, ctx: SandboxCon
   app.get('/sandbox/info', config, async () => ({
     dsoParty: net.dso,
     validatorParty: net.validatorParty,
-    participantId: net.participantUid,
+    participantId: net.participantId,
     synchronizerId: net.synchronizerId,
     migrationId: net.migrationId,
     ansSuffix: `.unverified.${net.ansLabel}`,

@@ -7,6 +7,7 @@
  * (bigint, functions, symbols, non-finite numbers) is refused.
  */
 import { createHash } from 'node:crypto';
+import { withArticle } from '../text/english.js';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -31,7 +32,7 @@ export function canonicalJson(value: unknown): string {
       return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
     }
     default:
-      throw new TypeError(`canonical JSON: a ${typeof value} is not a JSON value`);
+      throw new TypeError(`canonical JSON: ${withArticle(typeof value)} is not a JSON value`);
   }
 }
 

@@ -22,7 +22,7 @@ export interface PartyRecord {
   publicKeySpki: string;
   /** Onboarding path. */
   via: 'validator' | 'ledger-api';
-  /** The participant hosting the party (`PAR::…`). */
+  /** The participant hosting the party, as the Ledger API names it (`participant1::1220…`, no `PAR::`). */
   participantUid?: string;
   synchronizerId?: string;
   /** ANS name, when the party has one. */

@@ -277,6 +277,42 @@ describe('canton-signer party', () => {
     );
     expect(text.stdout).toContain('dust:         1 holding');
   });
+
+  it('--participant takes the id with or without PAR::; the party is booked and shown without it', async () => {
+    const id = net().participantId;
+    const r = await cli(
+      withSandbox(
+        'party',
+        'onboard',
+        '--hint',
+        'cli-par',
+        '--key',
+        'cli-ed',
+        '--participant',
+        `PAR::${id}`,
+        '--json',
+      ),
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const booked = JSON.parse(r.stdout) as { party: { partyId: string; participantUid: string } };
+    expect(booked.party.participantUid).toBe(id);
+    const again = await cli(
+      withSandbox('party', 'onboard', '--hint', 'cli-par', '--key', 'cli-ed', '--participant', id),
+    );
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`participant:  ${id}\n`);
+    expect(again.stdout).not.toContain('PAR::');
+    const shown = await cli(withSandbox('party', 'show', booked.party.partyId));
+    expect(shown.stdout).toContain(`participant:  ${id}\n`);
+  });
+
+  it('a party hint where a party is expected: exit 2 with the party id suggested', async () => {
+    const r = await cli(withSandbox('party', 'balance', 'cli-par'));
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      `canton-signer: PARTY: cli-par is a party hint, not a party id: did you mean cli-par::${edFp}? (\`canton-signer party list\` shows the party book)\n`,
+    );
+  });
 });
 
 describe('the Ledger API user', () => {

@@ -144,4 +144,90 @@ describe('canton-signer transfer / offers / holdings', () => {
     const missing = await cli(['transfer', '--from', alice.partyId, '--amount', '1']);
     expect(missing.status).toBe(2);
   });
+
+  it('bad flow arguments exit 2 naming the option and the form, before anything is asked of the network', async () => {
+    const ledgerEnd = sb.ctx.net.store.ledgerEnd();
+    const usage = async (args: string[], line: string) => {
+      const r = await cli(args);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toBe(`canton-signer: ${line}\n`);
+      expect(r.status).toBe(2);
+    };
+    const t = (...more: string[]) => ['transfer', '--from', alice.partyId, '--to', bob.partyId, ...more];
+    await usage(t('--amount', '12,5'), '--amount: 12,5 uses a comma: write the decimals after a dot (12.5)');
+    await usage(
+      t('--amount', '1.00000000001'),
+      '--amount: 1.00000000001 has more than 10 decimals: expected a decimal number with a dot and at most 10 decimals, e.g. 12.5',
+    );
+    await usage(
+      t('--amount', 'ten'),
+      '--amount: expected a decimal number with a dot and at most 10 decimals, e.g. 12.5; got ten',
+    );
+    await usage(t('--amount', '0'), '--amount: must be more than 0; got 0');
+    await usage(
+      t('--amount', '1', '--execute-before', 'tomorrow'),
+      '--execute-before: expected an ISO-8601 time with a time zone, e.g. 2030-01-31T12:00:00Z; got tomorrow',
+    );
+    await usage(
+      t('--amount', '1', '--execute-before', '2001-01-01T00:00:00Z'),
+      '--execute-before: 2001-01-01T00:00:00Z is not in the future: give a later time',
+    );
+    // A hint is not a party id: the party book's party with that hint is suggested.
+    await usage(
+      ['transfer', '--from', 'alice', '--to', bob.partyId, '--amount', '1'],
+      `--from: alice is a party hint, not a party id: did you mean ${alice.partyId}? (\`canton-signer party list\` shows the party book)`,
+    );
+    await usage(
+      ['transfer', '--from', alice.partyId, '--to', 'nobody', '--amount', '1'],
+      '--to: nobody is neither a party id (hint::1220…) nor an ANS name (name.unverified.cns)',
+    );
+    await usage(
+      ['transfer', '--from', 'alice::12', '--to', bob.partyId, '--amount', '1'],
+      '--from: alice::12 is not a well-formed party id: expected hint::1220 followed by 64 hexadecimal digits',
+    );
+    await usage(
+      ['holdings', 'merge', alice.partyId, '--batch', '1'],
+      '--batch: expected a whole number from 2 to 100; got 1',
+    );
+    await usage(
+      ['holdings', 'merge', alice.partyId, '--fee-reserve', '-1'],
+      '--fee-reserve: expected a decimal number with a dot and at most 10 decimals, e.g. 12.5 (or 0); got -1',
+    );
+    await usage(
+      ['holdings', 'list', 'bob'],
+      `PARTY: bob is a party hint, not a party id: did you mean ${bob.partyId}? (\`canton-signer party list\` shows the party book)`,
+    );
+    expect(sb.ctx.net.store.ledgerEnd()).toBe(ledgerEnd);
+  });
+
+  it('a sandbox that is not running: one sentence naming the URL and how to start it (exit 1)', async () => {
+    const r = await runCli(
+      ['holdings', 'list', alice.partyId, '--sandbox', 'http://127.0.0.1:9', '--keystore', dir],
+      { env: cliEnv({ CANTON_SIGNER_PASSPHRASE: PASSPHRASE }) },
+    );
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(
+      'canton-signer: cannot reach the sandbox at http://127.0.0.1:9: nothing answers there (ECONNREFUSED): start it with `npx canton-signer sandbox` (default port 7575), or check --sandbox\n',
+    );
+    const direct = await runCli(
+      [
+        'holdings',
+        'list',
+        alice.partyId,
+        '--ledger-api',
+        'http://127.0.0.1:9',
+        '--validator',
+        'http://127.0.0.1:9/api/validator',
+        '--user',
+        'u',
+        '--keystore',
+        dir,
+      ],
+      { env: cliEnv({ CANTON_SIGNER_PASSPHRASE: PASSPHRASE }) },
+    );
+    expect(direct.status).toBe(1);
+    expect(direct.stderr).toMatch(
+      /^canton-signer: cannot reach (the Ledger API|the validator)\S* at http:\/\/127\.0\.0\.1:9\S*: nothing answers there \(ECONNREFUSED\): check that it runs and that --(ledger-api|validator) \(CANTON_SIGNER_(LEDGER_API|VALIDATOR)_URL\) is right\n$/,
+    );
+  });
 });

@@ -229,3 +229,99 @@ describe('secrets and failures', () => {
     ]);
   });
 });
+
+describe('errors a person understands', () => {
+  it('a mistyped option is reported with a suggestion, before a missing required option', async () => {
+    const r = await cli(['keys', 'create', '--lable', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("canton-signer: unknown option '--lable' (did you mean --label?)\n");
+    const cmd = await cli(['keys', 'crate', '--label', 'x']);
+    expect(cmd.code).toBe(2);
+    expect(cmd.stderr).toBe("canton-signer: unknown command 'crate' (did you mean create?)\n");
+    const missing = await cli(['keys', 'create']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe("canton-signer: required option '--label <name>' not specified\n");
+  });
+
+  it('a keystore path that is a file: exit 2 naming the path and the option, no ENOTDIR', async () => {
+    const file = join(dir, 'not-a-folder');
+    writeFileSync(file, 'x');
+    const r = await cli(['keys', 'create', '--label', 'x', '--keystore', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `canton-signer: the keystore ${file} is a file, not a folder: give --keystore a folder (it is created when missing)\n`,
+    );
+    const env = await cli(['keys', 'list'], { CANTON_SIGNER_KEYSTORE: file });
+    expect(env.code).toBe(2);
+    expect(env.stderr).toContain('give CANTON_SIGNER_KEYSTORE a folder');
+    // A file further up the path: one sentence naming that file, the code only in brackets.
+    const below = await cli(['keys', 'list', '--keystore', join(file, 'sub')]);
+    expect(below.code).toBe(1);
+    expect(below.stderr).toBe(
+      `canton-signer: keystore_io: cannot list keystore ${join(file, 'sub')}: ${file} is a file where a folder is expected (ENOTDIR): give a folder path, or move the file away\n`,
+    );
+  });
+
+  it('a passphrase file that does not exist is named, with what to check', async () => {
+    const missing = join(dir, 'no-such-passphrase-file');
+    const r = await cli(['keys', 'sign', 'cli-ed25519', '--hash', '00'.repeat(32)], {
+      CANTON_SIGNER_PASSPHRASE: '',
+      CANTON_SIGNER_PASSPHRASE_FILE: missing,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `canton-signer: keystore_io: cannot read the keystore passphrase file ${missing} (named by CANTON_SIGNER_PASSPHRASE_FILE): ${missing} does not exist (ENOENT): check the path\n`,
+    );
+  });
+
+  it('a short passphrase is refused for a new keystore (exit 2, nothing written) and warned about in one with keys', async () => {
+    const fresh = join(dir, 'weak-keystore');
+    const short = 'tiny-pass';
+    const r = await cli(['keys', 'create', '--label', 'w'], {
+      CANTON_SIGNER_KEYSTORE: fresh,
+      CANTON_SIGNER_PASSPHRASE: short,
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'canton-signer: the keystore passphrase is shorter than 12 characters: choose a longer one (a few words) for a new keystore; no key was written\n',
+    );
+    expect(r.stdout + r.stderr).not.toContain(short);
+    expect(readdirSync(fresh)).toEqual([]);
+    const imported = await cli(
+      ['keys', 'import', '--label', 'w'],
+      { CANTON_SIGNER_KEYSTORE: fresh, CANTON_SIGNER_PASSPHRASE: short },
+      `${randomBytes(32).toString('hex')}\n`,
+    );
+    expect(imported.code).toBe(2);
+    expect(readdirSync(fresh)).toEqual([]);
+
+    // A keystore that already has keys under a short passphrase: the key is made, with one warning line.
+    const old = join(dir, 'old-weak-keystore');
+    const { FileBackend } = await import('../../src/keys/file-backend.js');
+    await new FileBackend({ dir: old, passphrase: () => short, scrypt: { N: 2 ** 14, r: 8, p: 1 } }).generate(
+      'first',
+      'ed25519',
+    );
+    const more = await cli(['keys', 'create', '--label', 'second'], {
+      CANTON_SIGNER_KEYSTORE: old,
+      CANTON_SIGNER_PASSPHRASE: short,
+    });
+    expect(more.code, more.stderr).toBe(0);
+    expect(more.stderr).toBe(
+      "canton-signer: warning: this keystore's passphrase is shorter than 12 characters; a longer one protects the keys better (see docs/keys.md)\n",
+    );
+    expect(more.stdout + more.stderr).not.toContain(short);
+  });
+
+  it('key schemes are named with the right article ("an Ed25519 public key", not "a ed25519")', async () => {
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'jwk' });
+    const point = Buffer.concat([
+      Buffer.from([4]),
+      Buffer.from(p256.x as string, 'base64url'),
+      Buffer.from(p256.y as string, 'base64url'),
+    ]).toString('hex');
+    const r = await cli(['keys', 'import-public', 'cold-x', '--scheme', 'ed25519', '--public-key', point]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^canton-signer: invalid_key_material: not an Ed25519 public key: /);
+  });
+});

@@ -184,7 +184,7 @@ describe('online side: import-public', () => {
     ]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('invalid_key_material');
-    expect(wrong.stderr).toContain('ecdsa-secp256k1');
+    expect(wrong.stderr).toContain('not an ECDSA secp256k1 public key');
     const short = await onlineCli([
       'keys',
       'import-public',
@@ -196,7 +196,7 @@ describe('online side: import-public', () => {
     ]);
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('invalid_key_material');
-    expect(short.stderr).toContain('ed25519');
+    expect(short.stderr).toContain('not an Ed25519 public key');
 
     const privPem = join(dir, 'private.pem');
     writeFileSync(

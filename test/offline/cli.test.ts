@@ -418,6 +418,38 @@ describe('offline sign', () => {
   });
 });
 
+describe('offline errors a person understands', () => {
+  it('offline sign without a passphrase: one line before any summary, nothing written', async () => {
+    const out = p('no-passphrase.json');
+    const r = await offline(['sign', requestFile, '--trust', trustPem, '--out', out, '--yes'], {
+      env: { ...env, CANTON_SIGNER_PASSPHRASE: '' },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      'canton-signer: no_passphrase: no keystore passphrase: set CANTON_SIGNER_PASSPHRASE or CANTON_SIGNER_PASSPHRASE_FILE, or run on a terminal\n',
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('a response given to offline verify (and a request given to import) is named for what it is', async () => {
+    const response = p('for-verify-response.json');
+    const signed = await offline(['sign', requestFile, '--trust', trustPem, '--out', response, '--yes']);
+    expect(signed.status, signed.stderr).toBe(0);
+    const r = await offline(['verify', response, '--trust', trustPem]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      "canton-signer: refused (malformed): this is an air-gap response (the offline signer's answer), not a request: take it to the online machine and give it to `canton-signer import`; `offline verify` and `offline sign` read the request that `canton-signer export` wrote\n",
+    );
+    const back = await runCli(['import', requestFile, '--url', 'http://127.0.0.1:9'], { env });
+    expect(back.status).toBe(2);
+    expect(back.stderr).toContain(
+      'this is an air-gap request (what `canton-signer export` wrote), not a response: sign it on the offline machine with `canton-signer offline sign`, then import the response it writes',
+    );
+  });
+});
+
 describe('no network on the offline side', () => {
   let preload: string;
   beforeAll(() => {
@@ -541,7 +573,7 @@ describe('no network on the offline side', () => {
         f.startsWith('store/repos') ||
         f === 'store/db.js' ||
         f.startsWith('sandbox/') ||
-        /^cli\/(?!offline|input|options)/.test(f),
+        /^cli\/(?!offline|input|options|system-errors)/.test(f),
     );
     expect(network).toEqual([]);
     for (const pkg of ['fastify', 'pg', '@electric-sql/pglite', 'undici', 'pino', 'prom-client'])

@@ -48,8 +48,18 @@ describe('canton-signer sandbox', () => {
     expect(dso.dso_party_id).toBe(info.dsoParty);
     const users = await fetch(`${info.validator}/v0/admin/users`);
     expect(users.status).toBe(200);
-    const sandboxInfo = (await (await fetch(`${info.controls}/info`)).json()) as { validatorParty: string };
+    const sandboxInfo = (await (await fetch(`${info.controls}/info`)).json()) as {
+      validatorParty: string;
+      participantId: string;
+    };
     expect(sandboxInfo.validatorParty).toBe(info.validatorParty);
+    // The participant id in the form the Ledger API gives it (no `PAR::`), the same everywhere.
+    const participant = (await (await fetch(`${info.ledgerApi}/v2/parties/participant-id`)).json()) as {
+      participantId: string;
+    };
+    expect(info.participantId).toMatch(/^sandbox-participant-1::1220[0-9a-f]{64}$/);
+    expect(sandboxInfo.participantId).toBe(info.participantId);
+    expect(participant.participantId).toBe(info.participantId);
 
     // The same seed gives the same identities.
     const again = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--json', '--seed', 'cli-test'], {

@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import { parseInstantMicros } from '../../intent/time.js';
+import { withArticle } from '../../text/english.js';
 import type {
   GetOpenAndIssuingMiningRoundsProxyResponse,
   GetOpenAndIssuingMiningRoundsResponse,
@@ -47,7 +48,7 @@ const OpenMiningRoundPayloadSchema = z.object({
 export function openRoundOf(c: SpliceContract): OpenRound {
   if (!c.template_id.endsWith(OPEN_MINING_ROUND))
     throw new Error(
-      `open mining rounds: contract ${c.contract_id} is a ${c.template_id}, not an OpenMiningRound`,
+      `open mining rounds: contract ${c.contract_id} is ${withArticle(c.template_id)}, not an OpenMiningRound`,
     );
   const p = OpenMiningRoundPayloadSchema.safeParse(c.payload);
   const opensAtUs = p.success ? parseInstantMicros(p.data.opensAt) : undefined;

@@ -9,7 +9,7 @@
  */
 import { bytesToHex } from '../../hashing/input.js';
 import type { KeyScheme } from '../../keys/schemes.js';
-import { verifySignature } from '../../keys/schemes.js';
+import { aKeyOf, verifySignature } from '../../keys/schemes.js';
 import { E } from '../errors.js';
 import type { ExternalParty, RegisteredKey } from '../ledger/parties.js';
 
@@ -43,9 +43,9 @@ function problem(
 ): string | undefined {
   if (!key) return `signedBy ${sig.signedBy} is not a registered key of the party`;
   if (!FORMATS[key.scheme].includes(sig.format))
-    return `UnsupportedSignatureFormat: ${sig.format} for a ${key.scheme} key`;
+    return `UnsupportedSignatureFormat: ${sig.format} for ${aKeyOf(key.scheme)}`;
   if (sig.signingAlgorithmSpec !== ALGORITHM[key.scheme])
-    return `KeyAlgoSpecsMismatch: ${sig.signingAlgorithmSpec} for a ${key.scheme} key`;
+    return `KeyAlgoSpecsMismatch: ${sig.signingAlgorithmSpec} for ${aKeyOf(key.scheme)}`;
   const bytes = Buffer.from(sig.signature, 'base64');
   if (!verifySignature(key.scheme, key.spki, hash, bytes))
     return `signature by ${sig.signedBy} does not verify`;

@@ -8,6 +8,7 @@ import type { SigningKeySpec, SigningKeyUsage, SigningPublicKey } from '../../ca
 import { fingerprint, type ParsedPublicKey, parsePublicKey } from '../../hashing/canton-hash.js';
 import { TransactionError } from '../../hashing/errors.js';
 import type { KeyScheme } from '../../keys/schemes.js';
+import { withArticle } from '../../text/english.js';
 import type { RegisteredKey } from '../ledger/parties.js';
 
 /** Topology key spec of each scheme (`crypto.v30.SigningKeySpec`). */
@@ -53,7 +54,7 @@ export function registeredKey(key: SigningPublicKey): RegisteredKey | string {
     return `key format ${f} is not supported for signing keys`;
   if (f === 'raw' && key.publicKey.length !== 32)
     return 'a RAW key must be a 32-byte Ed25519 key (other key specs need SPKI DER)';
-  if (f !== 'raw' && key.publicKey.length === 32) return `a ${f} key cannot be 32 raw bytes`;
+  if (f !== 'raw' && key.publicKey.length === 32) return `${withArticle(f)} key cannot be 32 raw bytes`;
   const parsed = tryParseKey(key.publicKey);
   if (typeof parsed === 'string') return parsed;
   if (SPEC_OF_SCHEME[parsed.algorithm] !== key.keySpec)

@@ -18,7 +18,7 @@ import type {
 } from '../../canton/topology/model.js';
 import { multiHash, parsePartyId } from '../../hashing/canton-hash.js';
 import { TransactionError } from '../../hashing/errors.js';
-import { SCHEMES, verifySignature } from '../../keys/schemes.js';
+import { aKeyOf, SCHEMES, verifySignature } from '../../keys/schemes.js';
 import type { ExternalParty, RegisteredKey } from '../ledger/parties.js';
 import { registeredKey } from './keys.js';
 
@@ -267,9 +267,9 @@ function signatureProblem(
 ): string | undefined {
   const info = SCHEMES[key.scheme];
   if (sig.format !== info.format && sig.format !== 'SIGNATURE_FORMAT_RAW')
-    return `has format ${sig.format}, which a ${key.scheme} key does not produce (UnsupportedSignatureFormat)`;
+    return `has format ${sig.format}, which ${aKeyOf(key.scheme)} does not produce (UnsupportedSignatureFormat)`;
   if (sig.algorithm !== undefined && sig.algorithm !== info.algorithm)
-    return `uses ${sig.algorithm} with a ${key.scheme} key (KeyAlgoSpecsMismatch)`;
+    return `uses ${sig.algorithm} with ${aKeyOf(key.scheme)} (KeyAlgoSpecsMismatch)`;
   if (!verifySignature(key.scheme, key.spki, hash, sig.signature)) return 'does not verify';
   return undefined;
 }
