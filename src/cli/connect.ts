@@ -106,12 +106,7 @@ export async function withConnection<T>(
   try {
     return await run(c);
   } catch (e) {
-    if (isCantonApiError(e) && e.status === 0 && (e.code === 'NETWORK' || e.code === 'TIMEOUT'))
-      throw new CliExit(
-        1,
-        unreachable(c, e.service, e.code === 'NETWORK' ? e.detail : 'TIMEOUT', e.ambiguous),
-      );
-    throw e;
+    throw asUnreachable(e, c);
   } finally {
     await c.close();
   }
@@ -149,12 +144,19 @@ const SERVICE_OPTION: Record<CantonService, [name: string, option: string]> = {
   oauth: ['the OAuth2 token endpoint', 'the token URL in the environment'],
 };
 
-function unreachable(
-  c: Connected,
-  service: CantonService,
-  code: string | undefined,
-  ambiguous: boolean,
-): string {
+/** A request that got no answer, as the sentence of `unreachable` (exit 1); any other error as it is. */
+function asUnreachable(e: unknown, c: Where): unknown {
+  if (isCantonApiError(e) && e.status === 0 && (e.code === 'NETWORK' || e.code === 'TIMEOUT'))
+    return new CliExit(
+      1,
+      unreachable(c, e.service, e.code === 'NETWORK' ? e.detail : 'TIMEOUT', e.ambiguous),
+    );
+  return e;
+}
+
+type Where = Pick<Connected, 'urls' | 'timeoutMs'>;
+
+function unreachable(c: Where, service: CantonService, code: string | undefined, ambiguous: boolean): string {
   const base = service === 'ledger-api' ? c.urls.ledger : service === 'scan' ? c.urls.scan : c.urls.validator;
   const failure = { code, timeoutMs: c.timeoutMs, ambiguous };
   const [name, option] = SERVICE_OPTION[service];
@@ -216,8 +218,18 @@ export async function connect(
     timeoutMs,
     ...optAuth(ledgerAuth),
   });
+  const urls: Connected['urls'] = {
+    ...(sandbox !== undefined ? { sandbox } : {}),
+    ...(ledgerUrl !== undefined ? { ledger: ledgerUrl } : {}),
+    ...(validatorUrl !== undefined ? { validator: validatorUrl } : {}),
+    ...(scanUrl !== undefined ? { scan: scanUrl } : {}),
+  };
   const userId = need.ledger
-    ? await ledgerUser(ledger, opts.user, ledgerAuth !== undefined, sandbox !== undefined)
+    ? await ledgerUser(ledger, opts.user, ledgerAuth !== undefined, sandbox !== undefined).catch(
+        (e: unknown) => {
+          throw asUnreachable(e, { urls, timeoutMs });
+        },
+      )
     : opts.user;
   const validator = validatorUrl
     ? new ValidatorClient({ baseUrl: validatorUrl, timeoutMs, ...optAuth(authFromEnv('VALIDATOR', env)) })
@@ -240,12 +252,7 @@ export async function connect(
   };
   return {
     ctx,
-    urls: {
-      ...(sandbox !== undefined ? { sandbox } : {}),
-      ...(ledgerUrl !== undefined ? { ledger: ledgerUrl } : {}),
-      ...(validatorUrl !== undefined ? { validator: validatorUrl } : {}),
-      ...(scanUrl !== undefined ? { scan: scanUrl } : {}),
-    },
+    urls,
     timeoutMs,
     close: () => signer.close(),
   };

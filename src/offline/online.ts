@@ -15,6 +15,7 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { isCantonApiError, upstreamSentence } from '../canton/errors.js';
 import { type AirGapExporter, AwaitingSignature, type TopologyExport } from '../flows/air-gap.js';
 import type { Verified } from '../flows/pipeline.js';
 import { Refusal } from '../flows/refusal.js';
@@ -453,9 +454,13 @@ export class OnlineAirGap {
     try {
       return await this.withExport(x.id, fn);
     } catch (e) {
-      const reason = e instanceof Refusal ? e.reason : undefined;
+      const reason = e instanceof Refusal ? e.reason : isCantonApiError(e) ? 'upstream_error' : undefined;
       if (reason !== 'outcome_unknown') {
-        const message = e instanceof Error ? e.message : String(e);
+        const message = isCantonApiError(e)
+          ? upstreamSentence(e)
+          : e instanceof Error
+            ? e.message
+            : String(e);
         await this.store.airGap.releaseImport(x.id, actor, {
           reason: reason ?? (e instanceof Error ? e.name : 'error'),
           message: message.slice(0, 1000),

@@ -396,7 +396,7 @@ describe('messages and schemes', () => {
     expect(r.json()).toMatchObject({ label: 'edge-p384', scheme: 'ecdsa-p384' });
   });
 
-  it('a cold key of another scheme is refused in plain words ("an ed25519")', async () => {
+  it('a cold key of another scheme is refused in plain words ("an Ed25519")', async () => {
     const r = await inject({
       method: 'POST',
       url: '/v1/keys',
@@ -404,7 +404,7 @@ describe('messages and schemes', () => {
       payload: { label: 'edge-cold', scheme: 'ed25519', backend: 'offline', publicKey: 'AAAA' },
     });
     expect(r.statusCode).toBe(400);
-    expect(r.json().message).toMatch(/^not an ed25519 public key/);
+    expect(r.json().message).toMatch(/^not an Ed25519 public key/);
   });
 });
 

@@ -268,7 +268,7 @@ describe('cold keys (backend offline)', () => {
     });
     expect(r.statusCode).toBe(400);
     expect(r.json().code).toBe('invalid_key_material');
-    expect(r.json().message).toContain('ed25519');
+    expect(r.json().message).toContain('Ed25519');
     const audit = await listAudit(env.store.db, { subject: 'key:k-cold-wrong' });
     expect(audit.map((a) => a.action)).toEqual(['key.create', 'key.create_refused']);
     expect(audit[1]!.details).toMatchObject({ backend: 'offline', code: 'invalid_key_material' });
