@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
 let p: ServeProcess;
@@ -32,15 +32,7 @@ beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'canton-signer-dev-banner-'));
   p = startServe(['--dev'], {
     cwd,
-    env: {
-      CANTON_SIGNER_PORT: '0',
-      CANTON_SIGNER_PASSPHRASE: undefined,
-      CANTON_SIGNER_PASSPHRASE_FILE: undefined,
-      CANTON_SIGNER_CONFIG: undefined,
-      CANTON_SIGNER_KEYSTORE: undefined,
-      CANTON_SIGNER_DATA_DIR: undefined,
-      CANTON_SIGNER_LOG_LEVEL: undefined,
-    },
+    env: devEnv({ CANTON_SIGNER_LOG_LEVEL: undefined }),
   });
   await p.waitFor(/See it and the others[^\n]*\n[^\n]*\n/, 120_000);
   banner = p.stdout();

@@ -16,7 +16,7 @@ import type { Signer } from '../../src/keys/signer.js';
 import { parseRequestEnvelope, trustedExportKey } from '../../src/offline/format.js';
 import { reviewRequest, signReview } from '../../src/offline/review.js';
 import { testSigner } from '../support/flow-env.js';
-import { type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
 let coldDir: string;
@@ -45,15 +45,7 @@ beforeAll(async () => {
   cold = testSigner(coldDir, 'offline machine passphrase');
   p = startServe(['--dev'], {
     cwd,
-    env: {
-      CANTON_SIGNER_PORT: '0',
-      CANTON_SIGNER_PASSPHRASE: undefined,
-      CANTON_SIGNER_PASSPHRASE_FILE: undefined,
-      CANTON_SIGNER_CONFIG: undefined,
-      CANTON_SIGNER_KEYSTORE: undefined,
-      CANTON_SIGNER_DATA_DIR: undefined,
-      CANTON_SIGNER_LOG_LEVEL: 'warn',
-    },
+    env: devEnv({ CANTON_SIGNER_LOG_LEVEL: 'warn' }),
   });
   const token = (await p.waitFor(/export TOKEN=(\S+)/, 90_000))[1]!;
   auth = { authorization: `Bearer ${token}` };

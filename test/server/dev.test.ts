@@ -14,7 +14,7 @@ import { createVerifier } from '../../src/server/auth.js';
 import { configSchema } from '../../src/server/config.js';
 import { DEV_AUDIENCE, DEV_ISSUER, DEV_PASSPHRASE, DEV_TOKEN_ROLES } from '../../src/server/dev.js';
 import { cliEnv, runCli } from '../support/cli.js';
-import { type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
 beforeAll(async () => {
@@ -37,13 +37,7 @@ interface DevRun {
 async function startDev(): Promise<DevRun> {
   const p = startServe(['--dev'], {
     cwd,
-    env: {
-      CANTON_SIGNER_PORT: '0',
-      CANTON_SIGNER_PASSPHRASE: undefined,
-      CANTON_SIGNER_PASSPHRASE_FILE: undefined,
-      CANTON_SIGNER_CONFIG: undefined,
-      CANTON_SIGNER_LOG_LEVEL: 'warn',
-    },
+    env: devEnv(),
   });
   const token = (await p.waitFor(/export TOKEN=(\S+)/, 60_000))[1]!;
   return {
@@ -184,17 +178,6 @@ describe('serve --dev and the CLI keystore of the README', () => {
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
-  });
-
-  const devEnv = (extra: Record<string, string | undefined> = {}) => ({
-    CANTON_SIGNER_PORT: '0',
-    CANTON_SIGNER_PASSPHRASE: undefined,
-    CANTON_SIGNER_PASSPHRASE_FILE: undefined,
-    CANTON_SIGNER_CONFIG: undefined,
-    CANTON_SIGNER_KEYSTORE: undefined,
-    CANTON_SIGNER_DATA_DIR: undefined,
-    CANTON_SIGNER_LOG_LEVEL: 'warn',
-    ...extra,
   });
 
   it('a ./keystore under your passphrase: npm start uses its own keystore and starts', async () => {

@@ -17,6 +17,24 @@ export interface ServeProcess {
 
 const running = new Set<ChildProcess>();
 
+/**
+ * The environment of `serve --dev` as `npm start` on a fresh clone has it: a
+ * free port, no passphrase, configuration file, keystore or data folder of the
+ * caller's, and `extra` on top (a value `undefined` removes the variable).
+ */
+export function devEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return {
+    CANTON_SIGNER_PORT: '0',
+    CANTON_SIGNER_PASSPHRASE: undefined,
+    CANTON_SIGNER_PASSPHRASE_FILE: undefined,
+    CANTON_SIGNER_CONFIG: undefined,
+    CANTON_SIGNER_KEYSTORE: undefined,
+    CANTON_SIGNER_DATA_DIR: undefined,
+    CANTON_SIGNER_LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
 export function startServe(
   args: string[],
   opts: { cwd: string; env?: Record<string, string | undefined> },
