@@ -209,9 +209,9 @@ async function runFile(file: string, blocks: DocBlock[]): Promise<{ code: number
   });
   const code = await new Promise<number | null>((resolve) => {
     const timer = setTimeout(() => {
-      output += '\ndocs-run: timed out after 90 s\n';
+      output += '\ndocs-run: timed out after 150 s\n';
       killGroup(child);
-    }, 90_000);
+    }, 150_000);
     // 'exit', not 'close': what the script left in the background still holds its output open.
     child.on('exit', (c) => {
       clearTimeout(timer);
@@ -309,6 +309,6 @@ describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
       const r = await runFile(file, blocks);
       if (process.env.DOCS_RUN_VERBOSE) console.log(r.output);
       expect(r.code, `${file} failed:\n${r.output}`).toBe(0);
-    }, 100_000);
+    }, 160_000);
   }
 });
