@@ -20,9 +20,14 @@
  *   `<!-- docs-run: skip (why) -->`. A block that fails because of a known bug
  *   being fixed elsewhere has `<!-- docs-run: known-broken (area: what fails) -->`:
  *   skipped, and listed loudly. A marker without a reason fails the test.
+ * - A block that needs a system tool the project's CI installs (SoftHSM2) has
+ *   `<!-- docs-run: needs (softhsm2-util) -->`: it runs where the tool is on the
+ *   PATH, and always in CI (CI set: a missing tool fails there); elsewhere it is
+ *   skipped with a warning, as the HSM tests are.
  * - Whatever a script started is killed at its end (its whole process group).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -34,7 +39,7 @@ interface DocBlock {
   /** 1-based line of the opening fence. */
   line: number;
   code: string;
-  marker?: { kind: 'skip' | 'known-broken'; reason: string };
+  marker?: { kind: 'skip' | 'known-broken' | 'needs'; reason: string };
 }
 
 const FENCE = /^(\s*)(`{3,})(\S*)\s*$/;
@@ -66,8 +71,8 @@ function shellBlocks(markdown: string, file: string): DocBlock[] {
       if (m) {
         const kind = m[1];
         const reason = (m[2] ?? '').trim();
-        if (kind !== 'skip' && kind !== 'known-broken')
-          throw new Error(`${file}:${i}: unknown docs-run marker "${kind}" (skip or known-broken)`);
+        if (kind !== 'skip' && kind !== 'known-broken' && kind !== 'needs')
+          throw new Error(`${file}:${i}: unknown docs-run marker "${kind}" (skip, known-broken or needs)`);
         if (reason === '') throw new Error(`${file}:${i}: docs-run marker "${kind}" without a reason in (…)`);
         block.marker = { kind, reason };
       }
@@ -80,6 +85,28 @@ function shellBlocks(markdown: string, file: string): DocBlock[] {
   }
   return blocks;
 }
+
+/** Whether `command` is an executable file in one of PATH's folders. */
+function onPath(command: string, path: string): boolean {
+  return path.split(':').some((d) => {
+    try {
+      accessSync(join(d, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The tools a `needs` block lacks here; none in CI, where a missing tool must fail the block. */
+function missingTools(b: DocBlock, env: NodeJS.ProcessEnv): string[] {
+  if (b.marker?.kind !== 'needs' || env.CI) return [];
+  return b.marker.reason.split(/[\s,]+/).filter((t) => t !== '' && !onPath(t, env.PATH ?? ''));
+}
+
+/** A block runs unless it is marked skip or known-broken, or needs a tool this machine lacks. */
+const runs = (b: DocBlock, env: NodeJS.ProcessEnv = process.env): boolean =>
+  (!b.marker || b.marker.kind === 'needs') && missingTools(b, env).length === 0;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -109,7 +136,7 @@ const DOC_FILES = async () => {
 function script(file: string, blocks: DocBlock[], ports: { sandbox: number; service: number }): string {
   const parts = ['set -eo pipefail', 'trap \'echo "docs-run: failed in the block above (exit $?)" >&2\' ERR'];
   for (const b of blocks) {
-    if (b.marker) continue;
+    if (!runs(b)) continue;
     const code = b.code
       .replaceAll('127.0.0.1:7575', `127.0.0.1:${ports.sandbox}`)
       .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.service}`);
@@ -182,9 +209,9 @@ async function runFile(file: string, blocks: DocBlock[]): Promise<{ code: number
   });
   const code = await new Promise<number | null>((resolve) => {
     const timer = setTimeout(() => {
-      output += '\ndocs-run: timed out after 90 s\n';
+      output += '\ndocs-run: timed out after 150 s\n';
       killGroup(child);
-    }, 90_000);
+    }, 150_000);
     // 'exit', not 'close': what the script left in the background still holds its output open.
     child.on('exit', (c) => {
       clearTimeout(timer);
@@ -230,6 +257,14 @@ describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
     ]);
     expect(() => shellBlocks('<!-- docs-run: skip -->\n```sh\nx\n```', 't.md')).toThrow(/without a reason/);
     expect(() => shellBlocks('<!-- docs-run: maybe (x) -->\n```sh\nx\n```', 't.md')).toThrow(/unknown/);
+    const [needs] = shellBlocks('<!-- docs-run: needs (no-such-tool-here bash) -->\n```sh\nx\n```', 't.md');
+    expect(needs!.marker).toEqual({ kind: 'needs', reason: 'no-such-tool-here bash' });
+    expect(missingTools(needs!, { PATH: process.env.PATH })).toEqual(['no-such-tool-here']);
+    expect(runs(needs!, { PATH: process.env.PATH })).toBe(false);
+    expect(runs(needs!, { PATH: process.env.PATH, CI: 'true' })).toBe(true);
+    expect(runs({ ...needs!, marker: { kind: 'needs', reason: 'bash' } }, { PATH: process.env.PATH })).toBe(
+      true,
+    );
   });
 
   it('a failing block fails its file, naming the block; what a script started in the background is killed', async () => {
@@ -259,14 +294,21 @@ describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
   );
   if (known.length > 0)
     console.warn(`docs-run: KNOWN-BROKEN blocks, skipped until fixed:\n  ${known.join('\n  ')}`);
+  const lacking = parsed.flatMap(({ file, blocks }) =>
+    blocks
+      .filter((b) => missingTools(b, process.env).length > 0)
+      .map((b) => `${file}:${b.line} needs ${missingTools(b, process.env).join(', ')}`),
+  );
+  if (lacking.length > 0)
+    console.warn(`docs-run: blocks skipped on this machine (they run in CI):\n  ${lacking.join('\n  ')}`);
 
   for (const { file, blocks } of parsed) {
-    const runnable = blocks.filter((b) => !b.marker);
+    const runnable = blocks.filter((b) => runs(b));
     if (runnable.length === 0) continue;
     it.concurrent(`${file}: ${runnable.length} block(s) run as written (lines ${runnable.map((b) => b.line).join(', ')})`, async () => {
       const r = await runFile(file, blocks);
       if (process.env.DOCS_RUN_VERBOSE) console.log(r.output);
       expect(r.code, `${file} failed:\n${r.output}`).toBe(0);
-    }, 100_000);
+    }, 160_000);
   }
 });
