@@ -15,7 +15,7 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isCantonApiError, upstreamSentence } from '../canton/errors.js';
+import { isAccessDenied, isCantonApiError, upstreamSentence } from '../canton/errors.js';
 import { type AirGapExporter, AwaitingSignature, type TopologyExport } from '../flows/air-gap.js';
 import type { Verified } from '../flows/pipeline.js';
 import { Refusal } from '../flows/refusal.js';
@@ -71,7 +71,8 @@ export class OnlineAirGap {
   private readonly label: string;
   private exportKeyP: Promise<KeyDescription> | undefined;
   /** The export whose imported signatures the code running now may use (see `withExport`). */
-  private readonly claim = new AsyncLocalStorage<string>();
+  /** The export whose signatures the running flow may use, and whether one was handed out to it. */
+  private readonly claim = new AsyncLocalStorage<{ id: string; handedOut: boolean }>();
 
   constructor(
     private readonly store: Store,
@@ -438,24 +439,29 @@ export class OnlineAirGap {
    * signature; any other flow presenting the same hash finds none.
    */
   withExport<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    return this.claim.run(id, fn);
+    return this.claim.run({ id, handedOut: false }, fn);
   }
 
   /**
    * Carries an imported response on: runs `fn` (the onboarding or execution
    * the export was made for) with its signatures claimed (`withExport`). When
    * `fn` fails, the failure is not the response's — the response was checked
-   * in full on import — so the import is released and the same response can
-   * be imported again once the cause is fixed; except after a submission
-   * whose outcome could not be established, where a second run must not
-   * happen blindly.
+   * in full on import — and the import is released, so that the same
+   * response can be imported again once the cause is fixed, only when
+   * nothing signed can have reached the ledger: the flow failed before it
+   * took an imported signature, or the service it sent it to refused the
+   * credentials (401/403: the request was not processed). Any other failure
+   * after the signature was taken may follow a submission that commits; the
+   * export stays `imported`, and `POST /v1/air-gap/exports/{id}/continue`
+   * carries it on after looking for what was sent.
    */
   async carryOnImported<T>(x: ExportRecord, actor: string, fn: () => Promise<T>): Promise<T> {
+    const claim = { id: x.id, handedOut: false };
     try {
-      return await this.withExport(x.id, fn);
+      return await this.claim.run(claim, fn);
     } catch (e) {
-      const reason = e instanceof Refusal ? e.reason : isCantonApiError(e) ? 'upstream_error' : undefined;
-      if (reason !== 'outcome_unknown') {
+      if (!claim.handedOut || isAccessDenied(e)) {
+        const reason = e instanceof Refusal ? e.reason : isCantonApiError(e) ? 'upstream_error' : undefined;
         const message = isCantonApiError(e)
           ? upstreamSentence(e)
           : e instanceof Error
@@ -472,10 +478,12 @@ export class OnlineAirGap {
 
   /** The offline key backend's source: the claimed export's imported signature of exactly `message`. */
   async signatureFor(key: { fingerprint: string }, message: Uint8Array): Promise<Uint8Array | undefined> {
-    const id = this.claim.getStore();
-    if (id === undefined) return undefined;
-    const sig = await this.store.airGap.signatureFor(key.fingerprint, bytesToHex(message), id);
-    return sig === undefined ? undefined : base64ToBytes(sig, 'imported signature');
+    const claim = this.claim.getStore();
+    if (claim === undefined) return undefined;
+    const sig = await this.store.airGap.signatureFor(key.fingerprint, bytesToHex(message), claim.id);
+    if (sig === undefined) return undefined;
+    claim.handedOut = true;
+    return base64ToBytes(sig, 'imported signature');
   }
 }
 
