@@ -16,10 +16,13 @@
  * so a process taking over never removes a live newcomer's lock.
  *
  * Beside it, `.canton-signer.lock` names the holder (process id, host, since)
- * for messages. On a shared file system another host's socket cannot be
- * reached from here, so a folder whose lock file names another host is
- * refused, and left to a person to clear. Both files go when the holder
- * closes the database.
+ * for messages, and the holder touches it every HEARTBEAT_MS as a sign of
+ * life. On a shared file system another host's socket cannot be reached from
+ * here, so a folder whose lock file names another host is refused while that
+ * file shows life (touched within STALE_MS), and taken over after: a pod
+ * replaced on another node, or a container recreated under a new host name,
+ * starts again without anyone deleting the file. Both files go when the
+ * holder closes the database.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -29,7 +32,9 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  statSync,
   unlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
@@ -38,6 +43,10 @@ import { join } from 'node:path';
 
 export const LOCK_FILE = '.canton-signer.lock';
 export const LOCK_SOCKET = '.canton-signer.sock';
+/** How often the holder touches its lock file. */
+export const HEARTBEAT_MS = 10_000;
+/** A lock file of another host untouched for this long names no live holder. */
+export const STALE_MS = 60_000;
 
 export interface FolderHolder {
   pid: number;
@@ -59,7 +68,7 @@ export class FolderInUseError extends Error {
       : 'another process';
     super(
       otherHost
-        ? `the embedded database in ${dir} is in use by ${who}, according to ${join(dir, LOCK_FILE)}: stop that process first; if nothing runs on the folder there any more (e.g. a folder copied from that machine), delete that file`
+        ? `the embedded database in ${dir} is in use by ${who}, according to ${join(dir, LOCK_FILE)}, which that process touched less than ${STALE_MS / 1000} s ago: stop that process first; once it has shown no life for ${STALE_MS / 1000} s the folder is taken over`
         : `the embedded database in ${dir} is in use by ${who}: stop it first, or use another data folder`,
     );
     this.name = 'FolderInUseError';
@@ -77,6 +86,15 @@ function holderOf(path: string): FolderHolder | undefined {
   }
 }
 
+/** When the file was last touched (ms since the epoch); 0 when it cannot be read. */
+function mtimeOf(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
 function code(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException).code;
 }
@@ -91,7 +109,12 @@ function socketPath(dir: string, fd: number | undefined, name: string): string {
   return Buffer.byteLength(plain) < 100 || fd === undefined ? plain : `/proc/self/fd/${fd}/${name}`;
 }
 
-/** Whether a process listens on the socket: 'live', 'dead' (nobody: refused, or not a socket), 'gone' (no file). */
+/**
+ * Whether a process listens on the socket: 'live', 'dead' (the kernel refuses
+ * the connect: nobody listens), 'gone' (no file). Any other failure (no
+ * permission to connect, a full backlog) proves nothing about the holder,
+ * so it counts as live: the folder is never taken from a holder that may run.
+ */
 function probe(path: string): Promise<'live' | 'dead' | 'gone'> {
   return new Promise((resolve) => {
     const s = connect(path);
@@ -103,7 +126,10 @@ function probe(path: string): Promise<'live' | 'dead' | 'gone'> {
       resolve(r);
     };
     s.once('connect', () => finish('live'));
-    s.once('error', (e) => finish(code(e) === 'ENOENT' ? 'gone' : 'dead'));
+    s.once('error', (e) => {
+      const c = code(e);
+      finish(c === 'ENOENT' ? 'gone' : c === 'ECONNREFUSED' ? 'dead' : 'live');
+    });
   });
 }
 
@@ -157,7 +183,8 @@ export async function lockFolder(dir: string): Promise<() => void> {
   const lockPath = join(dir, LOCK_SOCKET);
   const me: FolderHolder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
   const recorded = holderOf(infoPath);
-  if (recorded && recorded.host !== me.host) throw new FolderInUseError(dir, recorded, true);
+  if (recorded && recorded.host !== me.host && Date.now() - mtimeOf(infoPath) < STALE_MS)
+    throw new FolderInUseError(dir, recorded, true);
 
   let dirFd: number | undefined;
   if (process.platform === 'linux') dirFd = openSync(dir, 'r');
@@ -195,11 +222,21 @@ export async function lockFolder(dir: string): Promise<() => void> {
   const tmp = `${infoPath}.${process.pid}-${randomBytes(4).toString('hex')}`;
   writeFileSync(tmp, `${JSON.stringify(me)}\n`, { mode: 0o600 });
   renameSync(tmp, infoPath);
+  const heartbeat = setInterval(() => {
+    const now = new Date();
+    try {
+      utimesSync(infoPath, now, now);
+    } catch {
+      // removed by hand: the socket still holds the folder
+    }
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
 
   let released = false;
   return () => {
     if (released) return;
     released = true;
+    clearInterval(heartbeat);
     const h = holderOf(infoPath);
     if (h?.pid === me.pid && h.host === me.host && h.since === me.since) unlinkQuietly(infoPath);
     try {

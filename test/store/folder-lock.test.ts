@@ -5,7 +5,8 @@
  * leaves the folder locked, whatever its lock file says — also when it names
  * the new process's own id, as after a container restart as PID 1; of
  * processes racing to take over a dead lock exactly one wins; a lock file
- * from another host is never taken over. Needs dist/ (`npm run build`) for
+ * from another host is taken over only once it has shown no life for
+ * STALE_MS. Needs dist/ (`npm run build`) for
  * the child processes.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -17,13 +18,20 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dumpPglite, openPglite } from '../../src/store/db.js';
-import { FolderInUseError, LOCK_FILE, LOCK_SOCKET, lockFolder } from '../../src/store/folder-lock.js';
+import {
+  FolderInUseError,
+  LOCK_FILE,
+  LOCK_SOCKET,
+  lockFolder,
+  STALE_MS,
+} from '../../src/store/folder-lock.js';
 import { ROOT } from '../support/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'cs-lock-'));
@@ -136,15 +144,22 @@ describe('the embedded database folder lock', () => {
     again();
   });
 
-  it('takes over a lock file naming no holder; never one naming another host', async () => {
+  it('takes over a lock file naming no holder; one naming another host only once it shows no life', async () => {
     const dir = join(root, 'files');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, LOCK_FILE), 'garbage');
     const release = await lockFolder(dir);
     release();
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 4242, host: 'elsewhere', since: 'then' }));
+    const lockFile = join(dir, LOCK_FILE);
+    writeFileSync(lockFile, JSON.stringify({ pid: 4242, host: 'elsewhere', since: 'then' }));
     const refused = lockFolder(dir);
-    await expect(refused).rejects.toThrow(/in use by process 4242 on elsewhere .*delete that file/);
+    await expect(refused).rejects.toThrow(/in use by process 4242 on elsewhere .*touched less than 60 s ago/);
     await expect(refused).rejects.toMatchObject({ otherHost: true });
+    // Untouched for longer than STALE_MS: its holder (a replaced pod, a recreated container) is gone.
+    const then = new Date(Date.now() - STALE_MS - 5_000);
+    utimesSync(lockFile, then, then);
+    const taken = await lockFolder(dir);
+    expect(JSON.parse(readFileSync(lockFile, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    taken();
   });
 });
