@@ -52,6 +52,19 @@ const MIN_LOG_N = 14;
 const MAX_LOG_N = 22;
 /** scrypt needs 128·N·r bytes; a file may not ask for more than this. */
 const MAX_SCRYPT_MEMORY = 1024 * 1024 * 1024;
+
+/**
+ * What is wrong with scrypt parameters read from a file (a key file or the
+ * keystore marker), before any work is done with them: N a power of two in
+ * range, and no more than MAX_SCRYPT_MEMORY asked for.
+ */
+function kdfProblem(N: number, r: number): string | undefined {
+  const logN = Math.log2(N);
+  if (!Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
+    return `scrypt N=${N} is outside 2^${MIN_LOG_N}..2^${MAX_LOG_N}`;
+  if (128 * N * r > MAX_SCRYPT_MEMORY) return `scrypt N=${N}, r=${r} would need more than 1 GiB`;
+  return undefined;
+}
 const CHECK_MESSAGE = 'canton-signer/key passphrase check';
 const KEYSTORE_CHECK_MESSAGE = 'canton-signer/keystore passphrase check';
 export const KEYSTORE_MARKER = '.keystore.json';
@@ -239,8 +252,7 @@ export class FileBackend implements KeyBackend {
       raw = JSON.parse(text);
     } catch {}
     const r = MarkerSchema.safeParse(raw);
-    const logN = r.success ? Math.log2(r.data.kdf.N) : 0;
-    if (!r.success || !Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
+    if (!r.success || kdfProblem(r.data.kdf.N, r.data.kdf.r) !== undefined)
       throw new KeyError(
         'invalid_key_file',
         `${path} is not a canton-signer keystore marker: restore it from backup, or delete it (the next new key writes it again after checking the passphrase against an existing key)`,
@@ -459,17 +471,8 @@ export class FileBackend implements KeyBackend {
     const f = await this.readFileOf(label);
     if (!f) throw new KeyError('key_not_found', `no key labelled ${label} in ${this.opts.dir}`);
     const { N, r, p } = f.kdf;
-    const logN = Math.log2(N);
-    if (!Number.isInteger(logN) || logN < MIN_LOG_N || logN > MAX_LOG_N)
-      throw new KeyError(
-        'invalid_key_file',
-        `key file ${label}: scrypt N=${N} is outside 2^${MIN_LOG_N}..2^${MAX_LOG_N}`,
-      );
-    if (128 * N * r > MAX_SCRYPT_MEMORY)
-      throw new KeyError(
-        'invalid_key_file',
-        `key file ${label}: scrypt N=${N}, r=${r} would need more than 1 GiB`,
-      );
+    const problem = kdfProblem(N, r);
+    if (problem !== undefined) throw new KeyError('invalid_key_file', `key file ${label}: ${problem}`);
     const iv = Buffer.from(f.cipher.iv, 'base64');
     const tag = Buffer.from(f.cipher.tag, 'base64');
     if (iv.length !== 12 || tag.length !== 16)

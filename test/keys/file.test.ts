@@ -1218,4 +1218,18 @@ describe('one keystore, one passphrase', () => {
     });
     expect(readFileSync(join(dir, '.keystore.json'), 'utf8')).toBe('{"format":"x"}');
   });
+
+  it('a marker asking scrypt for more memory than a key file may is refused before any derivation', async () => {
+    const dir = join(tempDir('greedy-marker'), 'ks');
+    await backend(dir, 'p').generate('a', 'ed25519');
+    const path = join(dir, '.keystore.json');
+    const marker = JSON.parse(readFileSync(path, 'utf8'));
+    // 2^22 · 16 · 128 bytes = 8 GiB: allowed N, allowed r, too much together.
+    marker.kdf = { ...marker.kdf, N: 2 ** 22, r: 16 };
+    writeFileSync(path, JSON.stringify(marker), { mode: 0o600 });
+    await expect(backend(dir, 'p').generate('b', 'ed25519')).rejects.toMatchObject({
+      code: 'invalid_key_file',
+      message: expect.stringContaining('is not a canton-signer keystore marker'),
+    });
+  });
 });
