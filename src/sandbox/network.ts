@@ -46,6 +46,11 @@ export interface SandboxUser {
   readAs: Set<string>;
   executeAs: Set<string>;
   admin: boolean;
+  /**
+   * Reached only with its bearer token: a request without a token may not name it as its
+   * userId (as on a participant with authentication on, where every request carries one).
+   */
+  tokenOnly?: boolean;
 }
 
 /** A prepared transaction the participant handed out, keyed by its hash. */

@@ -116,7 +116,7 @@ async function connectClients(
         tokens: { ...sandboxOptions.auth?.tokens, [token]: SANDBOX_SERVICE_USER },
       },
     });
-    sandbox.ctx.net.addUser(SANDBOX_SERVICE_USER, undefined, true);
+    sandbox.ctx.net.addUser(SANDBOX_SERVICE_USER, undefined, true).tokenOnly = true;
     return {
       sandbox,
       clients: {

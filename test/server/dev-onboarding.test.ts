@@ -93,6 +93,28 @@ describe('serve --dev onboards parties on its sandbox', () => {
     expect(await r.text()).toContain('participant_admin right required');
   });
 
+  it("the service's own user is reached only with the service's token: a request without one naming it is refused", async () => {
+    const r = await fetch(`${sandbox}/v2/interactive-submission/prepare`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        userId: 'canton-signer',
+        commandId: 'no-token',
+        actAs: ['someone::1220'],
+        commands: [
+          {
+            CreateCommand: {
+              templateId: '#pkg:Module:Template',
+              createArguments: {},
+            },
+          },
+        ],
+      }),
+    });
+    expect(r.status).toBe(403);
+    expect(await r.text()).toContain('acts only with its bearer token');
+  });
+
   it('air-gap onboarding of a cold key: 202, export, offline sign, import → onboarded', async () => {
     const made = await call('POST', '/v1/air-gap/export-key');
     expect([200, 201], JSON.stringify(made.body)).toContain(made.status);

@@ -63,7 +63,8 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
 
   /**
    * The acting user: the token's, else the request's `userId`, else the default user. With a
-   * user token the body's userId must be the token's user, whatever the user's rights (§3.3).
+   * user token the body's userId must be the token's user, whatever the user's rights (§3.3);
+   * without one, a token-only user cannot be named.
    */
   const userOf = (req: FastifyRequest, bodyUserId?: string): SandboxUser => {
     const tokenUser = req.sandboxUser;
@@ -73,6 +74,8 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     const user = net.users.get(id);
     if (!user)
       throw cantonError('USER_NOT_FOUND', 11, `User not found: ${id}`, { resources: [['USER_ID', id]] });
+    if (user.tokenOnly && tokenUser === undefined)
+      throw E.permissionDenied(`user ${id} acts only with its bearer token: the request has none`);
     return user;
   };
   const canRead = (u: SandboxUser, p: string) => u.actAs.has(p) || u.readAs.has(p);
