@@ -155,12 +155,11 @@ async function serve(opts: ServeCliOptions): Promise<void> {
   const { createService, serviceLogger } = await import('../server/service.js');
   const dev = opts.dev ? await import('../server/dev.js') : undefined;
 
-  const { env, devPassphrase } = dev ? dev.devEnv(process.env) : { env: process.env, devPassphrase: false };
   let config: Awaited<ReturnType<typeof loadConfig>>;
   try {
     config = await loadConfig({
       ...(opts.config !== undefined ? { file: opts.config } : {}),
-      env,
+      env: process.env,
       ...(dev ? { defaults: dev.devDefaults() } : {}),
     });
   } catch (e) {
@@ -168,11 +167,20 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       throw new CliExit(2, `invalid configuration: ${e.problems.map(formatProblem).join('; ')}`);
     throw e;
   }
+  const { env, devPassphrase, ignored } = dev
+    ? dev.devEnv(process.env, config.keystore.dir)
+    : { env: process.env, devPassphrase: false, ignored: undefined };
   const devProblem = dev?.devConfigProblem(config);
   if (devProblem !== undefined) throw new CliExit(2, devProblem);
   const devAuth = dev ? await dev.applyDevSecret(config) : undefined;
   if (dev)
-    process.stderr.write(dev.devWarning({ devPassphrase, ...(devAuth ? { secretFile: devAuth.file } : {}) }));
+    process.stderr.write(
+      dev.devWarning({
+        devPassphrase,
+        ...(devAuth ? { secretFile: devAuth.file } : {}),
+        ...(ignored ? { ignored } : {}),
+      }),
+    );
 
   const log = serviceLogger(config);
   const signals = onSignals(log);

@@ -106,10 +106,28 @@ export function devPassphraseMismatch(keystoreDir: string, devPassphrase: boolea
         `keystore.dir in the configuration file) so that --dev uses its own keystore ${DEV_KEYSTORE_DIR}`;
 }
 
-/** The environment of development mode: the development passphrase unless one is configured. */
-export function devEnv(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; devPassphrase: boolean } {
-  if (env[PASSPHRASE.env] || env[PASSPHRASE.fileEnv]) return { env, devPassphrase: false };
-  return { env: { ...env, [PASSPHRASE.env]: DEV_PASSPHRASE }, devPassphrase: true };
+/**
+ * The environment of development mode for the keystore `keystoreDir` the
+ * configuration names. Development mode's own keystore (DEV_KEYSTORE_DIR)
+ * is always under the development passphrase: a passphrase variable left
+ * exported for the CLI's ./keystore (as the README's commands do) is not
+ * used for it (`ignored` names it). Another keystore, configured, takes the
+ * passphrase configured for it, else the development one.
+ */
+export function devEnv(
+  env: NodeJS.ProcessEnv,
+  keystoreDir: string,
+): { env: NodeJS.ProcessEnv; devPassphrase: boolean; ignored?: string } {
+  const given = [PASSPHRASE.env, PASSPHRASE.fileEnv].filter((v) => env[v]);
+  if (resolve(keystoreDir) !== resolve(DEV_KEYSTORE_DIR) && given.length > 0)
+    return { env, devPassphrase: false };
+  const own: NodeJS.ProcessEnv = { ...env, [PASSPHRASE.env]: DEV_PASSPHRASE };
+  delete own[PASSPHRASE.fileEnv];
+  return {
+    env: own,
+    devPassphrase: true,
+    ...(given.length > 0 ? { ignored: given.join(' and ') } : {}),
+  };
 }
 
 /** The dev JWT secret in `<dataDir>/dev-auth.json`, created (0600) on first use. */
@@ -275,7 +293,7 @@ export function devBanner(x: {
 }
 
 /** The loud warning of development mode (stderr). */
-export function devWarning(x: { devPassphrase: boolean; secretFile?: string }): string {
+export function devWarning(x: { devPassphrase: boolean; secretFile?: string; ignored?: string }): string {
   const bar = '!'.repeat(78);
   return [
     bar,
@@ -283,6 +301,12 @@ export function devWarning(x: { devPassphrase: boolean; secretFile?: string }): 
     x.devPassphrase
       ? '!!  The keystore is encrypted with a fixed, PUBLIC development passphrase.'
       : '!!  The keystore passphrase comes from CANTON_SIGNER_PASSPHRASE(_FILE).',
+    ...(x.ignored
+      ? [
+          `!!  ${x.ignored} is not used: ${DEV_KEYSTORE_DIR} has the development passphrase`,
+          '!!  (to use your keystore and passphrase here, set CANTON_SIGNER_KEYSTORE).',
+        ]
+      : []),
     x.secretFile
       ? `!!  JWT secret for demo tokens: ${x.secretFile} (anyone who reads it is admin).`
       : '!!  Auth comes from your configuration.',

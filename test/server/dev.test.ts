@@ -6,7 +6,7 @@
  * the service accepts and the curl lines; a restart reuses the secret, the
  * keys and the parties (and the first run's token still works).
  */
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -194,6 +194,22 @@ describe('serve --dev and the CLI keystore of the README', () => {
     );
     p.child.kill('SIGINT');
     expect((await p.exited).code).toBe(0);
+  });
+
+  it("the README's passphrase file left exported: npm start keeps the development passphrase for its own keystore, says so, and starts again either way", async () => {
+    const file = join(dir, 'readme-passphrase');
+    await writeFile(file, 'the passphrase of the README flows\n', { mode: 0o600 });
+    for (const env of [devEnv({ CANTON_SIGNER_PASSPHRASE_FILE: file }), devEnv()]) {
+      const p = startServe(['--dev'], { cwd: dir, env });
+      await p.waitFor(/export TOKEN=(\S+)/, 90_000);
+      if (env.CANTON_SIGNER_PASSPHRASE_FILE)
+        expect(p.stderr()).toContain(
+          'CANTON_SIGNER_PASSPHRASE_FILE is not used: ./dev/keystore has the development passphrase',
+        );
+      else expect(p.stderr()).not.toContain('is not used');
+      p.child.kill('SIGINT');
+      expect((await p.exited).code).toBe(0);
+    }
   });
 
   it('pointed at that keystore, it exits 1 saying which keystore and how to proceed', async () => {
