@@ -438,7 +438,9 @@ export class FileBackend implements KeyBackend {
   /**
    * A wrong or missing passphrase shows now: checked against the keystore's
    * marker, or (a keystore from before the marker) by opening one key, kept
-   * unlocked as signing would. An empty keystore needs no passphrase yet.
+   * unlocked as signing would. An empty keystore needs no passphrase yet,
+   * but one that is configured and cannot be read (a passphrase file that
+   * is missing or readable by others) shows now too.
    */
   async checkAccess(): Promise<void> {
     const marker = await this.readMarker();
@@ -448,7 +450,13 @@ export class FileBackend implements KeyBackend {
       return;
     }
     const [first] = await this.list();
-    if (first) await this.unlockAsKeystore(first.label);
+    if (first) {
+      await this.unlockAsKeystore(first.label);
+      return;
+    }
+    await this.passphrase().catch((e: unknown) => {
+      if (!(e instanceof KeyError && e.code === 'no_passphrase')) throw e;
+    });
   }
 
   /** Key files the last `list()` could not read, with the reason. */

@@ -102,6 +102,29 @@ describe('serve: keys at start', () => {
     );
     expect(r.stdout + r.stderr).not.toContain('XYZZY');
   }, 60_000);
+
+  it('a passphrase file that does not exist stops the start even with an empty keystore (exit 1, the file named)', async () => {
+    buildDist(['cli/serve.js', 'keys/file-backend.js']);
+    const missing = join(dir, 'no-such-passphrase');
+    const r = await runCli(['serve'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CANTON_SIGNER_SANDBOX: 'true',
+        CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
+        CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
+        CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
+        CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
+        CANTON_SIGNER_KEYSTORE: join(dir, 'ks-empty'),
+        CANTON_SIGNER_DATA_DIR: join(dir, 'ks-empty-data'),
+        CANTON_SIGNER_PORT: '0',
+        CANTON_SIGNER_PASSPHRASE_FILE: missing,
+      },
+    });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toContain(missing);
+    expect(r.stderr).toContain('does not exist');
+    expect(r.stdout).not.toMatch(/listening/);
+  }, 60_000);
 });
 
 describe('serve --dev: only on the built-in sandbox', () => {
