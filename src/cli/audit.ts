@@ -83,7 +83,7 @@ async function openForAudit(opts: AuditOptions): Promise<Db> {
     if (e instanceof FolderInUseError)
       throw new CliExit(
         EXIT_IN_USE,
-        `${e.message}. The embedded database opens in one process at a time: verify through the running service instead, with an auditor or admin token in $${TOKEN_ENV}: canton-signer audit verify --url ${process.env[URL_ENV]?.trim() || DEFAULT_URL}`,
+        `${e.message}. The embedded database opens in one process at a time: verify through the running service instead, with an auditor or admin token in $${TOKEN_ENV}: canton-signer audit verify --url ${e.holder?.url ?? (process.env[URL_ENV]?.trim() || DEFAULT_URL)}`,
       );
     throw e;
   }

@@ -20,7 +20,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import { FolderInUseError } from '../store/folder-lock.js';
+import { FolderInUseError, noteHolderUrl } from '../store/folder-lock.js';
 import { CliExit, EXIT_IN_USE } from './options.js';
 
 interface ServeCliOptions {
@@ -205,7 +205,7 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       if (e instanceof FolderInUseError)
         throw new CliExit(
           EXIT_IN_USE,
-          `${e.message} (the data folder is database.dataDir, CANTON_SIGNER_DATA_DIR); to check its audit log meanwhile: canton-signer audit verify --url <this service>`,
+          `${e.message} (the data folder is database.dataDir, CANTON_SIGNER_DATA_DIR); to check its audit log meanwhile: canton-signer audit verify --url ${e.holder?.url ?? '<its URL>'}`,
         );
       throw e;
     });
@@ -217,6 +217,7 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       await service.close();
       throw listenProblem(e, config.listen, dev !== undefined);
     }
+    if (config.database.url === undefined) noteHolderUrl(config.database.dataDir, url);
     log.info({ url }, 'listening');
     if (dev && demo && service.sandbox) {
       const token = devAuth ? await dev.devToken(config, [demo.alice.partyId, demo.bob.partyId]) : undefined;

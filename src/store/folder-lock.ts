@@ -52,6 +52,8 @@ export interface FolderHolder {
   pid: number;
   host: string;
   since: string;
+  /** Where the holder serves its API, once it listens (for the messages of whoever finds it). */
+  url?: string;
 }
 
 /** The folder is held by another process (running here, or named by a lock file from another host). */
@@ -79,7 +81,12 @@ function holderOf(path: string): FolderHolder | undefined {
   try {
     const h = JSON.parse(readFileSync(path, 'utf8')) as Partial<FolderHolder>;
     return typeof h.pid === 'number' && typeof h.host === 'string'
-      ? { pid: h.pid, host: h.host, since: String(h.since ?? '') }
+      ? {
+          pid: h.pid,
+          host: h.host,
+          since: String(h.since ?? ''),
+          ...(typeof h.url === 'string' ? { url: h.url } : {}),
+        }
       : undefined;
   } catch {
     return undefined;
@@ -247,4 +254,18 @@ export async function lockFolder(dir: string): Promise<() => void> {
     held.close();
     if (dirFd !== undefined) closeSync(dirFd);
   };
+}
+
+/**
+ * Adds `url`, where this process serves its API, to the lock file it wrote
+ * for the folder `dir` (nothing when the file names another holder): a
+ * process that finds the folder held can then name the running service.
+ */
+export function noteHolderUrl(dir: string, url: string): void {
+  const infoPath = join(dir, LOCK_FILE);
+  const h = holderOf(infoPath);
+  if (!h || h.pid !== process.pid || h.host !== hostname()) return;
+  const tmp = `${infoPath}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  writeFileSync(tmp, `${JSON.stringify({ ...h, url })}\n`, { mode: 0o600 });
+  renameSync(tmp, infoPath);
 }

@@ -327,6 +327,8 @@ describe('serve and sandbox: what another process holds', () => {
       process.umask(old);
     }
     await first.waitFor(LISTENING, 60_000);
+    const served = first.stdout().match(/"url":"(http:\/\/[^"]+)"/)?.[1];
+    expect(served).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     const second = await runCli(['serve'], { env: serveEnv(data) });
     expect(second.status, second.stderr).toBe(75);
@@ -339,7 +341,9 @@ describe('serve and sandbox: what another process holds', () => {
     const audit = await runCli(['audit', 'verify', '--data-dir', data]);
     expect(audit.status, audit.stderr).toBe(75);
     expect(audit.stderr).toContain(`in use by process ${first.child.pid}`);
-    expect(audit.stderr).toContain('canton-signer audit verify --url http://127.0.0.1:8080');
+    // the running service's own URL, from the lock file it wrote once it listened
+    expect(audit.stderr).toContain(`canton-signer audit verify --url ${served}`);
+    expect(second.stderr).toContain(`canton-signer audit verify --url ${served}`);
 
     // every file and folder the engine made: owner-only, though the folder was 0777 and the umask 000
     const open: string[] = [];
