@@ -133,7 +133,10 @@ const UPDATES_PAGE = 500;
 
 /**
  * Reads the sender's updates after `from` up to `end` for the exercise that
- * consumed instruction `cid`. Undefined when none was found up to `end`.
+ * consumed instruction `cid`. When none was found, `readTo` is the offset the
+ * read really reached: a page may come back short of `end` (the participant
+ * cuts a stream that idles), so pages are asked for until `end` is reached or
+ * a page brings nothing new, and no offset past what was read is claimed.
  */
 async function findEnd(
   ctx: FlowContext,
@@ -142,7 +145,7 @@ async function findEnd(
   expiresAt: string | undefined,
   from: number,
   end: number,
-): Promise<OfferEnd | undefined> {
+): Promise<OfferEnd | { readTo: number }> {
   let after = from;
   while (after < end) {
     const page: JsGetUpdatesResponse[] = await ctx.ledger.updates(
@@ -164,10 +167,10 @@ async function findEnd(
         if ('ExercisedEvent' in ev && ev.ExercisedEvent.consuming && ev.ExercisedEvent.contractId === cid)
           return endOf(tx, ev.ExercisedEvent.choice, ev.ExercisedEvent.exerciseResult, expiresAt);
     }
-    if (page.length < UPDATES_PAGE || last <= after) return undefined;
+    if (last <= after) return { readTo: after };
     after = last;
   }
-  return undefined;
+  return { readTo: Math.min(after, end) };
 }
 
 /**
@@ -224,12 +227,13 @@ export async function checkDelivery(
   const expiresAt = w.offer.expiresAt;
   for (;;) {
     const found = await findEnd(env.ctx, w.party, cid, expiresAt, from, end);
-    if (!found) {
-      env.logger?.warn(
-        { withdrawal: w.id, instruction: cid },
-        'the transfer offer is no longer active but nothing that ended it was found among the sender’s updates',
-      );
-      await repo.setDeliveryFrom(w.id, end);
+    if ('readTo' in found) {
+      if (found.readTo >= end)
+        env.logger?.warn(
+          { withdrawal: w.id, instruction: cid },
+          'the transfer offer is no longer active but nothing that ended it was found among the sender’s updates',
+        );
+      await repo.setDeliveryFrom(w.id, found.readTo);
       return w;
     }
     if ('unclear' in found) {

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { acceptOffer, listOffers, rejectOffer } from '../../src/flows/offers.js';
@@ -156,6 +157,28 @@ describe('delivery of a withdrawal', () => {
     );
   });
 
+  it('the accept is found also when the participant answers the sender’s updates a page of one at a time', async () => {
+    const w = await committedAs(await api.create(alice, bob, '2'), 'offered');
+    // Updates of the sender between the commit and the accept: a short page is no end of the range.
+    await committedAs(await api.create(alice, carol, '1'), 'delivered');
+    await committedAs(await api.create(alice, carol, '1'), 'delivered');
+    const updates = LedgerApiClient.prototype.updates;
+    const short = vi.spyOn(LedgerApiClient.prototype, 'updates').mockImplementation(async function (
+      this: LedgerApiClient,
+      ...a: Parameters<typeof updates>
+    ) {
+      return (await updates.apply(this, a)).slice(0, 1);
+    });
+    try {
+      await acceptOffer(ctx, bob.partyId, w.offer!.instructionCid);
+      const done = await api.until(w.id, 'delivered', (x) => x.delivery !== 'offered');
+      expect(done.delivery).toBe('delivered');
+      expect(short).toHaveBeenCalled();
+    } finally {
+      short.mockRestore();
+    }
+  });
+
   it('rejected by the receiver → returned (rejected), the amount back with the sender', async () => {
     const before = await held(ctx, alice.partyId);
     const w = await committedAs(await api.create(alice, bob, '3'), 'offered');
@@ -243,7 +266,7 @@ describe('delivery of a withdrawal', () => {
     expect(await held(ctx, alice.partyId)).toEqual(before);
     const metrics = await env.service.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="returned"\} 3/);
-    expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="delivered"\} 4/);
+    expect(metrics.body).toMatch(/canton_signer_withdrawal_deliveries\{delivery="delivered"\} 7/);
   });
 });
 
