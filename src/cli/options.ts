@@ -88,3 +88,35 @@ export function keystoreFolder(explicit: string | undefined, env: NodeJS.Process
     );
   return dir;
 }
+
+/**
+ * A listen error as the command's exit: the port taken by another process
+ * (EXIT_IN_USE), one this user may not use, or an address this host does not
+ * have (2) — each naming the address, and how the command chooses another
+ * (`choosePort` with a suggested port, `chooseHost`: the setting or option).
+ */
+export function listenProblem(
+  e: unknown,
+  at: { host: string; port: number },
+  how: { choosePort: (suggested: number) => string; chooseHost: string; whoElse?: string },
+): unknown {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const where = `${at.host}:${at.port}`;
+  const other = at.port === 8080 ? 8081 : at.port === 7575 ? 7576 : at.port < 1024 ? 8080 : at.port + 1;
+  if (code === 'EADDRINUSE')
+    return new CliExit(
+      EXIT_IN_USE,
+      `cannot listen on ${where}: the port is in use by another process${how.whoElse ? ` (${how.whoElse})` : ''}. Stop it, or ${how.choosePort(other)}`,
+    );
+  if (code === 'EACCES')
+    return new CliExit(
+      2,
+      `cannot listen on ${where}: this user may not use port ${at.port} (ports below 1024 need privileges); ${how.choosePort(other)}`,
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new CliExit(
+      2,
+      `cannot listen on ${where}: ${at.host} is not an address of this host; set ${how.chooseHost} to one of its addresses, e.g. 127.0.0.1 or 0.0.0.0`,
+    );
+  return e;
+}

@@ -6,7 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from './input.js';
-import { CliExit, EXIT_IN_USE } from './options.js';
+import { listenProblem } from './options.js';
 
 interface SandboxCliOptions {
   port: string;
@@ -69,20 +69,15 @@ export function registerSandbox(program: Command): void {
         ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
         auth: { tokens, clients, required: opts.requireAuth === true },
       }).catch((e: unknown) => {
-        const code = (e as NodeJS.ErrnoException | null)?.code;
-        const where = `${opts.host}:${port}`;
-        if (code === 'EADDRINUSE')
-          throw new CliExit(
-            EXIT_IN_USE,
-            `cannot listen on ${where}: the port is in use by another process (another sandbox?). Stop it, or choose another port: --port ${port === 7575 ? 7576 : 7575} (--port 0: any free port)`,
-          );
-        if (code === 'EACCES')
-          throw new UsageError(
-            `--port ${port}: this user may not listen on it (ports below 1024 need privileges)`,
-          );
-        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
-          throw new UsageError(`--host ${opts.host}: not an address of this host (e.g. 127.0.0.1)`);
-        throw e;
+        throw listenProblem(
+          e,
+          { host: opts.host, port },
+          {
+            choosePort: (p) => `choose another port: --port ${p} (--port 0: any free port)`,
+            chooseHost: '--host',
+            whoElse: 'another sandbox?',
+          },
+        );
       });
       const { net } = sandbox.ctx;
       const info = {

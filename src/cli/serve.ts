@@ -21,12 +21,13 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import { FolderInUseError, noteHolderUrl } from '../store/folder-lock.js';
-import { CliExit, EXIT_IN_USE } from './options.js';
+import { CliExit, EXIT_IN_USE, listenProblem } from './options.js';
 
 interface ServeCliOptions {
   config?: string;
   dev?: boolean;
   workers?: number;
+  port?: string;
 }
 
 /** The message a cluster primary sends a worker instead of a second signal. */
@@ -42,33 +43,6 @@ function parseWorkers(v: string): number {
   return n;
 }
 
-/**
- * A listen error as the command's exit: the port taken by another process
- * (EXIT_IN_USE), or an address this host cannot listen on (a configuration
- * error, 2) — each naming the address and the setting that chooses it.
- */
-function listenProblem(e: unknown, at: { host: string; port: number }, dev: boolean): unknown {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
-  const where = `${at.host}:${at.port}`;
-  const choose = `choose another port with CANTON_SIGNER_PORT (or listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=${at.port === 8080 ? 8081 : 8080} ${dev ? 'npm start' : 'canton-signer serve …'}`;
-  if (code === 'EADDRINUSE')
-    return new CliExit(
-      EXIT_IN_USE,
-      `cannot listen on ${where}: the port is in use by another process. Stop it, or ${choose}`,
-    );
-  if (code === 'EACCES')
-    return new CliExit(
-      2,
-      `cannot listen on ${where}: this user may not use port ${at.port} (ports below 1024 need privileges); ${choose}`,
-    );
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
-    return new CliExit(
-      2,
-      `cannot listen on ${where}: ${at.host} is not an address of this host; set listen.host (CANTON_SIGNER_HOST) to one of its addresses, e.g. 127.0.0.1 or 0.0.0.0`,
-    );
-  return e;
-}
-
 /** How long in-flight work may take to finish after a signal before the process gives up on it. */
 export const SHUTDOWN_GRACE_MS = 30_000;
 
@@ -81,6 +55,7 @@ export function registerServe(program: Command): void {
       '--dev',
       'development mode: built-in sandbox, ./dev/data, ./dev/keystore with a development passphrase, demo token',
     )
+    .option('--port <port>', 'the port to listen on (default 8080; CANTON_SIGNER_PORT, listen.port)')
     .option(
       '--workers <n>',
       'service processes sharing the port, e.g. one per core (default 1; more needs PostgreSQL and real network URLs)',
@@ -155,11 +130,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
   const { createService, serviceLogger } = await import('../server/service.js');
   const dev = opts.dev ? await import('../server/dev.js') : undefined;
 
+  // --port is CANTON_SIGNER_PORT given on the command line: checked and applied as that setting.
+  const settings = opts.port !== undefined ? { ...process.env, CANTON_SIGNER_PORT: opts.port } : process.env;
   let config: Awaited<ReturnType<typeof loadConfig>>;
   try {
     config = await loadConfig({
       ...(opts.config !== undefined ? { file: opts.config } : {}),
-      env: process.env,
+      env: settings,
       ...(dev ? { defaults: dev.devDefaults() } : {}),
     });
   } catch (e) {
@@ -168,8 +145,8 @@ async function serve(opts: ServeCliOptions): Promise<void> {
     throw e;
   }
   const { env, devPassphrase, ignored } = dev
-    ? dev.devEnv(process.env, config.keystore.dir)
-    : { env: process.env, devPassphrase: false, ignored: undefined };
+    ? dev.devEnv(settings, config.keystore.dir)
+    : { env: settings, devPassphrase: false, ignored: undefined };
   const devProblem = dev?.devConfigProblem(config);
   if (devProblem !== undefined) throw new CliExit(2, devProblem);
   const devAuth = dev ? await dev.applyDevSecret(config) : undefined;
@@ -215,7 +192,11 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       url = await service.listen();
     } catch (e) {
       await service.close();
-      throw listenProblem(e, config.listen, dev !== undefined);
+      throw listenProblem(e, config.listen, {
+        choosePort: (p) =>
+          `choose another port with --port or CANTON_SIGNER_PORT (listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=${p} ${dev ? 'npm start' : 'canton-signer serve …'}`,
+        chooseHost: 'listen.host (CANTON_SIGNER_HOST)',
+      });
     }
     if (config.database.url === undefined) noteHolderUrl(config.database.dataDir, url);
     log.info({ url }, 'listening');
@@ -262,11 +243,13 @@ async function supervise(opts: ServeCliOptions & { workers?: number }): Promise<
     );
   const { ConfigError, formatProblem, loadConfig } = await import('../server/config.js');
   const { serviceLogger } = await import('../server/service.js');
+  // --port is CANTON_SIGNER_PORT given on the command line: checked and applied as that setting.
+  const settings = opts.port !== undefined ? { ...process.env, CANTON_SIGNER_PORT: opts.port } : process.env;
   let config: Awaited<ReturnType<typeof loadConfig>>;
   try {
     config = await loadConfig({
       ...(opts.config !== undefined ? { file: opts.config } : {}),
-      env: process.env,
+      env: settings,
     });
   } catch (e) {
     if (e instanceof ConfigError)

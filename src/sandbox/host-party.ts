@@ -60,7 +60,7 @@ export function sandboxPartyRecord(
     fingerprint: key.fingerprint,
     publicKeySpki: Buffer.from(key.publicKeySpki).toString('base64'),
     via: 'ledger-api',
-    participantUid: net.participantUid,
+    participantUid: net.participantId,
     synchronizerId: net.synchronizerId,
     createdAt: new Date().toISOString(),
   };

@@ -303,13 +303,17 @@ describe('serve and sandbox: what another process holds', () => {
       });
       expect(r.status, r.stderr).toBe(75);
       expect(errorLine(r.stderr)).toBe(
-        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process. Stop it, or choose another port with CANTON_SIGNER_PORT (or listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=8080 canton-signer serve …\n`,
+        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process. Stop it, or choose another port with --port or CANTON_SIGNER_PORT (listen.port in the configuration file), e.g. CANTON_SIGNER_PORT=${port + 1} canton-signer serve …\n`,
       );
       expect(r.stderr).not.toMatch(/internal error/);
+      // --port is the same setting on the command line
+      const flag = await runCli(['serve', '--port', String(port)], { env: serveEnv(join(dir, 'port-data')) });
+      expect(flag.status, flag.stderr).toBe(75);
+      expect(errorLine(flag.stderr)).toContain(`cannot listen on 127.0.0.1:${port}: the port is in use`);
       const sb = await runCli(['sandbox', '--port', String(port)]);
       expect(sb.status, sb.stderr).toBe(75);
       expect(errorLine(sb.stderr)).toBe(
-        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process (another sandbox?). Stop it, or choose another port: --port 7575 (--port 0: any free port)\n`,
+        `canton-signer: cannot listen on 127.0.0.1:${port}: the port is in use by another process (another sandbox?). Stop it, or choose another port: --port ${port + 1} (--port 0: any free port)\n`,
       );
     } finally {
       server.close();
