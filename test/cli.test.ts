@@ -368,6 +368,13 @@ describe.concurrent('hash --expect', () => {
       const line = expectFailure(await cli(['hash', '--expect', bad, path]), 2);
       expect(line).toMatch(/^canton-signer: --expect /);
     }
+    // hex of the wrong length, or with 0x: the hex form named, not base64's rules
+    const short = expectFailure(await cli(['hash', '--expect', v.expected_hash_hex.slice(1), path]), 2);
+    expect(short).toContain(
+      '--expect must be 64 hex characters or 44 base64 characters (32 bytes): this is 63 hex characters',
+    );
+    const prefixed = expectFailure(await cli(['hash', '--expect', `0x${v.expected_hash_hex}`, path]), 2);
+    expect(prefixed).toContain('drop the 0x prefix');
   });
 });
 

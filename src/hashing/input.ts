@@ -111,6 +111,13 @@ export function bytesToBase64(b: Uint8Array): string {
 /** A 32-byte hash given as 64 hex characters or as base64. */
 export function parseHash(text: string, what = 'hash'): Uint8Array {
   const s = text.trim();
+  const form = `64 hex characters or 44 base64 characters (32 bytes)`;
+  if (/^(0x)?[0-9a-fA-F]+$/.test(s) && !/^[0-9a-fA-F]{64}$/.test(s))
+    throw new TransactionError(
+      'bad_encoding',
+      '',
+      `${what} must be ${form}: ${s.startsWith('0x') ? 'drop the 0x prefix' : `this is ${s.length} hex characters`}`,
+    );
   const bytes = /^[0-9a-fA-F]{64}$/.test(s) ? hexToBytes(s, what) : base64ToBytes(s, what);
   if (bytes.length !== 32)
     throw new TransactionError(
