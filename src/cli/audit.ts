@@ -70,7 +70,7 @@ async function openForAudit(opts: AuditOptions): Promise<Db> {
   if (!existsSync(where))
     throw new CliExit(
       2,
-      `no database at ${where}: no such folder (use --data-dir, --database-url or --config)`,
+      `no database at ${where}: no such folder (use --data-dir, --database-url or --config${dir === undefined ? "; development mode's, npm start's, is --data-dir ./dev/data" : ''})`,
     );
   if (!holdsPglite(where))
     throw new CliExit(
@@ -105,6 +105,11 @@ async function verifyThroughService(opts: AuditOptions): Promise<AuditVerificati
     throw new CliExit(
       2,
       '--url asks the service: give it alone, without --database-url, --data-dir or --config',
+    );
+  if (!(opts.token ?? process.env[TOKEN_ENV]))
+    throw new CliExit(
+      2,
+      `--url asks the service, which needs a bearer token of an auditor or admin: set $${TOKEN_ENV} (or give --token)`,
     );
   const client = clientFrom(opts);
   const v = await client.call<ServiceVerification>('GET', '/v1/audit/verify');

@@ -113,8 +113,13 @@ describe('GET /v1/audit/verify', () => {
     r = await cli(['audit', 'verify', '--url', url], token());
     expect(r.stdout).toBe(`audit log intact: ${v.rows} rows; head seq ${v.head.seq} hash ${v.head.hash}\n`);
     r = await cli(['audit', 'verify', '--url', url]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'canton-signer: --url asks the service, which needs a bearer token of an auditor or admin: set $CANTON_SIGNER_TOKEN (or give --token)\n',
+    );
+    r = await cli(['audit', 'verify', '--url', url, '--token', 'not-a-token']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^canton-signer: refused \(missing_token\)/);
+    expect(r.stderr).toMatch(/^canton-signer: refused \(malformed\)/);
     r = await cli(['audit', 'verify', '--url', url, '--data-dir', 'data'], token());
     expect(r.code).toBe(2);
   });
