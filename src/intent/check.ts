@@ -31,6 +31,7 @@ import {
   checkMetaValues,
   checkSetupCreates,
   checkTransferCommand,
+  partiesText,
 } from './effects.js';
 import { HOLDING_ENTITIES } from './holdings.js';
 import {
@@ -63,7 +64,7 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
   if (actAs.length !== 1 || actAs[0] !== party)
     add(
       'act_as_mismatch',
-      `the transaction acts as ${listOf(actAs)} but the intent is signed for ${party} alone.`,
+      `the transaction acts as ${partiesText(actAs)} but the intent is signed for ${party} alone.`,
       'metadata.act_as',
     );
 
@@ -105,10 +106,6 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
 }
 
 // ---- messages ------------------------------------------------------------------------------------------
-
-function listOf(xs: readonly string[]): string {
-  return xs.length === 0 ? 'no party' : xs.join(', ');
-}
 
 function describe(n: NodeBody | undefined): string {
   if (!n) return 'a missing node';
@@ -235,7 +232,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
     if (a.actingParties.includes(p)) return;
     add(
       'party_mismatch',
-      `the root action acts as ${listOf(a.actingParties)}, not as the signing party ${p}.`,
+      `the root action acts as ${partiesText(a.actingParties)}, not as the signing party ${p}.`,
       `${at}: acting parties`,
     );
   };
@@ -326,7 +323,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       if (sigs.length !== 1 || sigs[0] !== intent.receiver)
         add(
           'party_mismatch',
-          `the proposal is signed by ${listOf(sigs)} but the intent says ${intent.receiver} alone.`,
+          `the proposal is signed by ${partiesText(sigs)} but the intent says ${intent.receiver} alone.`,
           `${at}: signatories`,
         );
       return;
@@ -397,7 +394,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       if (!(a.signatories ?? []).includes(intent.party))
         add(
           'party_mismatch',
-          `the new contract is signed by ${listOf(a.signatories ?? [])}, not by ${intent.party}.`,
+          `the new contract is signed by ${partiesText(a.signatories ?? [])}, not by ${intent.party}.`,
           `${at}: signatories`,
         );
       return;

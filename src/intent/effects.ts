@@ -134,7 +134,7 @@ export function checkHoldings(
     if (owner === undefined) {
       add(
         'unexplained_create',
-        `node ${s.nodeId} creates ${withArticle(s.h.entity)} whose owner cannot be read; ${withArticle(intent.kind)} may create holdings only for ${listOf([...rules.owners])}.`,
+        `node ${s.nodeId} creates ${withArticle(s.h.entity)} whose owner cannot be read; ${withArticle(intent.kind)} may create holdings only for ${partiesText([...rules.owners])}.`,
         where,
       );
       continue;
@@ -655,6 +655,7 @@ function valueAt(v: Value | undefined, path: string): unknown {
     : JSON.parse(JSON.stringify(x, (_k, y) => (typeof y === 'bigint' ? y.toString() : y)));
 }
 
-function listOf(xs: readonly string[]): string {
+/** Parties for a message: comma-separated, or "no party". */
+export function partiesText(xs: readonly string[]): string {
   return xs.length === 0 ? 'no party' : xs.join(', ');
 }

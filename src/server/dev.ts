@@ -282,7 +282,7 @@ export function devBanner(x: {
       `    -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s)" \\`,
       `    -d ${sh(body)}`,
       '',
-      'See it and the others, newest first (one of them: /v1/withdrawals/ and its "id"):',
+      'List it and the others, newest first (one withdrawal alone: /v1/withdrawals/ followed by its "id"):',
       `  curl -s ${url}/v1/withdrawals -H "Authorization: Bearer $TOKEN"`,
       '',
     );

@@ -34,7 +34,7 @@ beforeAll(async () => {
     cwd,
     env: devEnv({ CANTON_SIGNER_LOG_LEVEL: undefined }),
   });
-  await p.waitFor(/See it and the others[^\n]*\n[^\n]*\n/, 120_000);
+  await p.waitFor(/List it and the others[^\n]*\n[^\n]*\n/, 120_000);
   banner = p.stdout();
 }, 150_000);
 
