@@ -16,7 +16,17 @@
  * deadlock is retried a few times with the whole `fn`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fchmodSync,
+  constants as fsConstants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -472,8 +482,22 @@ const TABLE_STATS_SQL = `SELECT relname AS name, n_live_tup AS live, n_dead_tup 
 function tightenFolder(dir: string): void {
   const walk = (path: string) => {
     const st = lstatSync(path);
-    if (st.isSymbolicLink() || st.isSocket()) return;
-    if ((st.mode & 0o077) !== 0) chmodSync(path, st.mode & 0o700);
+    if (!st.isFile() && !st.isDirectory()) return;
+    // Changed through a descriptor opened without following a link: a file swapped for a link
+    // after the lstat above makes the open fail, never changes the link's target.
+    let fd: number;
+    try {
+      fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    } catch {
+      return;
+    }
+    try {
+      const now = fstatSync(fd);
+      if (now.ino !== st.ino) return;
+      if ((now.mode & 0o077) !== 0) fchmodSync(fd, now.mode & 0o700);
+    } finally {
+      closeSync(fd);
+    }
     if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
   };
   walk(dir);
