@@ -9,7 +9,8 @@
  * for production, where the identity provider issues the tokens.
  */
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { exportPKCS8, exportSPKI, generateKeyPair, importPKCS8, SignJWT } from 'jose';
@@ -37,19 +38,28 @@ const list = (s: string) =>
 
 async function createIssuer(opts: { key: string; public: string; issuer: string; audience: string }) {
   const { privateKey, publicKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
-  for (const [path, text] of [
-    [opts.key, await exportPKCS8(privateKey)],
-    [opts.public, await exportSPKI(publicKey)],
-  ] as const) {
-    try {
-      await writeNewFile(path, text);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST')
-        throw new UsageError(
-          `${path} already exists: not overwritten (mint tokens with it, or give another --key / --public-key)`,
-        );
-      throw e;
+  const exists = (path: string) =>
+    new UsageError(
+      `${path} already exists: not overwritten (mint tokens with it, or give another --key / --public-key)`,
+    );
+  // Both or neither: a pair half written would block the next run on the half that exists.
+  for (const path of [opts.key, opts.public]) if (existsSync(path)) throw exists(path);
+  const written: string[] = [];
+  try {
+    for (const [path, text] of [
+      [opts.key, await exportPKCS8(privateKey)],
+      [opts.public, await exportSPKI(publicKey)],
+    ] as const) {
+      try {
+        await writeNewFile(path, text);
+      } catch (e) {
+        throw (e as NodeJS.ErrnoException).code === 'EEXIST' ? exists(path) : e;
+      }
+      written.push(path);
     }
+  } catch (e) {
+    for (const path of written) await rm(path, { force: true });
+    throw e;
   }
   process.stderr.write(`private key written to ${opts.key} (owner-only), public key to ${opts.public}\n`);
   print(

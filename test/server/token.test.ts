@@ -6,6 +6,7 @@
  * another issuer or key; the issuer's private key is owner-only and never
  * overwritten; bad mint arguments are usage errors (exit 2).
  */
+import { existsSync } from 'node:fs';
 import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +49,18 @@ describe('canton-signer token issuer', () => {
     expect(again.status).toBe(2);
     expect(again.stderr).toContain(`${at('issuer-key.pem')} already exists: not overwritten`);
     expect(await readFile(at('issuer-key.pem'), 'utf8')).toBe(before);
+    // a public key file in the way: nothing written, not even the private half
+    const half = await cli([
+      'token',
+      'issuer',
+      '--key',
+      at('k2.pem'),
+      '--public-key',
+      at('issuer-public.pem'),
+    ]);
+    expect(half.status).toBe(2);
+    expect(half.stderr).toContain(`${at('issuer-public.pem')} already exists`);
+    expect(existsSync(at('k2.pem'))).toBe(false);
     const other = await mkdtemp(join(tmpdir(), 'canton-signer-token-2-'));
     try {
       const r = await cli([
