@@ -23,23 +23,28 @@ afterAll(async () => {
   await ag?.close();
 });
 
+/** A cold key onboarded through the service by the air gap: the export made, signed offline; not imported. */
+async function onboardingResponse(hint: string) {
+  const key = await ag.cold.generate({ label: hint, scheme: 'ed25519', backend: 'file' });
+  await ag.env.flow.signer.importPublicKey(`${hint}-pub`, 'ed25519', key.publicKeySpki);
+  const admin = await ag.env.auth(['admin']);
+  const first = await ag.inject('POST', '/v1/parties', admin, {
+    hint,
+    keyLabel: `${hint}-pub`,
+    path: 'ledger-api',
+  });
+  expect(first.status, JSON.stringify(first.body)).toBe(202);
+  const exportId = String(first.body.exportId);
+  const got = await ag.inject('GET', `/v1/air-gap/exports/${exportId}`, ag.operator);
+  const response = await ag.signOffline(got.body.envelope);
+  return { key, exportId, response, party: (got.body.export as { party: string }).party };
+}
+
 describe('importing an onboarding response', () => {
   it('a run that fails upstream releases the import: the same response onboards on the next try', async () => {
     const user = ag.env.flow.net.users.get(LEDGER_API_USER)!;
     user.admin = true;
-    const key = await ag.cold.generate({ label: 'retry', scheme: 'ed25519', backend: 'file' });
-    await ag.env.flow.signer.importPublicKey('retry-pub', 'ed25519', key.publicKeySpki);
-    const admin = await ag.env.auth(['admin']);
-    const first = await ag.inject('POST', '/v1/parties', admin, {
-      hint: 'retry',
-      keyLabel: 'retry-pub',
-      path: 'ledger-api',
-    });
-    expect(first.status, JSON.stringify(first.body)).toBe(202);
-    const exportId = String(first.body.exportId);
-    const got = await ag.inject('GET', `/v1/air-gap/exports/${exportId}`, ag.operator);
-    const response = await ag.signOffline(got.body.envelope);
-    const party = (got.body.export as { party: string }).party;
+    const { key, exportId, response, party } = await onboardingResponse('retry');
 
     // A response that is itself bad: refused, and it uses nothing up.
     const tampered = structuredClone(response);
@@ -81,19 +86,7 @@ describe('importing an onboarding response', () => {
   it('a run that fails after the signature was sent (a 503) keeps the import: continue carries it on', async () => {
     const user = ag.env.flow.net.users.get(LEDGER_API_USER)!;
     user.admin = true;
-    const key = await ag.cold.generate({ label: 'lost', scheme: 'ed25519', backend: 'file' });
-    await ag.env.flow.signer.importPublicKey('lost-pub', 'ed25519', key.publicKeySpki);
-    const admin = await ag.env.auth(['admin']);
-    const first = await ag.inject('POST', '/v1/parties', admin, {
-      hint: 'lost',
-      keyLabel: 'lost-pub',
-      path: 'ledger-api',
-    });
-    expect(first.status, JSON.stringify(first.body)).toBe(202);
-    const exportId = String(first.body.exportId);
-    const got = await ag.inject('GET', `/v1/air-gap/exports/${exportId}`, ag.operator);
-    const response = await ag.signOffline(got.body.envelope);
-    const party = (got.body.export as { party: string }).party;
+    const { exportId, response, party } = await onboardingResponse('lost');
 
     // The signed allocation meets a participant that answers 503: as far as the service can
     // tell, what it sent may still be acted on.

@@ -31,6 +31,22 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A `serve` on the built-in sandbox with test auth, keystore `keystore` and data folder `data` (under dir), and `extra`. */
+function startEnv(keystore: string, data: string, extra: Record<string, string>): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    CANTON_SIGNER_SANDBOX: 'true',
+    CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
+    CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
+    CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
+    CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
+    CANTON_SIGNER_KEYSTORE: keystore,
+    CANTON_SIGNER_DATA_DIR: join(dir, data),
+    CANTON_SIGNER_PORT: '0',
+    ...extra,
+  };
+}
+
 describe('serve: configuration errors', () => {
   it('exits 2 naming every bad setting, without the secret values', async () => {
     const r = await runCli(['serve'], {
@@ -83,18 +99,7 @@ describe('serve: keys at start', () => {
     await signer.generate({ label: 'treasury', scheme: 'ed25519', backend: 'file' });
     await signer.close();
     const r = await runCli(['serve'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        CANTON_SIGNER_SANDBOX: 'true',
-        CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
-        CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
-        CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
-        CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
-        CANTON_SIGNER_KEYSTORE: keystore,
-        CANTON_SIGNER_DATA_DIR: join(dir, 'ks-wrong-data'),
-        CANTON_SIGNER_PORT: '0',
-        CANTON_SIGNER_PASSPHRASE: 'a-wrong-passphrase-XYZZY',
-      },
+      env: startEnv(keystore, 'ks-wrong-data', { CANTON_SIGNER_PASSPHRASE: 'a-wrong-passphrase-XYZZY' }),
     });
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain(
@@ -107,18 +112,7 @@ describe('serve: keys at start', () => {
     buildDist(['cli/serve.js', 'keys/file-backend.js']);
     const missing = join(dir, 'no-such-passphrase');
     const r = await runCli(['serve'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        CANTON_SIGNER_SANDBOX: 'true',
-        CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
-        CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
-        CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
-        CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
-        CANTON_SIGNER_KEYSTORE: join(dir, 'ks-empty'),
-        CANTON_SIGNER_DATA_DIR: join(dir, 'ks-empty-data'),
-        CANTON_SIGNER_PORT: '0',
-        CANTON_SIGNER_PASSPHRASE_FILE: missing,
-      },
+      env: startEnv(join(dir, 'ks-empty'), 'ks-empty-data', { CANTON_SIGNER_PASSPHRASE_FILE: missing }),
     });
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain(missing);
