@@ -58,6 +58,17 @@ const config = (operation: string) => ({
   config: { service: 'ledger-api', operation: `ledger-api.${operation}` },
 });
 
+/** The `limit` and `stream_idle_timeout_ms` query parameters of a streamed read (defaults 1000 and 1000 ms). */
+function streamQuery(req: FastifyRequest): { limit: number; idleMs: number } {
+  const q = req.query as Record<string, string | undefined>;
+  const limit = q.limit === undefined ? 1000 : Number(q.limit);
+  const idleMs = q.stream_idle_timeout_ms === undefined ? 1000 : Number(q.stream_idle_timeout_ms);
+  if (!Number.isInteger(limit) || limit < 1) throw E.invalidArgument('limit must be a positive integer');
+  if (!Number.isInteger(idleMs) || idleMs < 0)
+    throw E.invalidArgument('stream_idle_timeout_ms must be a non-negative integer');
+  return { limit, idleMs };
+}
+
 export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;
 
@@ -282,12 +293,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
     const body = decode(CompletionStreamRequestSchema, req.body);
     const user = userOf(req, body.userId);
     requireRead(user, body.parties);
-    const q = req.query as Record<string, string | undefined>;
-    const limit = q.limit === undefined ? 1000 : Number(q.limit);
-    const idleMs = q.stream_idle_timeout_ms === undefined ? 1000 : Number(q.stream_idle_timeout_ms);
-    if (!Number.isInteger(limit) || limit < 1) throw E.invalidArgument('limit must be a positive integer');
-    if (!Number.isInteger(idleMs) || idleMs < 0)
-      throw E.invalidArgument('stream_idle_timeout_ms must be a non-negative integer');
+    const { limit, idleMs } = streamQuery(req);
     const begin = body.beginExclusive ?? 0;
     if (begin > net.store.ledgerEnd())
       throw cantonError(
@@ -342,12 +348,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
       throw E.invalidArgument('updateFormat: the sandbox serves transactions only (includeTransactions)');
     const filter = eventFilter(fmt.eventFormat);
     requireRead(user, filter.byParty.keys(), filter.anyParty !== undefined);
-    const q = req.query as Record<string, string | undefined>;
-    const limit = q.limit === undefined ? 1000 : Number(q.limit);
-    const idleMs = q.stream_idle_timeout_ms === undefined ? 1000 : Number(q.stream_idle_timeout_ms);
-    if (!Number.isInteger(limit) || limit < 1) throw E.invalidArgument('limit must be a positive integer');
-    if (!Number.isInteger(idleMs) || idleMs < 0)
-      throw E.invalidArgument('stream_idle_timeout_ms must be a non-negative integer');
+    const { limit, idleMs } = streamQuery(req);
     const begin = body.beginExclusive;
     const end = body.endInclusive;
     if (begin > net.store.ledgerEnd())
