@@ -70,8 +70,7 @@ export interface ImportResult {
 export class OnlineAirGap {
   private readonly label: string;
   private exportKeyP: Promise<KeyDescription> | undefined;
-  /** The export whose imported signatures the code running now may use (see `withExport`). */
-  /** The export whose signatures the running flow may use, and whether one was handed out to it. */
+  /** The export whose imported signatures the code running now may use (see `withExport`), and whether one was handed out to it. */
   private readonly claim = new AsyncLocalStorage<{ id: string; handedOut: boolean }>();
 
   constructor(
