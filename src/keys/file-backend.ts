@@ -447,6 +447,8 @@ export class FileBackend implements KeyBackend {
     if (marker) {
       if (!(await this.markerAccepts(marker, await this.passphrase())))
         throw otherPassphraseError(this.opts.dir);
+      // The passphrase is the keystore's: the first key written need not derive the check again.
+      this.ownPassphrase ??= Promise.resolve();
       return;
     }
     const [first] = await this.list();

@@ -31,22 +31,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A `serve` on the built-in sandbox with test auth, keystore `keystore` and data folder `data` (under dir), and `extra`. */
-function startEnv(keystore: string, data: string, extra: Record<string, string>): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '',
-    CANTON_SIGNER_SANDBOX: 'true',
-    CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
-    CANTON_SIGNER_AUTH_AUDIENCE: 'canton-signer-test',
-    CANTON_SIGNER_AUTH_ALGORITHMS: 'HS256',
-    CANTON_SIGNER_AUTH_SHARED_SECRET: 'a-shared-secret-of-at-least-32-bytes!!',
-    CANTON_SIGNER_KEYSTORE: keystore,
-    CANTON_SIGNER_DATA_DIR: join(dir, data),
-    CANTON_SIGNER_PORT: '0',
-    ...extra,
-  };
-}
-
 describe('serve: configuration errors', () => {
   it('exits 2 naming every bad setting, without the secret values', async () => {
     const r = await runCli(['serve'], {
@@ -99,7 +83,10 @@ describe('serve: keys at start', () => {
     await signer.generate({ label: 'treasury', scheme: 'ed25519', backend: 'file' });
     await signer.close();
     const r = await runCli(['serve'], {
-      env: startEnv(keystore, 'ks-wrong-data', { CANTON_SIGNER_PASSPHRASE: 'a-wrong-passphrase-XYZZY' }),
+      env: serveEnv(join(dir, 'ks-wrong-data'), {
+        CANTON_SIGNER_KEYSTORE: keystore,
+        CANTON_SIGNER_PASSPHRASE: 'a-wrong-passphrase-XYZZY',
+      }),
     });
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain(
@@ -112,7 +99,11 @@ describe('serve: keys at start', () => {
     buildDist(['cli/serve.js', 'keys/file-backend.js']);
     const missing = join(dir, 'no-such-passphrase');
     const r = await runCli(['serve'], {
-      env: startEnv(join(dir, 'ks-empty'), 'ks-empty-data', { CANTON_SIGNER_PASSPHRASE_FILE: missing }),
+      env: serveEnv(join(dir, 'ks-empty-data'), {
+        CANTON_SIGNER_KEYSTORE: join(dir, 'ks-empty'),
+        CANTON_SIGNER_PASSPHRASE: undefined,
+        CANTON_SIGNER_PASSPHRASE_FILE: missing,
+      }),
     });
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain(missing);
@@ -253,9 +244,9 @@ describe('serve: a running service', () => {
   });
 });
 
-/** The service's settings in the environment (no file), its data in `data`. */
-function serveEnv(data: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
+/** The service's settings in the environment (no file), its data in `data`; `extra` on top (`undefined` removes one). */
+function serveEnv(data: string, extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = {
     PATH: process.env.PATH ?? '',
     CANTON_SIGNER_SANDBOX: 'true',
     CANTON_SIGNER_AUTH_ISSUER: 'https://issuer.test',
@@ -269,6 +260,7 @@ function serveEnv(data: string, extra: Record<string, string> = {}): Record<stri
     CANTON_SIGNER_LOG_LEVEL: 'info',
     ...extra,
   };
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 /** The command's own error line (a library warning may come before it). */
