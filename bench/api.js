@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * REST API load benchmark (issue 6 §7): `npm run bench:api`.
+ * REST API load benchmark: `npm run bench:api`.
  *
  * A real listening service (createService from dist/, the built-in sandbox,
  * PGlite, the withdrawal worker on) runs in a CHILD process, so that it has

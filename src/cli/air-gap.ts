@@ -1,5 +1,5 @@
 /**
- * The online half of air-gapped signing on the command line (issue 7 §3):
+ * The online half of air-gapped signing on the command line:
  * `export-key` (`--create`: the admin's one-time setup), `exports`, `export`
  * and `import`, as REST clients of a
  * running `canton-signer serve` (never the database). `export` writes the

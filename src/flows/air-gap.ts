@@ -1,5 +1,5 @@
 /**
- * Where the pipeline meets the air gap (issue 7): a party whose key is held
+ * Where the pipeline meets the air gap: a party whose key is held
  * offline cannot sign here, so once a transaction has passed every check the
  * pipeline hands it to an `AirGapExporter`, which seals and records a signing
  * request (src/offline/online.ts), and the flow stops with

@@ -67,7 +67,7 @@ export interface PipelineOptions {
   window?: WindowOptions;
   /** Current time in µs since the epoch (tests move it). */
   nowUs?: () => bigint;
-  /** Where a verified transaction goes when the party's key is held offline (issue 7). */
+  /** Where a verified transaction goes when the party's key is held offline. */
   airGap?: AirGapExporter;
 }
 

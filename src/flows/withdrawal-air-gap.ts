@@ -1,5 +1,5 @@
 /**
- * Withdrawals of parties whose key is held offline (issue 7). A run that
+ * Withdrawals of parties whose key is held offline. A run that
  * reaches the signature exports a sealed request and parks the withdrawal in
  * `awaiting_signature` (withdrawal-run.ts). After the response is imported
  * the withdrawal goes back to `prepared` and the next run submits exactly the

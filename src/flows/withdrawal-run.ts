@@ -72,7 +72,7 @@ export type WithdrawalPoint = 'received' | 'prepared' | 'signed' | 'submitted' |
 export interface RunEnv {
   ctx: FlowContext;
   store: Store;
-  /** The online side of the air gap, for parties whose key is held offline (issue 7). */
+  /** The online side of the air gap, for parties whose key is held offline. */
   airGap?: OnlineAirGap;
   /** Test-only: called after each durable step (a crash test kills the process here). */
   at?: (point: WithdrawalPoint, w: Withdrawal) => void | Promise<void>;

@@ -54,7 +54,7 @@ export interface WithdrawalWorker {
 export interface WithdrawalWorkerOptions {
   ctx: FlowContext;
   store: Store;
-  /** The online side of the air gap: withdrawals of parties whose key is held offline (issue 7). */
+  /** The online side of the air gap: withdrawals of parties whose key is held offline. */
   airGap?: OnlineAirGap;
   /** Called with each flow's latency and outcome (metrics). */
   observe?: (flow: string, outcome: string, seconds: number) => void;

@@ -1,5 +1,5 @@
 /**
- * The online side of the air gap (issue 7 §3). Export: a transaction that
+ * The online side of the air gap. Export: a transaction that
  * passed every check of the pipeline, for a party whose key is held offline,
  * becomes a sealed request (format.ts) recorded in the store; the flow stops
  * with `AwaitingSignature`. Import: a response is accepted only if it answers

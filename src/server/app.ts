@@ -86,7 +86,7 @@ export function requestId(req: RawRequestDefaultExpression): string {
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : crypto.randomUUID();
 }
 
-/** Routes that sign for a party, so that a party whose key is held offline answers 202 (issue 7). */
+/** Routes that sign for a party, so that a party whose key is held offline answers 202. */
 const AWAITS = /^\/v1\/(parties|parties\/:id\/offers\/:contractId\/[a-z]+|sign|sign\/execute)$/;
 const AWAITING_RESPONSE = out(
   z.object({

@@ -20,7 +20,7 @@ export interface ServiceDeps {
   signer: Signer;
   metrics: ServiceMetrics;
   worker: WithdrawalWorker;
-  /** Exports for and imports from offline keys (issue 7). */
+  /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
   /**
    * True once the store, the keys and the network answered; readiness reports it. A failing

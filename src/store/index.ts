@@ -1,5 +1,5 @@
 /**
- * The service's persistence (issue 6 §4): open the database (PGlite or
+ * The service's persistence: open the database (PGlite or
  * PostgreSQL), migrate it, and the repositories over it. `openStore` is the
  * one call a service needs.
  */

@@ -5,7 +5,7 @@
  * credentials. Two implementations of one interface: in memory (tests,
  * library use) and an append-only JSON-lines file (the CLI; fsync'd per record);
  * both can be read back by party (`partyRecords`).
- * The service's database store (issue 6) implements the same interface.
+ * The service's database store implements the same interface.
  */
 import { mkdirSync } from 'node:fs';
 import { appendFile, open } from 'node:fs/promises';

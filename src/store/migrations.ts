@@ -225,7 +225,7 @@ const M002: Migration = {
 };
 
 /**
- * Migration 3: air-gapped signing (issue 7). A withdrawal of a party whose key
+ * Migration 3: air-gapped signing. A withdrawal of a party whose key
  * is held offline waits in `awaiting_signature` while its signing request is
  * across the gap; `air_gap_exports` holds each sealed request (nonce and
  * digest unique: a response is accepted once), the hashes it asks to be

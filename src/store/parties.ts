@@ -3,7 +3,7 @@
  * label that signs for each and the public key registered on the ledger at
  * onboarding (what every signature is verified against). File form: one JSON
  * document `parties.json` in the keystore folder, replaced atomically and durably (key-files.ts `replaceFile`); the
- * service's database store (issue 6) implements the same interface.
+ * service's database store implements the same interface.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * The whole air-gap loop against the sandbox (issue 7 §3, §6): a withdrawal
+ * The whole air-gap loop against the sandbox: a withdrawal
  * of a party whose key is held offline parks in `awaiting_signature` with a
  * sealed request; the offline signer (a separate keystore: a file key, and a
  * SoftHSM2 key) reviews and signs it; the import is checked and the

@@ -1,5 +1,5 @@
 /**
- * Regression tests from the security review of the air gap (issue 7): each
+ * Regression tests from the security review of the air gap: each
  * demonstrated a hole before it was closed and asserts the safe behaviour.
  *
  * 1. A withdrawal's memo (chosen by whoever creates the withdrawal) reaches

@@ -1,5 +1,5 @@
 /**
- * Security review (issue 7): a QR frame PNG is decoded with no bound on its
+ * Security review: a QR frame PNG is decoded with no bound on its
  * dimensions. A few-KB PNG that declares 8000×8000 pixels is inflated to a
  * 256 MB RGBA buffer and scanned by jsQR before anything is refused; larger
  * dimensions exhaust the offline machine's memory. The safe behaviour is to

@@ -65,7 +65,7 @@ beforeAll(async () => {
 afterAll(async () => env?.close());
 
 describe('role matrix', () => {
-  it('declares the routes of issue 6 (the table is complete)', () => {
+  it('declares every route of the service (the table is complete)', () => {
     const table = env.service.routes.map((r) => `${r.method} ${r.url}`);
     for (const r of [
       'POST /v1/keys',

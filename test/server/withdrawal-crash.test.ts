@@ -1,5 +1,5 @@
 /**
- * Crash safety of withdrawals (issue 6 §5): a child process runs the
+ * Crash safety of withdrawals: a child process runs the
  * compiled worker (test/support/crash-worker.mjs) against this process's
  * sandbox and a throw-away PostgreSQL database, and SIGKILLs itself right
  * after one step of a withdrawal (received; prepared recorded; signed
@@ -8,7 +8,7 @@
  * Each withdrawal must end committed with exactly one ledger transaction
  * under its command id, and the sender's funds must move exactly once.
  * The same for a cold party's withdrawal after its offline signature was
- * imported (issue 7): the exported transaction is submitted exactly once and
+ * imported: the exported transaction is submitted exactly once and
  * the offline signature is never asked for again.
  * Needs dist/ (`npm test` builds first; locally `npm run build`).
  */

@@ -8,7 +8,7 @@
  * right after that step of withdrawal WITHDRAWAL_ID; without it, the worker
  * runs until that withdrawal is finished and prints its final state.
  * Configuration comes in the CRASH_CONFIG environment variable (JSON).
- * Cold parties (issue 7): the signer has the keystore's offline (public-only)
+ * Cold parties: the signer has the keystore's offline (public-only)
  * keys, whose signatures come from the air-gap exports in the database; with
  * STOP_AWAITING set, the child also stops once the withdrawal awaits its
  * offline signature.

@@ -1,5 +1,5 @@
 /**
- * /v1/air-gap: the online side of air-gapped signing (issue 7). The export
+ * /v1/air-gap: the online side of air-gapped signing. The export
  * key an offline signer must trust (read: 404 `export_key_missing` until an
  * admin creates it with the POST, audited as `key.put`); the sealed requests waiting for an
  * offline signature (a withdrawal of a cold party parks in

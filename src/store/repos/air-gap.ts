@@ -1,5 +1,5 @@
 /**
- * Air-gap exports (issue 7): each signing request the service sealed for an
+ * Air-gap exports: each signing request the service sealed for an
  * offline key, what it asks to be signed, and what came back. A row moves
  * open → imported (the response checked and kept; once, by nonce) → done (the
  * signed transaction went on), or open/imported → stale (its window closed

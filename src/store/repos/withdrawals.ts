@@ -84,7 +84,7 @@ export type WithdrawalState = (typeof WITHDRAWAL_STATES)[number];
 export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly WithdrawalState[]>> = {
   received: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
   prepared: ['prepared', 'signed', 'awaiting_signature', 'rejected', 'failed', 'cancelled', 'expired'],
-  /** The party's key is held offline: its signing request is across the air gap (issue 7). */
+  /** The party's key is held offline: its signing request is across the air gap. */
   awaiting_signature: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
   signed: ['submitted', 'prepared', 'failed', 'expired'],
   submitted: ['submitted', 'committed', 'rejected', 'expired', 'prepared'],
