@@ -5,7 +5,8 @@
  * only (a static bearer token per service, or OAuth2 client credentials), the
  * Ledger API user (`--user`, else the user the token acts as), the
  * keystore, the party book and the journal beside it, and the pipeline's rules
- * (`--require-v3`, `--min-window`). Builds one FlowContext; nothing secret is
+ * (`--require-v3`, `--min-window`, `--policy`: the rules of a policy file,
+ * src/policy/local.ts). Builds one FlowContext; nothing secret is
  * printed or kept beyond the process.
  */
 import { join } from 'node:path';
@@ -16,8 +17,10 @@ import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
-import { isPartyId } from '../flows/names.js';
+import { isPartyId, resolveParty } from '../flows/names.js';
 import { openSigner } from '../keys/config.js';
+import { type LoadedPolicy, PolicyError, readPolicyFile } from '../policy/document.js';
+import { localGate } from '../policy/local.js';
 import { FileRecorder } from '../store/journal.js';
 import { FilePartyBook } from '../store/parties.js';
 import { UsageError } from './input.js';
@@ -35,6 +38,7 @@ export interface ConnectionOptions {
   journal?: string;
   requireV3?: boolean;
   minWindow?: string;
+  policy?: string;
   timeout?: string;
 }
 
@@ -68,6 +72,12 @@ export function connectionOptions(cmd: Command): Command {
     )
     .addOption(
       new Option('--min-window <seconds>', 'refuse transactions whose execution window closes sooner'),
+    )
+    .addOption(
+      new Option(
+        '--policy <file>',
+        'policy document (YAML or JSON, docs/policy.md): its rules decide here; what needs limits or approvals is refused (use the service)',
+      ).env('CANTON_SIGNER_POLICY_FILE'),
     )
     .addOption(new Option('--timeout <seconds>', 'per-request timeout').default('30'));
 }
@@ -237,6 +247,7 @@ export async function connect(
   const scan = scanUrl
     ? new ScanClient({ baseUrl: scanUrl, timeoutMs, ...optAuth(authFromEnv('SCAN', env)) })
     : undefined;
+  const policy = opts.policy !== undefined ? await policyFile(opts.policy) : undefined;
   const signer = await openSigner({ keystore: dir, interactive: true, env });
   const ctx: FlowContext = {
     signer,
@@ -250,12 +261,27 @@ export async function connect(
     ...(opts.requireV3 ? { requireScheme: 'v3' as const } : {}),
     ...(minWindowMs !== undefined ? { minWindowMs } : {}),
   };
+  if (policy)
+    ctx.policy = localGate(policy, {
+      caller: { id: 'command-line', roles: [] },
+      resolveName: async (n) => (ctx.scan ? (await resolveParty(ctx, n)).partyId : undefined),
+    });
   return {
     ctx,
     urls,
     timeoutMs,
     close: () => signer.close(),
   };
+}
+
+/** The policy file of --policy, or a usage error naming each field at fault (exit 2). */
+async function policyFile(path: string): Promise<LoadedPolicy> {
+  try {
+    return await readPolicyFile(path);
+  } catch (e) {
+    if (e instanceof PolicyError) throw new UsageError(`--policy: ${e.message}`);
+    throw e;
+  }
 }
 
 function optAuth(auth: AuthProvider | undefined): { auth?: AuthProvider } {

@@ -25,6 +25,7 @@ import { registerOffline } from './offline.js';
 import { CliExit, finishProgram } from './options.js';
 import { printJson } from './output.js';
 import { registerParty } from './party.js';
+import { registerPolicy } from './policy.js';
 import { registerSandbox } from './sandbox.js';
 import { registerServe } from './serve.js';
 import { keyErrorText } from './system-errors.js';
@@ -58,6 +59,7 @@ export function buildProgram(): Command {
   registerToken(program);
   registerOffline(program);
   registerAirGap(program);
+  registerPolicy(program);
   finishProgram(program);
   return program;
 }

@@ -38,7 +38,7 @@ import {
 import { isAwaitingOfflineSignature } from '../keys/offline-backend.js';
 import type { KeyScheme } from '../keys/schemes.js';
 import type { KeyDescription, SignOutput } from '../keys/signer.js';
-import { allowAll } from '../policy/hook.js';
+import { AwaitingApproval, allowAll } from '../policy/hook.js';
 import type { JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
 import type { TopologyExport } from './air-gap.js';
@@ -320,16 +320,36 @@ async function signHashes(
   const out: SignOutput[] = [];
   for (const h of hashes) {
     const hash = bytesToHex(h);
-    const decision = await (ctx.policy ?? allowAll)({
+    const subject = ctx.policyContext?.subject ?? `onboard:${run.partyId}`;
+    const decision = await (ctx.policy ?? allowAll).decide({
       flow: run.flow,
       partyId: run.partyId,
       keyLabel: party.keyLabel,
       intent: run.intent,
       actions: [],
       hash,
+      subject,
+      ...(ctx.policyContext?.caller ? { caller: ctx.policyContext.caller } : {}),
+      ...(ctx.policyContext?.requester !== undefined ? { requester: ctx.policyContext.requester } : {}),
     });
-    if (!decision.allow)
+    if (decision.outcome === 'deny')
       return refuse(run, new Refusal('policy_denied', `policy refused: ${decision.reason}`));
+    if (decision.outcome === 'approve') {
+      const a = new AwaitingApproval(
+        decision.request,
+        subject,
+        decision.missing,
+        decision.expiresAt,
+        decision.policy,
+      );
+      await run.rec('awaiting_approval', {
+        hash,
+        reason: 'approvals_required',
+        message: a.message,
+        facts: { approvalRequest: a.requestId },
+      });
+      throw a;
+    }
     let s: SignOutput;
     try {
       s = await signAndVerify(ctx.signer, party, h);

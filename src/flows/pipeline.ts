@@ -3,8 +3,11 @@
  * offline signer sign through it:
  *
  *   prepare → strict decode → recomputed hash = claimed hash → intent check →
- *   execution window → policy → sign (signer contract) → verify the signature
- *   against the party's registered key → submit → definite outcome → record.
+ *   execution window → policy (allow, deny, or wait for approvals:
+ *   `AwaitingApproval`) → sign (signer contract) → verify the signature
+ *   against the party's registered key → submit → definite outcome → record
+ *   (and the policy told: what was reserved against its limits counts, or,
+ *   when nothing was signed, is given back).
  *
  * `verifyPrepared` is the pure part (no key is touched); `signVerified` adds
  * the policy, the signature and its verification (`verifyAndSign`: both,
@@ -27,7 +30,13 @@ import { actingParty, type Intent, type RecognisedAction } from '../intent/model
 import { isAwaitingOfflineSignature } from '../keys/offline-backend.js';
 import { verifySignature } from '../keys/schemes.js';
 import type { CantonSignature, Signer, SignOutput } from '../keys/signer.js';
-import { allowAll, type PolicyHook } from '../policy/hook.js';
+import {
+  AwaitingApproval,
+  allowAll,
+  type PolicyCaller,
+  type PolicyGate,
+  type PolicyRef,
+} from '../policy/hook.js';
 import type { FlowRecorder, JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
 import { type AirGapExporter, AwaitingSignature } from './air-gap.js';
@@ -58,7 +67,13 @@ export type SigningParty = Pick<
 
 export interface PipelineOptions {
   signer: Signer;
-  policy?: PolicyHook;
+  policy?: PolicyGate;
+  /**
+   * Who the flow runs for and what its decision is about: the caller
+   * (request to the service), the subject its reservations and approvals are
+   * keyed by (default `<flow>:<party>:<command id>`) and its requester.
+   */
+  policyContext?: { caller?: PolicyCaller; subject?: string; requester?: string };
   recorder?: FlowRecorder;
   /** Refuse anything not hashed with this scheme (V3: `max_record_time` is signed). */
   requireScheme?: HashingScheme;
@@ -83,6 +98,8 @@ export interface Verified {
 }
 
 export interface SignedTransaction extends Verified {
+  /** The policy version and rule that allowed it, who approved it, and the subject decided on. */
+  policy: SignedPolicy;
   signature: CantonSignature;
   /** Signature bytes in hex (the validator's endpoints take this). */
   signatureHex: string;
@@ -208,17 +225,74 @@ export function verifyPrepared(
 /** How far a transaction's preparation time may be ahead of this host's clock (skew). */
 export const PREPARATION_SKEW_US = 5n * 60_000_000n;
 
-/** Steps 6–8: policy, sign, verify the signature against the registered key. */
-export async function signVerified(v: Verified, opts: PipelineOptions): Promise<SignedTransaction> {
-  const decision = await (opts.policy ?? allowAll)({
+export type SignedPolicy = PolicyRef & { approvedBy?: readonly string[]; subject: string };
+
+/** The subject a flow's policy decision is about: the caller's, else `<flow>:<party>:<command id>`. */
+export function policySubject(v: Verified, opts: Pick<PipelineOptions, 'policyContext'>): string {
+  return (
+    opts.policyContext?.subject ?? `${v.flow}:${v.party.partyId}:${v.tx.metadata.submitterInfo.commandId}`
+  );
+}
+
+/** Step 6: the policy's decision on what was verified; a refusal or `AwaitingApproval` when it is not allow. */
+export async function applyPolicy(
+  v: Verified,
+  opts: Pick<PipelineOptions, 'policy' | 'policyContext'>,
+): Promise<SignedPolicy> {
+  const ctx = opts.policyContext;
+  const subject = policySubject(v, opts);
+  const decision = await (opts.policy ?? allowAll).decide({
     flow: v.flow,
     partyId: v.party.partyId,
     keyLabel: v.party.keyLabel,
     intent: v.intent,
     actions: v.actions,
     hash: bytesToHex(v.hash),
+    subject,
+    ...(ctx?.caller ? { caller: ctx.caller } : {}),
+    ...(ctx?.requester !== undefined ? { requester: ctx.requester } : {}),
   });
-  if (!decision.allow) throw new Refusal('policy_denied', `policy refused: ${decision.reason}`);
+  const ref = (p: PolicyRef) => ({
+    policyVersion: String(p.version),
+    policySha256: p.sha256,
+    rule: p.rule,
+  });
+  if (decision.outcome === 'deny')
+    throw new Refusal('policy_denied', `policy refused: ${decision.reason}`, [], {
+      ...ref(decision.policy),
+      hash: bytesToHex(v.hash),
+    });
+  if (decision.outcome === 'approve')
+    throw new AwaitingApproval(
+      decision.request,
+      subject,
+      decision.missing,
+      decision.expiresAt,
+      decision.policy,
+    );
+  return {
+    ...decision.policy,
+    subject,
+    ...(decision.approvedBy ? { approvedBy: decision.approvedBy } : {}),
+  };
+}
+
+/**
+ * Tells the policy the flow for `subject` ended. Best effort: a failed write
+ * leaves a reservation that ages out of its window (it only ever makes a
+ * limit stricter), and must not turn a committed flow into an error.
+ */
+export async function settlePolicy(
+  opts: Pick<PipelineOptions, 'policy'>,
+  subject: string,
+  outcome: 'committed' | 'released',
+): Promise<void> {
+  await (opts.policy ?? allowAll).settle(subject, outcome).catch(() => undefined);
+}
+
+/** Steps 6–8: policy, sign, verify the signature against the registered key. */
+export async function signVerified(v: Verified, opts: PipelineOptions): Promise<SignedTransaction> {
+  const policy = await applyPolicy(v, opts);
   let out: SignOutput;
   try {
     out = await signAndVerify(opts.signer, v.party, v.hash);
@@ -229,6 +303,7 @@ export async function signVerified(v: Verified, opts: PipelineOptions): Promise<
   }
   return {
     ...v,
+    policy,
     signature: out.signature,
     signatureHex: out.signatureHex,
     preparedTransactionBase64: Buffer.from(v.tx.bytes).toString('base64'),
@@ -348,17 +423,32 @@ export async function verifyAndSign(
   extra: Record<string, unknown> = {},
 ): Promise<SignedTransaction> {
   let signed: SignedTransaction;
+  let subject: string | undefined;
   try {
-    signed = await signVerified(verifyPrepared(flow, input, party, intent, opts), opts);
+    const v = verifyPrepared(flow, input, party, intent, opts);
+    subject = policySubject(v, opts);
+    signed = await signVerified(v, opts);
   } catch (e) {
+    // Nothing was signed: what the decision reserved is given back (an approval or an offline
+    // signature still to come keeps it).
+    if (subject !== undefined && !(e instanceof AwaitingApproval) && !(e instanceof AwaitingSignature))
+      await settlePolicy(opts, subject, 'released');
     if (e instanceof AwaitingSignature)
       await rec('exported', { ...extra, hash: e.hashes[0], facts: { export: e.exportId } });
+    else if (e instanceof AwaitingApproval)
+      await rec('awaiting_approval', {
+        ...extra,
+        reason: 'approvals_required',
+        message: e.message,
+        facts: { approvalRequest: e.requestId, ...policyFacts(e.policy) },
+      });
     else if (e instanceof Refusal)
       await rec('refused', {
         ...extra,
         reason: e.reason,
         message: e.message,
         ...(e.details.hash ? { hash: e.details.hash } : {}),
+        ...(e.reason === 'policy_denied' ? { facts: pick(e.details, POLICY_FACTS) } : {}),
       });
     else {
       const { code, message } = errorSummary(e);
@@ -366,8 +456,29 @@ export async function verifyAndSign(
     }
     throw e;
   }
-  await rec('signed', { ...extra, hash: bytesToHex(signed.hash), signedBy: signed.signature.signedBy });
+  await rec('signed', {
+    ...extra,
+    hash: bytesToHex(signed.hash),
+    signedBy: signed.signature.signedBy,
+    facts: policyFacts(signed.policy),
+  });
   return signed;
+}
+
+const POLICY_FACTS = ['policyVersion', 'policySha256', 'rule'] as const;
+
+/** The policy a decision was made under, as journal facts (the audit log keeps every decision). */
+function policyFacts(p: PolicyRef & { approvedBy?: readonly string[] }): Record<string, string> {
+  return {
+    policyVersion: String(p.version),
+    policySha256: p.sha256,
+    rule: p.rule,
+    ...(p.approvedBy && p.approvedBy.length > 0 ? { approvedBy: p.approvedBy.join(',') } : {}),
+  };
+}
+
+function pick(o: Record<string, string>, keys: readonly string[]): Record<string, string> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k] as string]));
 }
 
 export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<FlowResult<T>> {
@@ -406,6 +517,9 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
     const hash = bytesToHex(signed.hash);
     const done = async (result: T, outcome: FlowResult<T>['outcome']): Promise<FlowResult<T>> => {
       await rec('committed', { attempt, hash, ...(flow.facts ? { facts: flow.facts(result) } : {}) });
+      // Counts against the limits from now on. (A failure after submission keeps the reservation:
+      // a participant's word that nothing committed is not proof.)
+      await settlePolicy(opts, signed.policy.subject, 'committed');
       return {
         result,
         hash,

@@ -25,6 +25,7 @@ import {
   stepRecorder,
   verifyAndSign,
   verifyPrepared,
+  settlePolicy,
 } from './pipeline.js';
 import { Refusal } from './refusal.js';
 import { checkCallerCommandId } from './transfer.js';
@@ -153,6 +154,8 @@ export async function signOnly(ctx: FlowContext, req: SignExecuteRequest): Promi
     ...(req.commandId !== undefined ? { commandId: req.commandId } : {}),
   });
   const s = await verifyAndSign('sign', input, party, intent, ctx, rec);
+  // The signature is handed out: whatever it moves counts against the limits from now on.
+  await settlePolicy(ctx, s.policy.subject, 'committed');
   return {
     partyId: party.partyId,
     hash: Buffer.from(s.hash).toString('hex'),

@@ -57,6 +57,7 @@ import type { ExportRecord } from '../store/repos/air-gap.js';
 import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import { DbRecorder } from '../store/repos/recorder.js';
 import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
+import { AwaitingApproval } from '../policy/hook.js';
 import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
 import { type Holding, listHoldings } from './holdings.js';
@@ -93,6 +94,11 @@ export function isTerminal(s: WithdrawalState): boolean {
   return TERMINAL.includes(s);
 }
 
+/** What a withdrawal's policy decision, limit reservations and approvals are keyed by. */
+export function withdrawalSubject(id: string): string {
+  return `withdrawal:${id}`;
+}
+
 /** The withdrawal's own deadline (`options.executeBefore`), if it has one. */
 export function deadlineOf(w: Withdrawal): number | undefined {
   const v = w.options.executeBefore;
@@ -114,6 +120,7 @@ function schemeName(v: string): string {
  */
 export function errorText(e: unknown): string {
   if (e instanceof Refusal) return `${e.reason}: ${e.message}`;
+  if (e instanceof AwaitingApproval) return `approvals_required: ${e.message}`;
   if (isCantonApiError(e)) return `${e.code}: ${e.message}`;
   if (e instanceof StoreError || e instanceof KeyError) return `${e.code}: ${e.message}`;
   return `internal error (${e instanceof Error ? e.name : typeof e}); the service log has the details`;
@@ -378,12 +385,20 @@ async function runOnce(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
     run,
     at,
   );
+  const withPolicy: FlowContext = {
+    ...base,
+    policyContext: {
+      subject: withdrawalSubject(w.id),
+      requester: w.caller,
+      caller: { id: w.caller, roles: ['withdrawer'] },
+    },
+  };
   const ctx: FlowContext = env.airGap
     ? {
-        ...base,
+        ...withPolicy,
         airGap: env.airGap.exporter({ subject: `withdrawal:${w.id}`, withdrawalId: w.id, actor: 'worker' }),
       }
-    : base;
+    : withPolicy;
   try {
     try {
       if (signedOffline) {
@@ -408,6 +423,20 @@ async function runOnce(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
       });
       return { done: true, state: 'committed' };
     } catch (e) {
+      if (e instanceof AwaitingApproval) {
+        // People must approve it first; nothing was signed. What was sent earlier (a resubmission
+        // after an unknown outcome) may still commit: such a withdrawal stays submitted and waits.
+        if (w.state === 'received' || w.state === 'prepared') {
+          await move(
+            [w.state],
+            'awaiting_approval',
+            { lastError: null },
+            { details: { approvalRequest: e.requestId, missing: e.missing.map((m) => `${m.need} of ${m.group}`) } },
+          );
+          return { done: true, state: 'awaiting_approval' };
+        }
+        return settle(env, w.id, e, run);
+      }
       if (e instanceof AwaitingSignature && w.state === 'prepared') {
         // Parked until the response is imported (or the request goes stale); nothing was signed or sent.
         await move(

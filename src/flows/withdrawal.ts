@@ -17,6 +17,9 @@
  * unfinished withdrawal from its recorded state. `stop()` takes no new work
  * and waits for the runs in progress. A committed withdrawal is handed to the
  * delivery tracker (withdrawal-delivery.ts), which reads where the funds went.
+ * Withdrawals awaiting approval are not run: each poll follows their approval
+ * requests (withdrawal-approval.ts), and one that ends uncommitted gives back
+ * what it reserved against the policy's limits.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -25,6 +28,8 @@ import type { OnlineAirGap } from '../offline/online.js';
 import type { Store } from '../store/index.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
+import { settlePolicy } from './pipeline.js';
+import { sweepApprovals } from './withdrawal-approval.js';
 import { sweepAirGap } from './withdrawal-air-gap.js';
 import {
   deadlineOf,
@@ -33,6 +38,7 @@ import {
   type RunOutcome,
   runWithdrawal,
   type WithdrawalPoint,
+  withdrawalSubject,
 } from './withdrawal-run.js';
 
 export type { WithdrawalPoint } from './withdrawal-run.js';
@@ -84,6 +90,8 @@ export interface WithdrawalWorkerOptions {
   requireDelivery?: boolean;
   /** Told of each withdrawal that committed: it reads where the funds went (withdrawal-delivery.ts). */
   delivery?: { kick(id: string): void };
+  /** Expires approval requests past their expiry (the policy engine), before each look at those waiting. */
+  approvals?: { sweep(): Promise<unknown> };
 }
 
 export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): WithdrawalWorker {
@@ -181,6 +189,11 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
     );
   }
 
+  /** Gives back what withdrawal `id` reserved against the policy's limits (it ended uncommitted). */
+  async function release(id: string): Promise<void> {
+    await settlePolicy(opts.ctx, withdrawalSubject(id), 'released');
+  }
+
   function mark(party: string, by: 1 | -1): void {
     const n = (busy.get(party) ?? 0) + by;
     if (n > 0) busy.set(party, n);
@@ -239,6 +252,8 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           // Parked for an offline signature: not final; the lease is released for whoever resumes it.
           final = isTerminal(outcome.state);
           forget(id);
+          // Ended without committing: what it reserved against the limits is given back.
+          if (final && outcome.state !== 'committed') await release(id);
           opts.observe?.('withdrawal', outcome.state, seconds);
           if (outcome.state === 'committed') opts.delivery?.kick(id);
           return;
@@ -272,8 +287,9 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
               { actor: 'worker', owner },
             )
             .then(
-              () => {
+              async () => {
                 final = true;
+                await release(id);
                 opts.observe?.('withdrawal', 'failed', 0);
               },
               (e) => warn({ withdrawal: id, err: String(e) }, 'could not mark the withdrawal failed'),
@@ -330,6 +346,17 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         await sweepAirGap(store, opts.airGap, (id) => queue.set(id, queue.get(id)), 0);
       } catch (e) {
         warn({ err: String(e) }, 'looking at withdrawals awaiting an offline signature failed');
+      }
+      try {
+        await opts.approvals?.sweep();
+        await sweepApprovals({
+          store,
+          kick: (id, party) => queue.set(id, party),
+          release: (subject) => settlePolicy(opts.ctx, subject, 'released'),
+          actor: 'worker',
+        });
+      } catch (e) {
+        warn({ err: String(e) }, 'looking at withdrawals awaiting approval failed');
       }
       pump();
     })().finally(() => {

@@ -29,6 +29,7 @@ import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { offersRoutes } from './routes/offers.js';
 import { partiesRoutes } from './routes/parties.js';
+import { approvalsRoutes, policyRoutes } from './routes/policy.js';
 import { signRoutes } from './routes/sign.js';
 import { withdrawalsRoutes } from './routes/withdrawals.js';
 import { installZod, out } from './schema.js';
@@ -86,19 +87,36 @@ export function requestId(req: RawRequestDefaultExpression): string {
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : crypto.randomUUID();
 }
 
-/** Routes that sign for a party, so that a party whose key is held offline answers 202. */
+/**
+ * Routes that sign for a party, so that they may answer 202: the party's key
+ * is held offline, or the policy asks for approvals by people first.
+ */
 const AWAITS = /^\/v1\/(parties|parties\/:id\/offers\/:contractId\/[a-z]+|sign|sign\/execute)$/;
 const AWAITING_RESPONSE = out(
-  z.object({
-    code: z.literal('awaiting_offline_signature'),
-    message: z.string(),
-    exportId: z
-      .string()
-      .describe('the sealed request to carry to the offline signer: GET /v1/air-gap/exports/{id}'),
-    hashes: z.array(z.string()).describe('hex of the hashes it asks to be signed'),
-    windowLatest: z.string().describe('sign and import before this'),
-  }),
-  "the party's key is held offline: the request is across the air gap (docs/air-gap.md)",
+  z.union([
+    z.object({
+      code: z.literal('awaiting_offline_signature'),
+      message: z.string(),
+      exportId: z
+        .string()
+        .describe('the sealed request to carry to the offline signer: GET /v1/air-gap/exports/{id}'),
+      hashes: z.array(z.string()).describe('hex of the hashes it asks to be signed'),
+      windowLatest: z.string().describe('sign and import before this'),
+    }),
+    z.object({
+      code: z.literal('awaiting_approval'),
+      message: z.string(),
+      approvalRequest: z
+        .string()
+        .describe('the approval request collecting the approvals: GET /v1/approvals/{id}'),
+      missing: z.array(z.object({ group: z.string(), need: z.number() })),
+      expiresAt: z.string(),
+      policy: z.object({ version: z.number(), sha256: z.string(), rule: z.string() }),
+    }),
+  ]),
+  "not signed yet: the party's key is held offline and the request is across the air gap " +
+    '(awaiting_offline_signature, docs/air-gap.md), or the policy asks for approvals by people first ' +
+    '(awaiting_approval: once approved, send the same request again; docs/policy.md)',
 );
 
 const ErrorShape = z
@@ -214,6 +232,8 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await signRoutes(v1, deps);
       await auditRoutes(v1, deps);
       await airGapRoutes(v1, deps);
+      await policyRoutes(v1, deps);
+      await approvalsRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

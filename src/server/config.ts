@@ -308,6 +308,21 @@ export const configSchema = z
           .default('air-gap-export'),
       })
       .prefault({}),
+    policy: z
+      .strictObject({
+        /**
+         * The policy document (YAML or JSON; docs/policy.md). Loaded at start: a malformed one stops
+         * the service. Without one, the version in force in the database is used, else the built-in
+         * allow-all (everything the pipeline verifies is signed).
+         */
+        file: z.string().min(1).optional(),
+        /** Label of the Ed25519 key that seals policy versions and approver credentials (created when absent). */
+        sealKey: z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a key label: 1-64 letters, digits, ".", "_" or "-"')
+          .default('approvals-seal'),
+      })
+      .prefault({}),
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));
@@ -387,7 +402,7 @@ function crossChecks(value: unknown, ctx: Ctx): void {
 
 // ---------------------------------------------------------------- environment
 
-type EnvKind = 'string' | 'number' | 'boolean' | 'list' | 'oneOrList' | 'pemFiles';
+type EnvKind = 'string' | 'path' | 'number' | 'boolean' | 'list' | 'oneOrList' | 'pemFiles';
 
 export interface EnvSetting {
   path: string;
@@ -447,6 +462,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   { path: 'withdrawals.offerPollMs', env: ['CANTON_SIGNER_WITHDRAWALS_OFFER_POLL_MS'], kind: 'number' },
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
+  { path: 'policy.file', env: ['CANTON_SIGNER_POLICY_FILE'], kind: 'path' },
+  { path: 'policy.sealKey', env: ['CANTON_SIGNER_POLICY_SEAL_KEY'], kind: 'string' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];
 
@@ -465,6 +482,8 @@ function fromEnv(kind: EnvKind, raw: string, cwd: string): unknown {
   switch (kind) {
     case 'string':
       return raw;
+    case 'path':
+      return raw === '' ? raw : resolve(cwd, raw);
     case 'number':
       return /^\s*-?\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : raw;
     case 'boolean': {
@@ -551,6 +570,8 @@ function resolveFilePaths(layer: Record<string, unknown>, dir: string): void {
   if ('dataDir' in database) database.dataDir = abs(database.dataDir);
   const keystore = obj(layer.keystore);
   if ('dir' in keystore) keystore.dir = abs(keystore.dir);
+  const policy = obj(layer.policy);
+  if ('file' in policy) policy.file = abs(policy.file);
   const keys = obj(layer.auth).publicKeys;
   if (Array.isArray(keys))
     for (const k of keys) {

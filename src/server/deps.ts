@@ -8,6 +8,7 @@ import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
 import type { OnlineAirGap } from '../offline/online.js';
+import type { PolicyEngine } from '../policy/engine.js';
 import type { Store } from '../store/index.js';
 import type { ServiceConfig } from './config.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -17,6 +18,8 @@ export interface ServiceDeps {
   store: Store;
   /** Parties and recorder are the store's (DbPartyBook, DbRecorder). */
   flows: FlowContext;
+  /** The policy in force, its decisions, approvals and versions (flows.policy is this). */
+  policy: PolicyEngine;
   signer: Signer;
   metrics: ServiceMetrics;
   worker: WithdrawalWorker;

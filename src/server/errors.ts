@@ -17,6 +17,9 @@ import { AwaitingSignature } from '../flows/air-gap.js';
 import { Refusal } from '../flows/refusal.js';
 import { KeyError } from '../keys/backend.js';
 import { AirGapError } from '../offline/format.js';
+import { PolicyEngineError } from '../policy/engine.js';
+import { AwaitingApproval } from '../policy/hook.js';
+import { PolicyError } from '../policy/document.js';
 import { StoreError } from '../store/errors.js';
 import { AuthError } from './auth.js';
 import { RequestValidationError } from './schema.js';
@@ -155,6 +158,26 @@ export function errorBody(err: unknown): { status: number; body: ErrorBody } {
         hashes: [...err.hashes],
         windowLatest: err.windowLatest,
       },
+    };
+  if (err instanceof AwaitingApproval)
+    // Not an error either: people must approve it first (202 Accepted, with the request to follow).
+    return {
+      status: 202,
+      body: {
+        code: 'awaiting_approval',
+        message: err.message,
+        approvalRequest: err.requestId,
+        missing: err.missing.map((m) => ({ ...m })),
+        expiresAt: err.expiresAt,
+        policy: { ...err.policy },
+      },
+    };
+  if (err instanceof PolicyEngineError)
+    return { status: err.status, body: { code: err.code, message: err.message } };
+  if (err instanceof PolicyError)
+    return {
+      status: 422,
+      body: { code: 'invalid_policy', message: err.message, problems: err.problems.map((p) => ({ ...p })) },
     };
   if (err instanceof AirGapError)
     return {

@@ -6,7 +6,8 @@
  * signatures by backend and scheme; refusals by reason; flow latencies by
  * flow and outcome; key backend (HSM) errors by code; withdrawals by state,
  * the age of the oldest pending withdrawal per state and committed
- * withdrawals by delivery (all read from the store when scraped). Labels never carry ids, parties or anything unbounded.
+ * withdrawals by delivery and approval requests pending (all read from the
+ * store when scraped); policy decisions by outcome and rule. Labels never carry ids, parties or anything unbounded.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -50,6 +51,13 @@ export class ServiceMetrics {
     labelNames: ['backend', 'code'] as const,
     registers: [this.registry],
   });
+  readonly policyDecisions = new Counter({
+    name: 'canton_signer_policy_decisions_total',
+    help: 'Decisions of the policy, by outcome (allow, deny, approve) and rule id',
+    labelNames: ['outcome', 'rule'] as const,
+    registers: [this.registry],
+  });
+  readonly approvalsPending: Gauge;
   readonly withdrawals: Gauge<'state'>;
   readonly oldestPending: Gauge<'state'>;
   readonly deliveries: Gauge<'delivery'>;
@@ -59,9 +67,19 @@ export class ServiceMetrics {
       withdrawalsByState?: () => Promise<Record<string, number>>;
       oldestPendingAges?: () => Promise<Record<string, number>>;
       withdrawalsByDelivery?: () => Promise<Record<string, number>>;
+      approvalsPending?: () => Promise<number>;
       defaults?: boolean;
     } = {},
   ) {
+    const pending = opts.approvalsPending;
+    this.approvalsPending = new Gauge({
+      name: 'canton_signer_approvals_pending',
+      help: 'Approval requests waiting for approvers',
+      registers: [this.registry],
+      async collect() {
+        if (pending) this.set(await pending());
+      },
+    });
     this.withdrawals = byStateGauge(
       this.registry,
       'canton_signer_withdrawals',

@@ -17,14 +17,19 @@ import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
+import { resolveParty } from '../flows/names.js';
+import { followApproval } from '../flows/withdrawal-approval.js';
 import { createDeliveryTracker } from '../flows/withdrawal-delivery.js';
 import { KeyError } from '../keys/backend.js';
 import { openSigner } from '../keys/config.js';
 import type { OfflineBackend } from '../keys/offline-backend.js';
 import type { Signer } from '../keys/signer.js';
 import { OnlineAirGap } from '../offline/online.js';
+import { readPolicyFile } from '../policy/document.js';
+import { PolicyEngine } from '../policy/engine.js';
 import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
+import type { ApprovalRequest } from '../store/repos/approvals.js';
 import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
 import { createVerifier, type Verifier } from './auth.js';
 import { redactUrl, type ServiceConfig } from './config.js';
@@ -237,14 +242,36 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       withdrawalsByState: () => store.withdrawals.countByState(),
       oldestPendingAges: () => store.withdrawals.oldestPendingAges(),
       withdrawalsByDelivery: () => store.withdrawals.countByDelivery(),
+      approvalsPending: () => store.approvals.countPending(),
     });
     instrumentSigner(signer, metrics);
     await recordHeldKeys(signer, store, log);
     const airGap = new OnlineAirGap(store, signer, { exportKeyLabel: config.airGap.exportKey });
     // Cold keys sign with what came back through the air gap (checked on import, verified again by the pipeline).
     offlineKeys(signer)?.setSignatureSource(airGap);
+    // The policy: the configured file, else the version in force in the database, else allow-all.
+    let onApproved: (r: ApprovalRequest) => void = () => {};
+    let flowsForNames: FlowContext | undefined;
+    const policy = new PolicyEngine({
+      store,
+      signer,
+      sealKey: config.policy.sealKey,
+      resolveName: async (name) =>
+        flowsForNames?.scan ? (await resolveParty(flowsForNames, name)).partyId : undefined,
+      logger: log,
+      observe: (outcome, rule) => metrics.policyDecisions.inc({ outcome, rule }),
+      onApproved: (r) => onApproved(r),
+    });
+    const active = await policy.start(config.policy.file ? await readPolicyFile(config.policy.file) : undefined);
+    if (active.source === 'builtin')
+      log.warn(
+        {},
+        'no policy configured (policy.file): everything the pipeline verifies is signed, without limits or approvals',
+      );
+    else log.info({ version: active.version, sha256: active.sha256, source: active.source }, 'policy in force');
     const flows: FlowContext = {
       signer,
+      policy,
       ledger: clients.ledger,
       userId: clients.userId,
       ...(clients.validator ? { validator: clients.validator } : {}),
@@ -266,6 +293,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       airGap: airGap.exporter({ subject: 'sign-request' }),
       ...opts.flowOverrides,
     };
+    flowsForNames = flows;
     // Where committed withdrawals' funds went: read from each commit, offers followed to their end.
     const delivery = createDeliveryTracker({
       ctx: flows,
@@ -287,12 +315,23 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             networkWaitMs: config.worker.networkWaitSeconds * 1000,
             requireDelivery: config.withdrawals.requireDelivery,
             delivery,
+            approvals: policy,
             ...opts.workerOptions,
           });
+    // An approval request approved in full: what waited for it goes on.
+    onApproved = (r) => {
+      const id = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
+      if (id === undefined) return;
+      followApproval(
+        { store, kick: (w, party) => worker.kick(w, party), actor: 'policy' },
+        id,
+      ).catch((e: unknown) => log.warn({ withdrawal: id, err: String(e) }, 'could not resume an approved withdrawal'));
+    };
     const deps: ServiceDeps = {
       config,
       store,
       flows,
+      policy,
       signer,
       metrics,
       worker,

@@ -23,6 +23,7 @@ export type JournalStep =
   | 'resolved'
   | 'reprepared'
   | 'exported' // the party's key is held offline: the signing request went across the air gap
+  | 'awaiting_approval' // the policy asks for approvals by people first: nothing was signed
   | 'failed'; // an error that is not a refusal (network, key backend) before anything was submitted
 
 export interface JournalRecord {

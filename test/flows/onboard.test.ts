@@ -18,6 +18,7 @@ import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { checkTopology } from '../../src/intent/topology.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type FlowEnv, onboardingSuite, refusal } from '../support/flow-env.js';
+import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 
 let env: FlowEnv;
 const { newKey } = onboardingSuite('onboard', (e) => {
@@ -173,9 +174,12 @@ describe('onboarding through the validator', () => {
     const seen: string[] = [];
     const ctx: FlowContext = {
       ...env.ctx,
-      policy: async (req) => {
-        seen.push(`${req.flow} ${req.intent.kind} ${req.hash.slice(0, 4)}`);
-        return { allow: false, reason: 'no onboarding today' };
+      policy: {
+        decide: async (req) => {
+          seen.push(`${req.flow} ${req.intent.kind} ${req.hash.slice(0, 4)}`);
+          return { outcome: 'deny', reason: 'no onboarding today', policy: ALLOW_ALL_REF };
+        },
+        settle: async () => {},
       },
     };
     const e = await refusal(onboardViaValidator(ctx, { hint: 'val-policy', keyLabel: key.label }));

@@ -32,6 +32,7 @@ import {
   refusal,
   takenCommandError,
 } from '../support/flow-env.js';
+import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;
@@ -215,9 +216,12 @@ describe('the signing pipeline', () => {
     const seen: string[] = [];
     const ctx: FlowContext = {
       ...env.ctx,
-      policy: async (req) => {
-        seen.push(req.actions[0]!.kind, req.hash);
-        return { allow: false, reason: 'no proposals on Sundays' };
+      policy: {
+        decide: async (req) => {
+          seen.push(req.actions[0]!.kind, req.hash);
+          return { outcome: 'deny', reason: 'no proposals on Sundays', policy: ALLOW_ALL_REF };
+        },
+        settle: async () => {},
       },
     };
     const sign = vi.spyOn(env.signer, 'sign');

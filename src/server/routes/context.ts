@@ -59,7 +59,8 @@ export async function auditAccessRefusal(
 /**
  * The service's flow context with this request's caller as the audit actor
  * of every journal record (the service's recorder keeps its metrics
- * observer) and, with `writesParties`, of party-book writes.
+ * observer), as the caller the policy decides on, and, with
+ * `writesParties`, as the actor of party-book writes.
  */
 export function flowsFor(
   deps: ServiceDeps,
@@ -70,6 +71,11 @@ export function flowsFor(
   const recorder = deps.flows.recorder;
   return {
     ...deps.flows,
+    // The policy decides on who asked, with the roles of their token.
+    policyContext: {
+      ...deps.flows.policyContext,
+      caller: { id: actor, roles: request.principal?.roles ?? [] },
+    },
     // The service's DbRecorder (with its metrics observer) for this caller; any other recorder as it is.
     ...(recorder instanceof DbRecorder ? { recorder: recorder.with({ actor }) } : {}),
     ...(opts.writesParties ? { parties: new DbPartyBook(deps.store.db, { actor }) } : {}),

@@ -107,7 +107,12 @@ export async function offersRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         const { id, contractId } = request.params as z.output<typeof OfferParams>;
         const { commandId } = (request.body ?? {}) as z.output<typeof ActionBody>;
         const record = await bookedParty(deps, request, id);
-        const ctx = withKnownParty(flowsFor(deps, request), record);
+        const base = withKnownParty(flowsFor(deps, request), record);
+        // One decision (and approval request) per answer to one offer, whatever command id a retry uses.
+        const ctx = {
+          ...base,
+          policyContext: { ...base.policyContext, subject: `offer-${action}:${id}:${contractId}` },
+        };
         return ACTIONS[action](ctx, id, contractId, commandId ? { commandId } : {});
       },
     );

@@ -22,6 +22,7 @@ import {
   type Withdrawal,
 } from '../../store/repos/withdrawals.js';
 import { AuthError, requirePartyAccess } from '../auth.js';
+import { withdrawalSubject } from '../../flows/withdrawal-run.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../roles.js';
@@ -301,6 +302,14 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
         actor: actorOf(request),
         ...(reason !== undefined ? { reason } : {}),
       });
+      // Nothing will be signed: its approval request ends, what it reserved is given back.
+      const subject = withdrawalSubject(id);
+      const pending = await deps.store.approvals.pendingFor(subject);
+      if (pending)
+        await deps.store.approvals
+          .close(pending.id, 'cancelled', { actor: actorOf(request), reason: 'the withdrawal was cancelled' })
+          .catch(() => undefined);
+      await deps.policy.settle(subject, 'released');
       return withdrawalView(withdrawal);
     },
   );

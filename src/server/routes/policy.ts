@@ -1,0 +1,587 @@
+/**
+ * /v1/policy and /v1/approvals: the policy in force and its versions, a new
+ * version (in force at once, or pending until the approvals the policy asks
+ * for policy changes), the dry run (`evaluate`: what the policy would decide
+ * on an intent or a prepared transaction, nothing reserved or signed), the
+ * approval requests with what exactly they approve, the approvers' answers
+ * (each approval signed by the approver's own registered key, checked here
+ * and again at every decision), and the approvers' credentials (registered
+ * by the approver, activated — sealed — by another admin).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { verifyOnly } from '../../flows/sign-execute.js';
+import { followApproval } from '../../flows/withdrawal-approval.js';
+import { decodePreparedTransaction } from '../../hashing/decode.js';
+import { base64ToBytes } from '../../hashing/input.js';
+import { type InspectReport, inspectTransaction } from '../../hashing/inspect.js';
+import { IntentSchema } from '../../intent/model.js';
+import type { ApprovalStatement } from '../../policy/approval.js';
+import { registrationMessage, verifyApproval } from '../../policy/approval.js';
+import type { ApprovalRequest, Credential } from '../../store/repos/approvals.js';
+import type { PolicyVersion } from '../../store/repos/policy.js';
+import type { ServiceDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+import { out, s } from '../schema.js';
+import { actorOf, bookedParty, flowsFor, PartyIdSchema, withKnownParty } from './context.js';
+
+const VersionView = z.object({
+  version: z.number().describe('0: the built-in allow-all (no policy configured)'),
+  sha256: z.string(),
+  source: z.enum(['file', 'api', 'builtin']),
+  status: z.enum(['in_force', 'pending', 'superseded', 'rejected']),
+  format: z.enum(['yaml', 'json']).optional(),
+  createdBy: z.string().optional(),
+  createdAt: z.string().optional(),
+  document: z.string().optional().describe('the document exactly as loaded'),
+});
+
+function versionView(v: PolicyVersion, withText = true) {
+  return {
+    version: v.version,
+    sha256: v.sha256,
+    source: v.source,
+    status: v.status,
+    format: v.format,
+    createdBy: v.createdBy,
+    createdAt: v.createdAt,
+    ...(withText ? { document: v.text } : {}),
+  };
+}
+
+const Requirement = z.array(z.object({ group: z.string(), count: z.number() }));
+
+const ApprovalView = z.object({
+  id: z.string(),
+  subject: z.string().describe('what it approves: withdrawal:<id>, sign:<party>:<command id>, policy:<version>, …'),
+  status: z.enum(['pending', 'approved', 'rejected', 'expired', 'superseded', 'cancelled']),
+  statement: z.record(z.string(), z.unknown()).describe('exactly what an approver signs (its SHA-256 is statementHash)'),
+  statementHash: z.string(),
+  requirement: Requirement,
+  approvals: z.array(
+    z.object({
+      approver: z.string(),
+      decision: z.enum(['approve', 'reject']),
+      credentialId: z.string().optional(),
+      reason: z.string().optional(),
+      at: z.string(),
+    }),
+  ),
+  missing: z.array(z.object({ group: z.string(), need: z.number() })),
+  expiresAt: z.string(),
+  createdAt: z.string(),
+  decidedAt: z.string().optional(),
+  decidedBy: z.string().optional(),
+  reason: z.string().optional(),
+  summary: z.array(z.string()).describe('what it does, in sentences'),
+  transaction: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('the decoded transaction (as `inspect --json` shows it), for a withdrawal'),
+});
+
+function summaryOf(st: ApprovalStatement): string[] {
+  const lines = [`party ${st.party || '(none)'}; entry point ${st.entryPoint}; requested by ${st.requester}`];
+  for (const a of st.actions) {
+    const inst = a.instrument ? ` ${a.instrument.id}` : '';
+    const amount = a.amount !== undefined ? ` ${a.amount}${inst}` : '';
+    const route =
+      a.sender !== undefined || a.receiver !== undefined
+        ? ` from ${a.sender ?? '?'} to ${a.receiver ?? '?'}`
+        : '';
+    const memo = a.memo !== undefined ? ` (memo ${JSON.stringify(a.memo)})` : '';
+    lines.push(`${a.kind ?? 'action'}${amount}${route}${memo}`);
+  }
+  if (st.entryPoint === 'policy-change')
+    lines.push(`bring policy version ${st.policy.version} (sha256 ${st.policy.sha256}) into force`);
+  else lines.push(`policy version ${st.policy.version} (sha256 ${st.policy.sha256}), rule ${st.policy.rule}`);
+  lines.push(
+    `needs ${st.requirement.map((r) => `${r.count} of ${r.group}`).join(' and ')}; expires ${st.expiresAt}`,
+  );
+  return lines;
+}
+
+async function approvalView(deps: ServiceDeps, r: ApprovalRequest, withTx = false) {
+  const answers = await deps.store.approvals.approvalsOf(r.id);
+  const count = await deps.policy.count(r);
+  const st = r.statement as unknown as ApprovalStatement;
+  let transaction: InspectReport | undefined;
+  const wd = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
+  if (withTx && wd !== undefined) {
+    const last = (await deps.store.artifacts.preparedFor(wd)).at(-1);
+    if (last)
+      transaction = inspectTransaction(
+        decodePreparedTransaction(base64ToBytes(last.bytes, 'prepared transaction')),
+        last.hashingScheme === 'v3' ? 'v3' : 'v2',
+      );
+  }
+  return {
+    id: r.id,
+    subject: r.subject,
+    status: r.status,
+    statement: r.statement as Record<string, unknown>,
+    statementHash: r.statementHash,
+    requirement: r.requirement,
+    approvals: answers.map((a) => ({
+      approver: a.approver,
+      decision: a.decision,
+      ...(a.credentialId ? { credentialId: a.credentialId } : {}),
+      ...(a.reason ? { reason: a.reason } : {}),
+      at: a.createdAt,
+    })),
+    missing: r.status === 'pending' ? count.missing : [],
+    expiresAt: r.expiresAt,
+    createdAt: r.createdAt,
+    ...(r.decidedAt ? { decidedAt: r.decidedAt } : {}),
+    ...(r.decidedBy ? { decidedBy: r.decidedBy } : {}),
+    ...(r.reason ? { reason: r.reason } : {}),
+    summary: summaryOf(st),
+    ...(transaction ? { transaction: transaction as unknown as Record<string, unknown> } : {}),
+  };
+}
+
+const CredentialView = z.object({
+  id: z.string(),
+  approver: z.string(),
+  kind: z.enum(['ed25519']),
+  publicKey: z.string().describe('hex, 32 bytes'),
+  label: z.string().optional(),
+  status: z.enum(['pending', 'active', 'revoked']),
+  createdAt: z.string(),
+  activatedBy: z.string().optional(),
+  activatedAt: z.string().optional(),
+});
+
+function credentialView(c: Credential) {
+  return {
+    id: c.id,
+    approver: c.approver,
+    kind: c.kind,
+    publicKey: c.publicKey,
+    ...(c.label ? { label: c.label } : {}),
+    status: c.status,
+    createdAt: c.createdAt,
+    ...(c.activatedBy ? { activatedBy: c.activatedBy } : {}),
+    ...(c.activatedAt ? { activatedAt: c.activatedAt } : {}),
+  };
+}
+
+const EvaluateBody = z.union([
+  z.strictObject({
+    party: PartyIdSchema,
+    intent: IntentSchema,
+    entryPoint: z.string().min(1).max(64).default('withdrawal').describe('the flow to decide for'),
+  }),
+  z.strictObject({
+    party: PartyIdSchema,
+    preparedTransaction: z.string().min(1),
+    hash: z.string().min(1),
+    hashingScheme: z.enum(['v2', 'v3']),
+    intent: IntentSchema,
+    entryPoint: z.string().min(1).max(64).default('sign'),
+  }),
+]);
+
+const Usage = z.object({ amount: z.string(), count: z.number() });
+const EvaluateView = z.object({
+  decision: z.enum(['allow', 'deny', 'approve']),
+  rule: z.string(),
+  reason: z.string(),
+  policy: z.object({ version: z.number(), sha256: z.string() }),
+  approvals: Requirement.optional(),
+  limits: z.array(
+    z.object({
+      limit: z.string(),
+      key: z.string(),
+      window: z.string(),
+      used: Usage,
+      adding: Usage,
+      left: z.object({ amount: z.string().optional(), count: z.number().optional() }),
+      exceeded: z.boolean(),
+    }),
+  ),
+});
+
+const IdParams = z.object({ id: z.uuid({ message: 'not an approval request id' }) });
+const CredParams = z.object({ id: z.uuid({ message: 'not a credential id' }) });
+
+export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Promise<void> {
+  app.get(
+    '/policy',
+    {
+      config: { roles: ['admin', 'operator', 'approver', 'auditor'] },
+      schema: {
+        tags: ['policy'],
+        summary: 'The policy in force: version, SHA-256, where it came from and the document',
+        response: { 200: out(VersionView, 'the version in force (version 0: none configured, allow-all)') },
+      },
+    },
+    async () => {
+      const p = await deps.policy.current(null);
+      if (p.source === 'builtin') return { version: 0, sha256: '', source: 'builtin', status: 'in_force' };
+      const v = await deps.store.policy.get(p.version);
+      if (!v) throw new ApiError(500, 'internal', 'the version in force is not in the database');
+      return versionView(v);
+    },
+  );
+
+  app.get(
+    '/policy/versions',
+    {
+      config: { roles: ['admin', 'operator', 'approver', 'auditor'] },
+      schema: {
+        tags: ['policy'],
+        summary: 'Every policy version, oldest first (without their documents)',
+        response: { 200: out(z.object({ items: z.array(VersionView) }), 'the versions') },
+      },
+    },
+    async () => ({ items: (await deps.store.policy.list()).map((v) => versionView(v, false)) }),
+  );
+
+  app.put(
+    '/policy',
+    {
+      config: { roles: ['admin'] },
+      schema: {
+        tags: ['policy'],
+        summary:
+          'A new policy version: in force at once, or pending (202) until the approvals the policy in force asks for policy changes are given. 422 invalid_policy names each field at fault',
+        body: s(
+          z.strictObject({
+            document: z.string().min(1).max(1_000_000).describe('the policy document, YAML or JSON'),
+            format: z.enum(['yaml', 'json', 'auto']).default('auto'),
+          }),
+        ),
+        response: {
+          200: out(VersionView, 'in force now'),
+          202: out(
+            z.object({ version: VersionView, approvalRequest: z.string() }),
+            'pending: the version in force stays until the approval request is approved',
+          ),
+          422: out(
+            z.object({
+              code: z.literal('invalid_policy'),
+              message: z.string(),
+              problems: z.array(
+                z.object({
+                  path: z.string(),
+                  line: z.number().optional(),
+                  column: z.number().optional(),
+                  message: z.string(),
+                }),
+              ),
+            }),
+            'the document is malformed; nothing changed',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { document: string; format: 'yaml' | 'json' | 'auto' };
+      const r = await deps.policy.replace(body.document, body.format, actorOf(request));
+      if (r.approvalRequest)
+        return reply.status(202).send({ version: versionView(r.version), approvalRequest: r.approvalRequest.id });
+      return versionView(r.version);
+    },
+  );
+
+  app.post(
+    '/policy/evaluate',
+    {
+      config: { roles: ['admin', 'operator', 'withdrawer', 'approver'] },
+      schema: {
+        tags: ['policy'],
+        summary:
+          'Dry run: what the policy would decide on an intent (or a prepared transaction, verified first) and why — rule, limits used and left. Signs nothing, reserves nothing',
+        body: s(EvaluateBody),
+        response: { 200: out(EvaluateView, 'the decision the policy would make now') },
+      },
+    },
+    async (request) => {
+      const body = request.body as z.output<typeof EvaluateBody>;
+      const record = await bookedParty(deps, request, body.party, 'body.party');
+      const ctx = withKnownParty(flowsFor(deps, request), record);
+      let actions: Parameters<typeof deps.policy.evaluate>[0]['actions'];
+      let hash = '';
+      if ('preparedTransaction' in body) {
+        const r = await verifyOnly(ctx, {
+          partyId: body.party,
+          preparedTransaction: body.preparedTransaction,
+          claimedHash: body.hash,
+          scheme: body.hashingScheme,
+          intent: body.intent,
+          validatedIntent: body.intent,
+        });
+        actions = r.actions;
+        hash = r.hash;
+      } else actions = intentActions(body.intent, body.party);
+      const caller = ctx.policyContext?.caller;
+      const { decision, policy } = await deps.policy.evaluate({
+        flow: body.entryPoint,
+        partyId: body.party,
+        keyLabel: record.keyLabel,
+        intent: body.intent,
+        actions,
+        hash,
+        subject: `evaluate:${request.id}`,
+        ...(caller ? { caller } : {}),
+      });
+      return {
+        decision: decision.outcome,
+        rule: decision.rule,
+        reason: decision.reason,
+        policy: { version: policy.version, sha256: policy.sha256 },
+        ...(decision.approvals ? { approvals: decision.approvals } : {}),
+        limits: decision.limits,
+      };
+    },
+  );
+}
+
+/** The actions an intent asks for, as the recogniser would report them (for a dry run without a transaction). */
+function intentActions(intent: z.output<typeof IntentSchema>, party: string) {
+  const i = intent as Record<string, unknown> & { kind: string };
+  const parties: Record<string, string> = {};
+  const amounts: Record<string, string> = {};
+  if (typeof i.sender === 'string') parties.sender = i.sender;
+  else parties.sender = party;
+  if (typeof i.receiver === 'string') parties.receiver = i.receiver;
+  if (typeof i.amount === 'string') amounts.amount = i.amount;
+  return [
+    {
+      kind: i.kind as never,
+      nodeId: '0',
+      template: '',
+      actingParties: [party],
+      parties,
+      amounts,
+      deadlines: {},
+      ...(i.instrument ? { instrument: i.instrument as { admin: string; id: string } } : {}),
+      ...(typeof i.memo === 'string' ? { memo: i.memo } : {}),
+    },
+  ];
+}
+
+export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): Promise<void> {
+  const readers = ['admin', 'operator', 'approver', 'auditor'] as const;
+  const getRequest = async (id: string) => {
+    const r = await deps.store.approvals.get(id);
+    if (!r) throw new ApiError(404, 'not_found', `approval request ${id} does not exist`, 'params.id');
+    return r;
+  };
+  /** After an answer: a withdrawal waiting for it moves on at once (the worker's sweep would, later). */
+  const follow = async (r: ApprovalRequest) => {
+    const wd = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
+    if (wd === undefined || r.status === 'pending') return;
+    await followApproval(
+      {
+        store: deps.store,
+        kick: (id, party) => deps.worker.kick(id, party),
+        release: (subject) => deps.policy.settle(subject, 'released'),
+      },
+      wd,
+    );
+  };
+
+  app.get(
+    '/approvals',
+    {
+      config: { roles: [...readers] },
+      schema: {
+        tags: ['approvals'],
+        summary: 'Approval requests, newest first (default: pending ones)',
+        querystring: s(
+          z.object({
+            status: z
+              .enum(['pending', 'approved', 'rejected', 'expired', 'superseded', 'cancelled', 'all'])
+              .default('pending'),
+            limit: z.coerce.number().int().min(1).max(500).default(100),
+          }),
+        ),
+        response: { 200: out(z.object({ items: z.array(ApprovalView) }), 'the requests') },
+      },
+    },
+    async (request) => {
+      const q = request.query as { status: string; limit: number };
+      const rows = await deps.store.approvals.list({
+        ...(q.status === 'all' ? {} : { status: q.status as ApprovalRequest['status'] }),
+        limit: q.limit,
+      });
+      return { items: await Promise.all(rows.map((r) => approvalView(deps, r))) };
+    },
+  );
+
+  app.get(
+    '/approvals/:id',
+    {
+      config: { roles: [...readers] },
+      schema: {
+        tags: ['approvals'],
+        summary: 'One approval request: the statement to sign, the answers so far, what is missing',
+        params: s(IdParams),
+        response: { 200: out(ApprovalView, 'the request') },
+      },
+    },
+    async (request) => approvalView(deps, await getRequest((request.params as { id: string }).id), true),
+  );
+
+  const answer = (decision: 'approve' | 'reject') => async (request: FastifyRequest) => {
+    const { id } = request.params as { id: string };
+    const body = request.body as {
+      credentialId?: string;
+      signature?: string;
+      statementHash?: string;
+      reason?: string;
+    };
+    await getRequest(id);
+    const r = await deps.policy.answer({
+      requestId: id,
+      approver: actorOf(request),
+      decision,
+      ...(body.credentialId !== undefined ? { credentialId: body.credentialId } : {}),
+      ...(body.signature !== undefined ? { signature: body.signature } : {}),
+      ...(body.statementHash !== undefined ? { statementHash: body.statementHash } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
+    });
+    await follow(r);
+    return approvalView(deps, r);
+  };
+
+  const Sig = z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'base64').max(200);
+  const Hash = z.string().regex(/^[0-9a-f]{64}$/, 'hex SHA-256 of the statement');
+  app.post(
+    '/approvals/:id/approve',
+    {
+      config: { roles: ['approver'] },
+      schema: {
+        tags: ['approvals'],
+        summary:
+          "Approve: the approver's signature (with one of their active credentials) over the request's statement. The requester cannot approve; one approver counts once",
+        params: s(IdParams),
+        body: s(
+          z.strictObject({
+            credentialId: z.uuid(),
+            statementHash: Hash,
+            signature: Sig.describe('base64 signature of approvalMessage(statementHash, "approve") (docs/policy.md)'),
+          }),
+        ),
+        response: { 200: out(ApprovalView, 'the request after the approval (approved when it was the last one needed)') },
+      },
+    },
+    answer('approve'),
+  );
+
+  app.post(
+    '/approvals/:id/reject',
+    {
+      config: { roles: ['approver'] },
+      schema: {
+        tags: ['approvals'],
+        summary: 'Reject: ends the request (and a withdrawal waiting for it is rejected). Signed when a credential is given',
+        params: s(IdParams),
+        body: s(
+          z.strictObject({
+            reason: z.string().min(1).max(500),
+            credentialId: z.uuid().optional(),
+            statementHash: Hash.optional(),
+            signature: Sig.optional(),
+          }),
+        ),
+        response: { 200: out(ApprovalView, 'the request, rejected') },
+      },
+    },
+    answer('reject'),
+  );
+
+  app.post(
+    '/approvers/credentials',
+    {
+      config: { roles: ['approver'] },
+      schema: {
+        tags: ['approvals'],
+        summary:
+          "Register one of the caller's approval keys (Ed25519). Pending until another admin activates it; the proof is the key's signature of its registration message",
+        body: s(
+          z.strictObject({
+            kind: z.literal('ed25519'),
+            publicKey: z.string().regex(/^[0-9a-f]{64}$/, '32 bytes of hex (the raw Ed25519 public key)'),
+            label: z.string().min(1).max(100).optional(),
+            proof: Sig,
+          }),
+        ),
+        response: { 201: out(CredentialView, 'registered, pending activation') },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { kind: 'ed25519'; publicKey: string; label?: string; proof: string };
+      const key = { kind: body.kind, publicKey: body.publicKey };
+      if (!verifyApproval(key, registrationMessage(key), body.proof))
+        throw new ApiError(
+          400,
+          'bad_proof',
+          'the proof does not verify against this public key: sign the registration message with the key being registered',
+          'body.proof',
+        );
+      const c = await deps.store.approvals.registerCredential({
+        approver: actorOf(request),
+        kind: body.kind,
+        publicKey: body.publicKey,
+        ...(body.label !== undefined ? { label: body.label } : {}),
+      });
+      return reply.status(201).send(credentialView(c));
+    },
+  );
+
+  app.get(
+    '/approvers/credentials',
+    {
+      config: { roles: ['admin', 'approver', 'auditor'] },
+      schema: {
+        tags: ['approvals'],
+        summary: "Approver credentials: all of them for an admin or auditor, the caller's own for an approver",
+        response: { 200: out(z.object({ items: z.array(CredentialView) }), 'the credentials') },
+      },
+    },
+    async (request) => {
+      const roles = request.principal?.roles ?? [];
+      const all = roles.includes('admin') || roles.includes('auditor');
+      const items = await deps.store.approvals.credentials(all ? {} : { approver: actorOf(request) });
+      return { items: items.map(credentialView) };
+    },
+  );
+
+  app.post(
+    '/approvers/credentials/:id/activate',
+    {
+      config: { roles: ['admin'] },
+      schema: {
+        tags: ['approvals'],
+        summary: 'Activate (and seal) a pending credential. An admin cannot activate their own',
+        params: s(CredParams),
+        response: { 200: out(CredentialView, 'active') },
+      },
+    },
+    async (request) =>
+      credentialView(await deps.policy.activateCredential((request.params as { id: string }).id, actorOf(request))),
+  );
+
+  app.post(
+    '/approvers/credentials/:id/revoke',
+    {
+      config: { roles: ['admin'] },
+      schema: {
+        tags: ['approvals'],
+        summary: 'Revoke a credential: approvals made with it stop counting at once',
+        params: s(CredParams),
+        response: { 200: out(CredentialView, 'revoked') },
+      },
+    },
+    async (request) =>
+      credentialView(
+        await deps.store.approvals.revokeCredential((request.params as { id: string }).id, {
+          actor: actorOf(request),
+        }),
+      ),
+  );
+}
+
