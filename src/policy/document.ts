@@ -301,7 +301,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 interface Located {
-  /** The deepest node of the path that exists. */
+  /** The deepest node of the path that exists (the key when a map value is empty). */
   node: Node | null;
   /** The pair whose value is `node`, when `node` is a map value. */
   pair?: Pair;
@@ -335,33 +335,33 @@ class Positions {
   readonly root: Node | null;
   readonly errors: { offset: number; message: string; code: string }[];
 
-  constructor(readonly source: string) {
-    const doc = parseDocument(source, { lineCounter: this.lc, prettyErrors: false, uniqueKeys: true });
-    this.root = doc.contents as Node | null;
-    this.errors = doc.errors.map((e) => ({ offset: e.pos[0], message: e.message, code: e.code }));
-    this.doc = doc;
-  }
-
   readonly doc: ReturnType<typeof parseDocument>;
+
+  constructor(readonly source: string) {
+    this.doc = parseDocument(source, { lineCounter: this.lc, prettyErrors: false, uniqueKeys: true });
+    this.root = this.doc.contents as Node | null;
+    this.errors = this.doc.errors.map((e) => ({ offset: e.pos[0], message: e.message, code: e.code }));
+  }
 
   at(offset: number): { line: number; column: number } {
     const { line, col } = this.lc.linePos(offset);
     return { line, column: col };
   }
 
-  /** Position of the node at `path` (or of the deepest existing parent); of its key with `key`. */
+  /**
+   * Position of the node at `path` (of the deepest existing parent when the
+   * path is missing; of the map key when `key` is given and present).
+   */
   of(path: readonly Segment[], key?: string): { line?: number; column?: number; node?: Node } {
     const found = locate(this.root, path);
-    let node = found.node;
+    const node = found.node;
     if (key !== undefined && found.complete && isMap(node)) {
       const p = node.items.find((it) => (isScalar(it.key) ? it.key.value : it.key) === key);
       if (p && isScalar(p.key) && p.key.range) return this.at(p.key.range[0]);
     }
-    if (!found.complete && found.pair && isScalar(found.pair.key) && found.pair.key.range)
-      return this.at(found.pair.key.range[0]);
-    if (found.complete && found.pair && node === null) node = found.pair.key as Node;
-    if (!node?.range) return {};
-    return { ...this.at(node.range[0]), node: found.complete ? node : undefined };
+    if (node?.range) return { ...this.at(node.range[0]), node: found.complete ? node : undefined };
+    const k = found.pair?.key;
+    return isScalar(k) && k.range ? this.at(k.range[0]) : {};
   }
 
   /** The exact source text of a scalar. */

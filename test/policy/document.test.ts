@@ -205,6 +205,36 @@ rules:
     expect(d.line).toBe(1);
   });
 
+  it('JSON indented with tabs still gets positions', () => {
+    const text =
+      '{\n\t"version": 1,\n\t"rules": [\n\t\t{"id": "a", "decision": "allow", "reason": ""}\n\t]\n}';
+    const p = only(text);
+    expect(p.path).toBe('rules[0].reason');
+    expect(p.line).toBe(4);
+    expect(p.column).toBe(46);
+    expect(p.message).toBe('must not be empty');
+  });
+
+  it('an empty value, a wrong type, a group name that is not a plain key', () => {
+    const ps = problems(`version: 1
+approverGroups:
+  "bad name": [alice]
+rules:
+  - id: a
+    decision:
+  - id: b
+    decision: allow
+    when: { actions: transfer }
+`);
+    expect(ps.map((p) => [p.path, p.line])).toEqual([
+      ['approverGroups["bad name"]', 3],
+      ['rules[0].decision', 6],
+      ['rules[1].when.actions', 9],
+    ]);
+    expect(ps[1]!.message).toBe('must be one of: allow, deny, approve');
+    expect(ps[2]!.message).toBe('must be a list, not string "transfer"');
+  });
+
   it('JSON syntax errors say so', () => {
     const p = only('{"version": 1,, "rules": []}', 'json');
     expect(p.message).toMatch(/^not valid JSON/);
