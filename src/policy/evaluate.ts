@@ -435,7 +435,9 @@ export function decide(e: Evaluation, usage: ReadonlyMap<string, Usage>): Decisi
       outcome: 'deny',
       rule: r.id,
       reason: sentence(
-        `Denied by ${r.id === DEFAULT_RULE ? 'the policy default' : `rule ${r.id}`}: ${r.reason ?? 'the policy denies it'}`,
+        r.id === DEFAULT_RULE
+          ? 'Denied: no rule matched and the policy denies by default'
+          : `Denied by rule ${r.id}: ${r.reason ?? 'the policy denies it'}`,
       ),
       limits: reports,
     };

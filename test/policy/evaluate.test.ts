@@ -513,7 +513,7 @@ rules: [{ id: only-sign, when: { entryPoints: [sign] }, decision: allow }]
 `);
     const r = decide(evaluate(d, facts()), new Map());
     expect(r).toMatchObject({ outcome: 'deny', rule: '(default)' });
-    expect(r.reason).toBe('Denied by the policy default: no rule matched and the policy denies by default.');
+    expect(r.reason).toBe('Denied: no rule matched and the policy denies by default.');
   });
 
   it('amountText groups thousands and drops trailing zeros', () => {
