@@ -90,6 +90,13 @@ export { openSigner, type SignerConfig } from './keys/config.js';
 export { FileBackend } from './keys/file-backend.js';
 export { KEY_SCHEMES, type KeyScheme, verifySignature } from './keys/schemes.js';
 export { type CantonSignature, type KeyDescription, Signer, type SignOutput } from './keys/signer.js';
-export { allowAll, type PolicyDecision, type PolicyHook, type PolicyRequest } from './policy/hook.js';
+export { type LoadedPolicy, PolicyError, parsePolicy, readPolicyFile } from './policy/document.js';
+export {
+  AwaitingApproval,
+  allowAll,
+  type PolicyDecision,
+  type PolicyGate,
+  type PolicyRequest,
+} from './policy/hook.js';
 export { FileRecorder, type FlowRecorder, type JournalRecord, MemoryRecorder } from './store/journal.js';
 export { FilePartyBook, MemoryPartyBook, type PartyBook, type PartyRecord } from './store/parties.js';

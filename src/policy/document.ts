@@ -11,6 +11,8 @@
  * are strings: a number where a decimal belongs is refused, because a YAML or
  * JSON number is a float and loses precision.
  */
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocument } from 'yaml';
 import { type ZodType, z } from 'zod';
 import { ACTION_KINDS } from '../intent/model.js';
@@ -269,11 +271,15 @@ function problemLine(p: PolicyProblem): string {
 
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
-  constructor(readonly problems: PolicyProblem[]) {
+  constructor(
+    readonly problems: PolicyProblem[],
+    /** The file the document was read from, when it was. */
+    readonly file?: string,
+  ) {
     const shown = problems.slice(0, 5).map(problemLine);
     const more = problems.length > 5 ? `; and ${problems.length - 5} more` : '';
     super(
-      `the policy document is not valid (${problems.length} problem${problems.length === 1 ? '' : 's'}): ${shown.join('; ')}${more}`,
+      `${file ? `${file}: ` : ''}the policy document is not valid (${problems.length} problem${problems.length === 1 ? '' : 's'}): ${shown.join('; ')}${more}`,
     );
   }
 }
@@ -694,6 +700,32 @@ export function parsePolicy(text: string, format: 'yaml' | 'json' | 'auto' = 'au
       })),
     );
   return { doc: parsed.data, text, sha256: sha256Hex(text), format: fmt };
+}
+
+/**
+ * Reads and checks the policy file at `path` (format from its extension:
+ * `.json` JSON, else by content). A file that cannot be read is a problem
+ * naming the file; every problem's message starts with the file's name.
+ */
+export async function readPolicyFile(path: string): Promise<LoadedPolicy> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new PolicyError([
+      {
+        path: '',
+        message: `cannot read the policy file ${path} (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')}): check the path (policy.file, CANTON_SIGNER_POLICY_FILE or --policy)`,
+      },
+    ]);
+  }
+  try {
+    return parsePolicy(text, extname(path).toLowerCase() === '.json' ? 'json' : 'auto');
+  } catch (e) {
+    if (e instanceof PolicyError) throw new PolicyError(e.problems, path);
+    throw e;
+  }
 }
 
 // ---- built-in policy and JSON Schema ------------------------------------------------------------

@@ -12,12 +12,9 @@
  * beyond what the decision holds for it).
  */
 import type { Intent, RecognisedAction } from '../intent/model.js';
+import type { PolicyCaller } from './evaluate.js';
 
-/** Who asked, as the decision sees it: the caller id the audit log names, and its roles. */
-export interface PolicyCaller {
-  id: string;
-  roles: readonly string[];
-}
+export type { PolicyCaller };
 
 export interface PolicyRequest {
   /** The entry point: the pipeline's flow name (withdrawal, sign, offer-accept, onboard, …). */
