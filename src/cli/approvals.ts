@@ -252,9 +252,10 @@ function shortSummary(s: ApprovalStatement): string {
 function expiryText(iso: string, now: number): string {
   const t = Date.parse(iso);
   if (!Number.isFinite(t)) return `${printable(iso)} (not a time)`;
-  const mins = Math.round((t - now) / 60_000);
   if (t <= now) return `${printable(iso)} (expired)`;
-  return `${printable(iso)} (in ${mins >= 120 ? `${Math.floor(mins / 60)} h` : `${Math.max(1, mins)} min`})`;
+  const mins = Math.floor((t - now) / 60_000);
+  const h = Math.floor(mins / 60);
+  return `${printable(iso)} (in ${h > 0 ? `${h} h ${mins % 60} min` : `${Math.max(1, mins)} min`})`;
 }
 
 /** The readable summary of a request: from its statement, which the hash binds, then the service's state. */
