@@ -171,6 +171,15 @@ async function signWith(signer: Signer, key: KeyDescription, message: Uint8Array
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Whether `v` is an action whose fields, when present, are what the summary reads. */
+function isAction(v: unknown): v is PolicyAction {
+  if (!isObject(v)) return false;
+  for (const k of ['kind', 'sender', 'receiver', 'amount', 'memo'])
+    if (v[k] !== undefined && typeof v[k] !== 'string') return false;
+  const i = v.instrument;
+  return i === undefined || (isObject(i) && typeof i.admin === 'string' && typeof i.id === 'string');
+}
+
 /** Whether `v` has the fields of a version-1 statement the summary reads. */
 function isStatement(v: unknown): v is ApprovalStatement {
   if (!isObject(v) || v.v !== 1) return false;
@@ -184,7 +193,7 @@ function isStatement(v: unknown): v is ApprovalStatement {
     typeof p.rule !== 'string'
   )
     return false;
-  if (!Array.isArray(v.actions) || !v.actions.every(isObject)) return false;
+  if (!Array.isArray(v.actions) || !v.actions.every(isAction)) return false;
   return (
     Array.isArray(v.requirement) &&
     v.requirement.every((r) => isObject(r) && typeof r.group === 'string' && typeof r.count === 'number')
@@ -258,11 +267,20 @@ function expiryText(iso: string, now: number): string {
   return `${printable(iso)} (in ${h > 0 ? `${h} h ${mins % 60} min` : `${Math.max(1, mins)} min`})`;
 }
 
+/** The service's count of approvals still missing, its well-formed entries only. */
+function missingOf(view: unknown): { group: string; need: number }[] {
+  const m = isObject(view) && Array.isArray(view.missing) ? view.missing : [];
+  return m.filter(
+    (x): x is { group: string; need: number } =>
+      isObject(x) && typeof x.group === 'string' && typeof x.need === 'number',
+  );
+}
+
 /** The readable summary of a request: from its statement, which the hash binds, then the service's state. */
 export function summaryLines(view: ApprovalView, now = Date.now()): string[] {
   const s = view.statement;
   const lines = [
-    `approval request ${printable(view.id)} (${printable(String(view.status))})`,
+    `approval request ${printable(String(view.id))} (${printable(String(view.status))})`,
     `  party:       ${printable(s.party)}`,
     `  entry point: ${printable(s.entryPoint)}`,
     ...(s.actions.length === 0
@@ -274,13 +292,14 @@ export function summaryLines(view: ApprovalView, now = Date.now()): string[] {
     `  policy:      version ${s.policy.version} (sha256 ${printable(s.policy.sha256)}), rule ${printable(s.policy.rule)}`,
     `  requires:    ${requirementText(s.requirement)}`,
   ];
-  const approvals = Array.isArray(view.approvals) ? view.approvals : [];
+  const approvals = (Array.isArray(view.approvals) ? view.approvals : []).filter(isObject);
   if (approvals.length > 0)
     lines.push(
       `  decided:     ${approvals.map((a) => `${printable(String(a.approver))} ${a.decision === 'reject' ? 'rejected' : 'approved'}`).join(', ')}`,
     );
-  if (Array.isArray(view.missing) && view.missing.length > 0 && view.status === 'pending')
-    lines.push(`  missing:     ${requirementText(view.missing)}`);
+  const missing = missingOf(view);
+  if (missing.length > 0 && view.status === 'pending')
+    lines.push(`  missing:     ${requirementText(missing)}`);
   lines.push(`  expires:     ${expiryText(s.expiresAt, now)}`, `  statement:   ${view.statementHash}`);
   return lines;
 }
@@ -290,13 +309,13 @@ function checkDecidable(view: ApprovalView, now = Date.now()): void {
   if (view.status !== 'pending')
     throw new CliExit(
       1,
-      `approval request ${view.id} is ${printable(String(view.status))}, not pending: there is nothing to decide`,
+      `approval request ${view.statement.request} is ${printable(String(view.status))}, not pending: there is nothing to decide`,
     );
   const t = Date.parse(view.statement.expiresAt);
   if (!Number.isFinite(t) || t <= now)
     throw new CliExit(
       1,
-      `approval request ${view.id} expired at ${printable(view.statement.expiresAt)}: nothing signed; the requester submits again for a new request`,
+      `approval request ${view.statement.request} expired at ${printable(view.statement.expiresAt)}: nothing signed; the requester submits again for a new request`,
     );
 }
 
@@ -371,7 +390,7 @@ async function decide(id: string, decision: ApprovalDecision, opts: DecideOpts):
       return;
     }
     const status = isObject(after) && typeof after.status === 'string' ? after.status : 'unknown';
-    const missing = isObject(after) && Array.isArray(after.missing) ? after.missing : [];
+    const missing = missingOf(after);
     print(
       `${decision === 'approve' ? 'approved' : 'rejected'}${body.signature ? ' (signed)' : ''}: request ${id} is now ${printable(status)}${status === 'pending' && missing.length > 0 ? `, still missing ${requirementText(missing)}` : ''}`,
     );

@@ -407,6 +407,17 @@ describe('approvals', () => {
     expect(posts).toEqual([]);
   });
 
+  it('a statement this CLI cannot read is refused, not half shown', async () => {
+    const r = addRequest();
+    (r.statement.actions[0] as unknown as { amount: number }).amount = 1500;
+    r.servedHash = statementHash(r.statement);
+    const out = await cli(['approvals', 'approve', r.id, '--key', 'alice']);
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain(`served approval request ${r.id} without a readable approval statement`);
+    expect(out.stdout).toBe('');
+    expect(posts).toEqual([]);
+  });
+
   it('an expired or decided request is shown, then refused', async () => {
     const expired = addRequest({ statement: { expiresAt: new Date(Date.now() - HOUR).toISOString() } });
     const out = await cli(['approvals', 'approve', expired.id, '--key', 'alice']);
