@@ -99,10 +99,11 @@ function checkId(what: string, id: string): string {
 
 /** The service client, once a token is there: every approvals endpoint needs one. */
 function service(opts: ServiceOpts, who: string): ServiceClient {
+  // checked first: without a token every request would only be refused
   if (!process.env[TOKEN_ENV]?.trim())
     throw new CliExit(
       2,
-      `no bearer token: set $${TOKEN_ENV} to ${who} token for the service at ${opts.url ?? (process.env[URL_ENV]?.trim() || DEFAULT_URL)} (it is never taken from the command line)`,
+      `no bearer token: set $${TOKEN_ENV} to ${who} token from your identity provider (a token is never taken from the command line)`,
     );
   return clientFrom({
     ...(opts.url !== undefined ? { url: opts.url } : {}),
@@ -336,12 +337,12 @@ async function credentialFor(
       c.publicKey.toLowerCase() === publicKey,
   );
   const active = mine.find((c) => c.status === 'active');
-  if (active) return active.id;
+  if (active && typeof active.id === 'string') return active.id;
   const pending = mine.find((c) => c.status === 'pending');
   if (pending)
     throw new CliExit(
       1,
-      `the credential of key ${key.label} (${printable(pending.id)}) is pending: an admin activates it (canton-signer approvers activate ${printable(pending.id)}), then approve again`,
+      `the credential of key ${key.label} (${printable(String(pending.id))}) is pending: an admin activates it (canton-signer approvers activate ${printable(String(pending.id))}), then approve again`,
     );
   throw new CliExit(
     1,
