@@ -15,6 +15,7 @@ import { Refusal } from '../flows/refusal.js';
 import { TransactionError } from '../hashing/errors.js';
 import { KeyError } from '../keys/backend.js';
 import { registerAirGap } from './air-gap.js';
+import { registerApprovals } from './approvals.js';
 import { registerAudit } from './audit.js';
 import { registerFlows } from './flows.js';
 import { registerHash } from './hash.js';
@@ -60,6 +61,7 @@ export function buildProgram(): Command {
   registerOffline(program);
   registerAirGap(program);
   registerPolicy(program);
+  registerApprovals(program);
   finishProgram(program);
   return program;
 }
