@@ -341,7 +341,7 @@ export class PolicyEngine implements PolicyGate {
       await this.store.policy.settle(req.subject, 'released');
       return { outcome: 'deny', reason: decision.reason, policy, limits: decision.limits };
     }
-    return this.approvals(p, req, facts.actions, decision, ev.limits.length > 0);
+    return this.approvals(p, req, [...facts.actions], decision, ev.limits.length > 0);
   }
 
   /**
