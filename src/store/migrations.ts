@@ -527,6 +527,7 @@ const M007: Migration = {
     `CREATE FUNCTION policy_settle(p_subject text, p_to text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
     DECLARE
       k        text;
+      v_keys   text[] := '{}';
       n        integer;
       v_serial bigint;
     BEGIN
@@ -534,9 +535,12 @@ const M007: Migration = {
         SELECT limit_key COLLATE "C" FROM policy_usage WHERE subject = p_subject AND state = 'reserved' ORDER BY 1
       LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended(k, 0));
+        v_keys := v_keys || k;
       END LOOP;
       v_serial := nextval('policy_usage_seq');
-      UPDATE policy_usage SET state = p_to, seq = v_serial WHERE subject = p_subject AND state = 'reserved';
+      -- only under the keys locked: each write to a key's rows takes its turn on the key
+      UPDATE policy_usage SET state = p_to, seq = v_serial
+       WHERE subject = p_subject AND state = 'reserved' AND limit_key = ANY(v_keys);
       GET DIAGNOSTICS n = ROW_COUNT;
       RETURN n;
     END $$`,
