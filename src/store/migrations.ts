@@ -428,6 +428,8 @@ const M007: Migration = {
       RETURN NEW;
     END $$`,
     `CREATE INDEX withdrawals_awaiting_approval ON withdrawals (created_at, id) WHERE state = 'awaiting_approval'`,
+    // Who a party has paid (a policy's `newReceiver`): PolicyRepo.paidBefore reads committed withdrawals too.
+    `CREATE INDEX withdrawals_paid ON withdrawals (party, receiver) WHERE state = 'committed'`,
     `CREATE TABLE policy_versions (
       version         integer PRIMARY KEY CHECK (version >= 1),
       sha256          text NOT NULL CHECK (sha256 ~ ${HEX64}),

@@ -319,6 +319,36 @@ describe.each(drivers)('policy store on $name', (driver) => {
       expect(await policy.paidBefore('p::2', [])).toEqual(new Set());
     });
 
+    it('paidBefore knows the receivers of committed withdrawals too (not those whose offer came back)', async () => {
+      const fresh = await driver.fresh();
+      const w = new WithdrawalRepo(fresh);
+      const p = new PolicyRepo(fresh);
+      const party = 'payer::1220aa';
+      const pay = async (receiver: string, to: 'committed' | 'failed', returned = false) => {
+        const { withdrawal } = await w.create({
+          idempotencyKey: unique('pb'),
+          caller: 'bot',
+          body: { party, receiver, amount: '1' },
+        });
+        await w.transition(withdrawal.id, ['received'], 'prepared');
+        if (to === 'failed') return void (await w.transition(withdrawal.id, ['prepared'], 'failed'));
+        await w.transition(withdrawal.id, ['prepared'], 'signed');
+        await w.transition(withdrawal.id, ['signed'], 'submitted');
+        await w.transition(withdrawal.id, ['submitted'], 'committed');
+        if (returned) {
+          await w.deliver(withdrawal.id, ['pending'], 'offered', { offerCid: '00c' });
+          await w.deliver(withdrawal.id, ['offered'], 'returned', { outcome: 'rejected' });
+        }
+      };
+      await pay('paid::1', 'committed');
+      await pay('failed::1', 'failed');
+      await pay('returned::1', 'committed', true);
+      expect(await p.paidBefore(party, ['paid::1', 'failed::1', 'returned::1', 'never::1'])).toEqual(
+        new Set(['paid::1']),
+      );
+      expect(await p.paidBefore('someone::else', ['paid::1'])).toEqual(new Set());
+    });
+
     it("mode 'always' writes over the limit and says it does not fit", async () => {
       const key = unique('k');
       await policy.reserve({

@@ -411,12 +411,21 @@ export class PolicyRepo {
     await this.db.query('SELECT policy_settle($1, $2) AS n', [text(subject, 'subject'), to]);
   }
 
-  /** Those of `receivers` this party has paid before: a committed usage row names them. */
+  /**
+   * Those of `receivers` this party has paid before: a committed usage row
+   * names them, or a committed withdrawal of the party went to them (its
+   * offer not returned) — so that a policy without limits (no usage rows),
+   * and the withdrawals made before policies existed, know them too.
+   */
   async paidBefore(party: string, receivers: readonly string[]): Promise<Set<string>> {
     if (receivers.length === 0) return new Set();
     const r = await this.db.query<{ receiver: string }>(
-      `SELECT DISTINCT receiver FROM policy_usage
-        WHERE party = $1 AND state = 'committed' AND receiver = ANY($2::text[])`,
+      `SELECT receiver FROM policy_usage
+        WHERE party = $1 AND state = 'committed' AND receiver = ANY($2::text[])
+       UNION
+       SELECT receiver FROM withdrawals
+        WHERE party = $1 AND state = 'committed' AND receiver = ANY($2::text[])
+          AND delivery IS DISTINCT FROM 'returned'`,
       [party, [...receivers]],
     );
     return new Set(r.rows.map((x) => x.receiver));
