@@ -85,3 +85,79 @@ export class BadRequestError extends StoreError {
     this.name = 'BadRequestError';
   }
 }
+
+/** A policy version moved from a status that does not allow it (only a pending version is decided). */
+export class PolicyVersionStateError extends StoreError {
+  constructor(
+    readonly version: number,
+    readonly current: string,
+    readonly attempted: string,
+  ) {
+    super(
+      'invalid_state',
+      `policy version ${version} is ${current}: only a pending version can be moved to ${attempted}; add a new version instead`,
+    );
+    this.name = 'PolicyVersionStateError';
+  }
+}
+
+/** An approval request acted on after it was decided (or after it expired). */
+export class ApprovalStateError extends StoreError {
+  constructor(
+    readonly requestId: string,
+    readonly current: string,
+    readonly attempted: string,
+    message?: string,
+  ) {
+    super(
+      'invalid_state',
+      message ??
+        `approval request ${requestId} is ${current}, no longer pending: cannot ${attempted} it; look at the subject's latest request`,
+    );
+    this.name = 'ApprovalStateError';
+  }
+}
+
+/** A second approval (or rejection) of one request by one approver: an approver counts once. */
+export class DuplicateApprovalError extends StoreError {
+  constructor(
+    readonly requestId: string,
+    readonly approver: string,
+    readonly earlier: 'approve' | 'reject',
+  ) {
+    super(
+      'invalid_state',
+      `approver ${approver} has already ${earlier === 'approve' ? 'approved' : 'rejected'} request ${requestId}; one approver counts once`,
+    );
+    this.name = 'DuplicateApprovalError';
+  }
+}
+
+/** An approver credential moved from a status that does not allow it. */
+export class CredentialStateError extends StoreError {
+  constructor(
+    readonly credentialId: string,
+    readonly current: string,
+    readonly attempted: string,
+  ) {
+    super(
+      'invalid_state',
+      current === 'revoked'
+        ? `approver credential ${credentialId} is revoked: it cannot be used again; register a new key`
+        : `approver credential ${credentialId} is ${current}: cannot move it to ${attempted}`,
+    );
+    this.name = 'CredentialStateError';
+  }
+}
+
+/** A public key registered a second time (by anyone). */
+export class DuplicateCredentialError extends StoreError {
+  constructor(readonly existingId: string) {
+    super(
+      'invalid_state',
+      `this public key is already registered (credential ${existingId}); a key is registered once: generate a new key pair`,
+      'publicKey',
+    );
+    this.name = 'DuplicateCredentialError';
+  }
+}

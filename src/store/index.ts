@@ -5,9 +5,11 @@
  */
 import { type Db, type OpenDatabaseOptions, openDatabase } from './db.js';
 import { AirGapRepo } from './repos/air-gap.js';
+import { ApprovalRepo } from './repos/approvals.js';
 import { ArtifactRepo } from './repos/artifacts.js';
 import { KeyRepo } from './repos/keys.js';
 import { DbPartyBook } from './repos/parties.js';
+import { PolicyRepo } from './repos/policy.js';
 import { DbRecorder } from './repos/recorder.js';
 import { WithdrawalRepo } from './repos/withdrawals.js';
 
@@ -17,9 +19,11 @@ export * from './db.js';
 export * from './errors.js';
 export * from './migrations.js';
 export * from './repos/air-gap.js';
+export * from './repos/approvals.js';
 export * from './repos/artifacts.js';
 export * from './repos/keys.js';
 export * from './repos/parties.js';
+export * from './repos/policy.js';
 export * from './repos/recorder.js';
 export * from './repos/withdrawals.js';
 
@@ -31,6 +35,8 @@ export interface Store {
   artifacts: ArtifactRepo;
   airGap: AirGapRepo;
   recorder: DbRecorder;
+  policy: PolicyRepo;
+  approvals: ApprovalRepo;
   close(): Promise<void>;
 }
 
@@ -50,6 +56,8 @@ export function storeOn(db: Db, actor = 'system'): Store {
     artifacts: new ArtifactRepo(db),
     airGap: new AirGapRepo(db, { actor }),
     recorder: new DbRecorder(db, { actor }),
+    policy: new PolicyRepo(db, { actor }),
+    approvals: new ApprovalRepo(db, { actor }),
     close: () => db.close(),
   };
 }

@@ -36,6 +36,13 @@
  * Migration 6 adds where a committed withdrawal's funds are (`delivery`, a
  * second state machine documented in repos/withdrawals.ts) and the transfer
  * offer it is waiting on.
+ * Migration 7 adds policies and approvals: the policy versions
+ * (`policy_versions`, at most one in force), what each limit's window holds
+ * (`policy_usage`, reserved by the plpgsql function `policy_reserve` under
+ * advisory locks on the limit keys, settled by `policy_settle`), approval
+ * requests (at most one pending per subject) with the approvals given, the
+ * approvers' credentials, and the withdrawal state `awaiting_approval`
+ * (repos/policy.ts, repos/approvals.ts, repos/withdrawals.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -364,7 +371,246 @@ const M006: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006];
+/**
+ * Migration 7: policies and approvals.
+ * - policy_versions: each policy document as loaded (its exact text and
+ *   SHA-256), numbered from 1; at most one `in_force` (partial unique index).
+ * - policy_usage: what each limit's window holds, one row per (subject,
+ *   limit key): `reserved` while the subject (a withdrawal, a command) is on
+ *   its way, `committed` once it happened, `released` when it did not.
+ *   `policy_reserve` (below) writes it under a transaction-scoped advisory
+ *   lock on each limit key, so that two instances never both fit the last
+ *   room of one limit; `seq` is the order of those writes (drawn under the
+ *   locks), `policy_settle` moves a subject's reserved rows on.
+ * - approval_requests (at most one pending per subject), approvals (one per
+ *   approver and request; append-only), approver_credentials (a public key
+ *   per approver, pending until an admin activates it: `seal`).
+ * - withdrawals gain `awaiting_approval` (received → awaiting_approval,
+ *   prepared → awaiting_approval, awaiting_approval → prepared | rejected |
+ *   failed | cancelled | expired): the guard is replaced with the new edges.
+ */
+const M007: Migration = {
+  version: 7,
+  name: 'policies, limits and approvals; the awaiting_approval state',
+  statements: [
+    `ALTER TABLE withdrawals DROP CONSTRAINT withdrawals_state_check`,
+    `ALTER TABLE withdrawals ADD CONSTRAINT withdrawals_state_check CHECK (state IN
+      ('received', 'prepared', 'signed', 'submitted', 'awaiting_signature', 'awaiting_approval',
+       'committed', 'rejected', 'failed', 'cancelled', 'expired'))`,
+    `CREATE OR REPLACE FUNCTION withdrawals_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.id IS DISTINCT FROM OLD.id OR NEW.caller IS DISTINCT FROM OLD.caller
+         OR NEW.idempotency_key IS DISTINCT FROM OLD.idempotency_key
+         OR NEW.request_hash IS DISTINCT FROM OLD.request_hash
+         OR NEW.party IS DISTINCT FROM OLD.party OR NEW.receiver IS DISTINCT FROM OLD.receiver
+         OR NEW.amount IS DISTINCT FROM OLD.amount
+         OR NEW.instrument_admin IS DISTINCT FROM OLD.instrument_admin
+         OR NEW.instrument_id IS DISTINCT FROM OLD.instrument_id
+         OR NEW.memo IS DISTINCT FROM OLD.memo OR NEW.options IS DISTINCT FROM OLD.options
+         OR NEW.command_id IS DISTINCT FROM OLD.command_id
+         OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'withdrawal %: the request columns are immutable', OLD.id
+          USING ERRCODE = 'check_violation';
+      END IF;
+      IF NEW.state IS DISTINCT FROM OLD.state THEN
+        IF NOT (
+             (OLD.state = 'received'  AND NEW.state IN ('prepared', 'awaiting_approval', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'prepared'  AND NEW.state IN ('prepared', 'signed', 'awaiting_signature', 'awaiting_approval', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'awaiting_signature' AND NEW.state IN ('prepared', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'awaiting_approval' AND NEW.state IN ('prepared', 'rejected', 'failed', 'cancelled', 'expired'))
+          OR (OLD.state = 'signed'    AND NEW.state IN ('submitted', 'prepared', 'failed', 'expired'))
+          OR (OLD.state = 'submitted' AND NEW.state IN ('submitted', 'committed', 'rejected', 'expired', 'prepared'))
+        ) THEN
+          RAISE EXCEPTION 'withdrawal %: % -> % is not an allowed transition', OLD.id, OLD.state, NEW.state
+            USING ERRCODE = 'check_violation';
+        END IF;
+      END IF;
+      RETURN NEW;
+    END $$`,
+    `CREATE INDEX withdrawals_awaiting_approval ON withdrawals (created_at, id) WHERE state = 'awaiting_approval'`,
+    // Who a party has paid (a policy's `newReceiver`): PolicyRepo.paidBefore reads committed withdrawals too.
+    `CREATE INDEX withdrawals_paid ON withdrawals (party, receiver) WHERE state = 'committed'`,
+    `CREATE TABLE policy_versions (
+      version         integer PRIMARY KEY CHECK (version >= 1),
+      sha256          text NOT NULL CHECK (sha256 ~ ${HEX64}),
+      text            text NOT NULL,
+      format          text NOT NULL CHECK (format IN ('yaml', 'json')),
+      source          text NOT NULL CHECK (source IN ('file', 'api', 'builtin')),
+      status          text NOT NULL CHECK (status IN ('in_force', 'pending', 'superseded', 'rejected')),
+      created_by      text NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      decided_at      timestamptz(3),
+      seal            text,
+      CHECK ((status = 'pending') = (decided_at IS NULL))
+    )`,
+    `CREATE UNIQUE INDEX policy_versions_one_in_force ON policy_versions ((true)) WHERE status = 'in_force'`,
+    `CREATE SEQUENCE policy_usage_seq`,
+    `CREATE TABLE policy_usage (
+      subject         text NOT NULL,
+      limit_key       text NOT NULL,
+      limit_id        text NOT NULL,
+      party           text NOT NULL,
+      caller          text,
+      receiver        text,
+      amount          numeric(38, 10) NOT NULL CHECK (amount >= 0),
+      count           integer NOT NULL CHECK (count >= 0),
+      state           text NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+      at              timestamptz(3) NOT NULL,
+      policy_version  integer NOT NULL CHECK (policy_version >= 0),
+      seq             bigint NOT NULL,
+      PRIMARY KEY (subject, limit_key)
+    )`,
+    `CREATE INDEX policy_usage_window ON policy_usage (limit_key, at) WHERE state <> 'released'`,
+    `CREATE INDEX policy_usage_paid ON policy_usage (party, receiver) WHERE state = 'committed'`,
+    `CREATE INDEX policy_usage_reserved ON policy_usage (subject) WHERE state = 'reserved'`,
+    // Locks every limit key the call names or the subject holds a reservation under (sorted: two
+    // calls never wait on each other crosswise), THEN sums: in READ COMMITTED each statement of a
+    // VOLATILE function takes a new snapshot, so the sums see every reservation committed by the
+    // holders of the locks before. The subject's own rows are left out (it is being re-evaluated).
+    `CREATE FUNCTION policy_reserve(r jsonb) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      k          text;
+      c          record;
+      v_now      timestamptz;
+      v_serial   bigint;
+      v_fits     boolean := true;
+      v_usage    jsonb := '{}'::jsonb;
+      v_amount   numeric;
+      v_count    bigint;
+      v_in_force integer;
+    BEGIN
+      FOR k IN
+        SELECT DISTINCT lk COLLATE "C" FROM (
+          SELECT x->>'key' AS lk FROM jsonb_array_elements(r->'checks') AS x
+          UNION ALL
+          SELECT limit_key FROM policy_usage WHERE subject = r->>'subject' AND state = 'reserved'
+        ) keys ORDER BY 1
+      LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended(k, 0));
+      END LOOP;
+      v_serial := nextval('policy_usage_seq');
+      v_now := date_trunc('milliseconds', clock_timestamp());
+      FOR c IN
+        SELECT * FROM jsonb_to_recordset(r->'checks')
+          AS x(key text, "windowMs" bigint, "maxAmount" numeric, "maxCount" bigint, adding jsonb)
+      LOOP
+        SELECT coalesce(sum(u.amount), 0), coalesce(sum(u.count), 0) INTO v_amount, v_count
+          FROM policy_usage u
+         WHERE u.limit_key = c.key AND u.state <> 'released' AND u.subject <> r->>'subject'
+           AND u.at > v_now - c."windowMs" * interval '1 millisecond';
+        IF (c."maxAmount" IS NOT NULL AND v_amount + (c.adding->>'amount')::numeric > c."maxAmount")
+           OR (c."maxCount" IS NOT NULL AND v_count + (c.adding->>'count')::bigint > c."maxCount") THEN
+          v_fits := false;
+        END IF;
+        v_usage := v_usage || jsonb_build_object(c.key,
+          jsonb_build_object('amount', v_amount::text, 'count', v_count));
+      END LOOP;
+      IF v_fits OR r->>'mode' = 'always' THEN
+        -- The subject's reservation is replaced: keys it no longer counts towards are released.
+        UPDATE policy_usage SET state = 'released', seq = v_serial
+         WHERE subject = r->>'subject' AND state = 'reserved'
+           AND limit_key NOT IN (SELECT x->>'key' FROM jsonb_array_elements(r->'checks') AS x);
+        INSERT INTO policy_usage AS u (subject, limit_key, limit_id, party, caller, receiver, amount, count,
+            state, at, policy_version, seq)
+          SELECT r->>'subject', x.key, x."limit", r->>'party', r->>'caller', r->>'receiver',
+                 (x.adding->>'amount')::numeric, (x.adding->>'count')::integer, 'reserved', v_now,
+                 (r->>'policyVersion')::integer, v_serial
+            FROM jsonb_to_recordset(r->'checks') AS x(key text, "limit" text, adding jsonb)
+        ON CONFLICT (subject, limit_key) DO UPDATE SET limit_id = EXCLUDED.limit_id, party = EXCLUDED.party,
+            caller = EXCLUDED.caller, receiver = EXCLUDED.receiver, amount = EXCLUDED.amount,
+            count = EXCLUDED.count, state = 'reserved', at = EXCLUDED.at,
+            policy_version = EXCLUDED.policy_version, seq = EXCLUDED.seq
+          -- a committed row is final: what happened stays counted as it happened
+          WHERE u.state <> 'committed';
+      END IF;
+      SELECT version INTO v_in_force FROM policy_versions WHERE status = 'in_force';
+      RETURN jsonb_build_object('fits', v_fits, 'usage', v_usage, 'inForce', v_in_force, 'serial', v_serial);
+    END $$`,
+    `CREATE FUNCTION policy_settle(p_subject text, p_to text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      k        text;
+      v_keys   text[] := '{}';
+      n        integer;
+      v_serial bigint;
+    BEGIN
+      FOR k IN
+        SELECT limit_key COLLATE "C" FROM policy_usage WHERE subject = p_subject AND state = 'reserved' ORDER BY 1
+      LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended(k, 0));
+        v_keys := v_keys || k;
+      END LOOP;
+      v_serial := nextval('policy_usage_seq');
+      -- only under the keys locked: each write to a key's rows takes its turn on the key
+      UPDATE policy_usage SET state = p_to, seq = v_serial
+       WHERE subject = p_subject AND state = 'reserved' AND limit_key = ANY(v_keys);
+      GET DIAGNOSTICS n = ROW_COUNT;
+      RETURN n;
+    END $$`,
+    `CREATE TABLE approver_credentials (
+      id              uuid PRIMARY KEY,
+      approver        text NOT NULL CHECK (length(approver) BETWEEN 1 AND 1000),
+      kind            text NOT NULL CHECK (kind IN ('ed25519', 'webauthn')),
+      public_key      text NOT NULL,
+      label           text CHECK (length(label) <= 200),
+      status          text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'active', 'revoked')),
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      activated_by    text,
+      activated_at    timestamptz(3),
+      seal            text,
+      UNIQUE (kind, public_key),
+      CHECK (kind <> 'ed25519' OR public_key ~ ${HEX64}),
+      CHECK (status <> 'active' OR (activated_by IS NOT NULL AND activated_at IS NOT NULL AND seal IS NOT NULL))
+    )`,
+    `CREATE INDEX approver_credentials_approver ON approver_credentials (approver, created_at)`,
+    `CREATE TABLE approval_requests (
+      id              uuid PRIMARY KEY,
+      subject         text NOT NULL,
+      statement       jsonb NOT NULL,
+      statement_hash  text NOT NULL CHECK (statement_hash ~ ${HEX64}),
+      party           text NOT NULL,
+      requester       text NOT NULL,
+      entry_point     text NOT NULL,
+      policy_version  integer NOT NULL CHECK (policy_version >= 0),
+      rule            text NOT NULL,
+      requirement     jsonb NOT NULL CHECK (jsonb_typeof(requirement) = 'array'),
+      status          text NOT NULL DEFAULT 'pending' CHECK (status IN
+                        ('pending', 'approved', 'rejected', 'expired', 'superseded', 'cancelled')),
+      expires_at      timestamptz(3) NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      decided_at      timestamptz(3),
+      decided_by      text,
+      reason          text,
+      resume          jsonb,
+      result          jsonb,
+      CHECK ((status = 'pending') = (decided_at IS NULL))
+    )`,
+    `CREATE UNIQUE INDEX approval_requests_one_pending ON approval_requests (subject) WHERE status = 'pending'`,
+    `CREATE INDEX approval_requests_subject ON approval_requests (subject, created_at)`,
+    `CREATE INDEX approval_requests_page ON approval_requests (created_at, id)`,
+    `CREATE INDEX approval_requests_due ON approval_requests (expires_at) WHERE status = 'pending'`,
+    `CREATE TABLE approvals (
+      id              uuid PRIMARY KEY,
+      request_id      uuid NOT NULL REFERENCES approval_requests (id),
+      approver        text NOT NULL,
+      credential_id   uuid REFERENCES approver_credentials (id),
+      decision        text NOT NULL CHECK (decision IN ('approve', 'reject')),
+      reason          text,
+      signature       text,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      UNIQUE (request_id, approver),
+      CHECK (decision = 'reject' OR (credential_id IS NOT NULL AND signature IS NOT NULL))
+    )`,
+    // An approval given is evidence: it is never changed nor removed.
+    `CREATE FUNCTION approvals_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION 'approvals are append-only (% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
+    END $$`,
+    `CREATE TRIGGER approvals_no_change BEFORE UPDATE OR DELETE ON approvals
+      FOR EACH ROW EXECUTE FUNCTION approvals_append_only()`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -127,5 +127,7 @@ describe('the oldest pending withdrawal', () => {
   it('is wired to the store in the service', async () => {
     const text = (await env.service.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(text).toMatch(/canton_signer_withdrawal_oldest_pending_seconds\{state="awaiting_signature"\} \d/);
+    expect(text).toMatch(/canton_signer_withdrawal_oldest_pending_seconds\{state="awaiting_approval"\} \d/);
+    expect(text).toMatch(/canton_signer_withdrawals\{state="awaiting_approval"\} \d/);
   });
 });

@@ -33,10 +33,15 @@ const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
 
 const TABLES = [
   'air_gap_exports',
+  'approval_requests',
+  'approvals',
+  'approver_credentials',
   'audit_head',
   'audit_log',
   'keys',
   'parties',
+  'policy_usage',
+  'policy_versions',
   'prepared_transactions',
   'schema_migrations',
   'signatures',

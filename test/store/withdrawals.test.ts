@@ -62,6 +62,7 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       signed: ['prepared', 'signed'],
       submitted: ['prepared', 'signed', 'submitted'],
       awaiting_signature: ['prepared', 'awaiting_signature'],
+      awaiting_approval: ['awaiting_approval'],
       committed: ['prepared', 'signed', 'submitted', 'committed'],
       rejected: ['rejected'],
       failed: ['failed'],
@@ -397,7 +398,7 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
 
   describe('cancel', () => {
     it('cancels while received or awaiting_signature; cancelling again is a no-op', async () => {
-      for (const s of ['received', 'awaiting_signature'] as const) {
+      for (const s of ['received', 'awaiting_signature', 'awaiting_approval'] as const) {
         const id = await at(s);
         const r = await repo.cancel(id, { actor: 'bot-1', reason: 'user asked' });
         expect(r).toMatchObject({ changed: true, withdrawal: { state: 'cancelled' } });
@@ -494,6 +495,7 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
           signed: ['prepared', 'signed'],
           submitted: ['prepared', 'signed', 'submitted'],
           awaiting_signature: ['prepared', 'awaiting_signature'],
+          awaiting_approval: ['awaiting_approval'],
           committed: ['prepared', 'signed', 'submitted', 'committed'],
           rejected: ['rejected'],
           failed: ['failed'],
@@ -516,7 +518,7 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       await r.create({ idempotencyKey: 'k-newer', caller: 'bot', body: body() }); // a newer one: not the oldest
       const ages = await r.oldestPendingAges();
       expect(Object.keys(ages).sort()).toEqual(
-        ['awaiting_signature', 'prepared', 'received', 'signed', 'submitted'].sort(),
+        ['awaiting_approval', 'awaiting_signature', 'prepared', 'received', 'signed', 'submitted'].sort(),
       );
       for (const age of Object.values(ages)) {
         expect(age).toBeGreaterThanOrEqual(1);

@@ -6,9 +6,12 @@
  * States and allowed transitions (also enforced by the `withdrawals_guard`
  * trigger, so a bug elsewhere cannot skip a step):
  *
- *   received  → prepared | rejected | failed | cancelled | expired
+ *   received  → prepared | awaiting_approval | rejected | failed | cancelled | expired
  *   prepared  → prepared (re-prepared, e.g. after the window passed)
- *             | signed | rejected | failed | cancelled | expired
+ *             | signed | awaiting_signature | awaiting_approval
+ *             | rejected | failed | cancelled | expired
+ *   awaiting_signature → prepared | rejected | failed | cancelled | expired
+ *   awaiting_approval  → prepared | rejected | failed | cancelled | expired
  *   signed    → submitted | prepared (re-prepare: nothing was submitted)
  *             | failed | expired
  *   submitted → submitted (resubmitted after an ambiguous outcome)
@@ -23,9 +26,13 @@
  * acting again. `rejected` = refused by the pipeline or rejected by the
  * ledger; `failed` = gave up (no commit possible); `expired` = its deadline
  * passed uncommitted; `cancelled` = by the caller, only before signing
- * starts: while `received`, or `awaiting_signature` (the request across the
- * air gap is then void). The move to `prepared` is what authorises signing
- * (the worker makes it right before it signs), so a cancel and that move
+ * starts: while `received`, `awaiting_signature` (the request across the
+ * air gap is then void) or `awaiting_approval`. `awaiting_approval`: the
+ * policy asks for approvals before it goes on (the approval request is in
+ * approvals.ts); the worker does not poll it (not in UNFINISHED_STATES): an
+ * approval, rejection or expiry moves it on. The move to `prepared` is what
+ * authorises signing (the worker makes it right before it signs), so a
+ * cancel and that move
  * exclude each other on the row: a cancel that answered `cancelled` was
  * never followed by a signature, on any instance, and one that comes after
  * the move is refused ("signing has started"). The `prepared → cancelled`
@@ -73,6 +80,7 @@ export const WITHDRAWAL_STATES = [
   'signed',
   'submitted',
   'awaiting_signature',
+  'awaiting_approval',
   'committed',
   'rejected',
   'failed',
@@ -82,10 +90,21 @@ export const WITHDRAWAL_STATES = [
 export type WithdrawalState = (typeof WITHDRAWAL_STATES)[number];
 
 export const WITHDRAWAL_EDGES: Readonly<Record<WithdrawalState, readonly WithdrawalState[]>> = {
-  received: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
-  prepared: ['prepared', 'signed', 'awaiting_signature', 'rejected', 'failed', 'cancelled', 'expired'],
+  received: ['prepared', 'awaiting_approval', 'rejected', 'failed', 'cancelled', 'expired'],
+  prepared: [
+    'prepared',
+    'signed',
+    'awaiting_signature',
+    'awaiting_approval',
+    'rejected',
+    'failed',
+    'cancelled',
+    'expired',
+  ],
   /** The party's key is held offline: its signing request is across the air gap. */
   awaiting_signature: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
+  /** The policy asks for approvals: it waits for them (or a rejection, or their expiry). */
+  awaiting_approval: ['prepared', 'rejected', 'failed', 'cancelled', 'expired'],
   signed: ['submitted', 'prepared', 'failed', 'expired'],
   submitted: ['submitted', 'committed', 'rejected', 'expired', 'prepared'],
   committed: [],
@@ -115,11 +134,18 @@ export function canDeliver(from: DeliveryState, to: DeliveryState): boolean {
 
 export const UNFINISHED_STATES: readonly WithdrawalState[] = ['received', 'prepared', 'signed', 'submitted'];
 
-/** States a withdrawal waits in before its outcome: the worker's and the air gap's. */
-export const PENDING_STATES = ['received', 'prepared', 'signed', 'submitted', 'awaiting_signature'] as const;
+/** States a withdrawal waits in before its outcome: the worker's, the air gap's and the approvers'. */
+export const PENDING_STATES = [
+  'received',
+  'prepared',
+  'signed',
+  'submitted',
+  'awaiting_signature',
+  'awaiting_approval',
+] as const;
 export type PendingState = (typeof PENDING_STATES)[number];
 /** Where a caller's cancel is accepted: before signing is authorised (see the header). */
-const CANCELLABLE: WithdrawalState[] = ['received', 'awaiting_signature'];
+const CANCELLABLE: WithdrawalState[] = ['received', 'awaiting_signature', 'awaiting_approval'];
 
 /** Why a cancel of a withdrawal in `state` comes too late, and what follows. */
 function tooLate(id: string, state: WithdrawalState): string {
@@ -732,9 +758,9 @@ export class WithdrawalRepo {
   }
 
   /**
-   * Cancels a withdrawal whose signing has not started (`received`, or
-   * `awaiting_signature`). Already cancelled: returns it unchanged
-   * (`changed: false`). Signing started (`prepared`) or later:
+   * Cancels a withdrawal whose signing has not started (`received`,
+   * `awaiting_signature` or `awaiting_approval`). Already cancelled: returns
+   * it unchanged (`changed: false`). Signing started (`prepared`) or later:
    * WithdrawalStateError saying so. The guarded move is atomic with the
    * worker's move to `prepared`: whichever comes second is refused.
    */
@@ -915,14 +941,14 @@ export class WithdrawalRepo {
 
   /**
    * Seconds since the oldest withdrawal still waiting in each pending state
-   * (`received`, `prepared`, `signed`, `submitted`, `awaiting_signature`)
-   * was created; 0 for a state none waits in (metrics: one stuck withdrawal
-   * shows, however many others flow).
+   * (`received`, `prepared`, `signed`, `submitted`, `awaiting_signature`,
+   * `awaiting_approval`) was created; 0 for a state none waits in
+   * (metrics: one stuck withdrawal shows, however many others flow).
    */
   async oldestPendingAges(): Promise<Record<PendingState, number>> {
     const r = await this.db.query<{ state: PendingState; age: number | string }>(
       `SELECT state, extract(epoch FROM now() - min(created_at))::float8 AS age FROM withdrawals
-        WHERE state IN ('received', 'prepared', 'signed', 'submitted', 'awaiting_signature')
+        WHERE state IN ('received', 'prepared', 'signed', 'submitted', 'awaiting_signature', 'awaiting_approval')
         GROUP BY state`,
     );
     const out = Object.fromEntries(PENDING_STATES.map((s) => [s, 0])) as Record<PendingState, number>;
