@@ -22,10 +22,10 @@ import {
   type FlowResult,
   type PreparedInput,
   runFlow,
+  settlePolicy,
   stepRecorder,
   verifyAndSign,
   verifyPrepared,
-  settlePolicy,
 } from './pipeline.js';
 import { Refusal } from './refusal.js';
 import { checkCallerCommandId } from './transfer.js';

@@ -45,7 +45,7 @@ export async function followApproval(
 ): Promise<WithdrawalState | undefined> {
   const { store } = opts;
   const w = await store.withdrawals.get(id);
-  if (!w || w.state !== 'awaiting_approval') return undefined;
+  if (w?.state !== 'awaiting_approval') return undefined;
   const subject = withdrawalSubject(id);
   const request = await store.approvals.latestFor(subject);
   const actor = opts.actor ?? 'policy';

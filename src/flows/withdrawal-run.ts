@@ -49,6 +49,7 @@ import { recogniseActions } from '../intent/recognise.js';
 import { KeyError } from '../keys/backend.js';
 import type { Signer, SignOutput } from '../keys/signer.js';
 import { type OnlineAirGap, SUBMIT_MARGIN_MS } from '../offline/online.js';
+import { AwaitingApproval } from '../policy/hook.js';
 import type { Queryable } from '../store/db.js';
 import { LeaseLostError, NotFoundError, StoreError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
@@ -57,7 +58,6 @@ import type { ExportRecord } from '../store/repos/air-gap.js';
 import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import { DbRecorder } from '../store/repos/recorder.js';
 import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
-import { AwaitingApproval } from '../policy/hook.js';
 import { AwaitingSignature } from './air-gap.js';
 import type { FlowContext } from './context.js';
 import { type Holding, listHoldings } from './holdings.js';
@@ -431,7 +431,12 @@ async function runOnce(env: RunEnv, w0: Withdrawal): Promise<RunOutcome> {
             [w.state],
             'awaiting_approval',
             { lastError: null },
-            { details: { approvalRequest: e.requestId, missing: e.missing.map((m) => `${m.need} of ${m.group}`) } },
+            {
+              details: {
+                approvalRequest: e.requestId,
+                missing: e.missing.map((m) => `${m.need} of ${m.group}`),
+              },
+            },
           );
           return { done: true, state: 'awaiting_approval' };
         }

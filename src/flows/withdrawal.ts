@@ -29,8 +29,8 @@ import type { Store } from '../store/index.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { settlePolicy } from './pipeline.js';
-import { sweepApprovals } from './withdrawal-approval.js';
 import { sweepAirGap } from './withdrawal-air-gap.js';
+import { sweepApprovals } from './withdrawal-approval.js';
 import {
   deadlineOf,
   errorText,

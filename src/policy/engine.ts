@@ -32,10 +32,10 @@ import type { ApprovalRequest, Credential } from '../store/repos/approvals.js';
 import type { PolicyVersion } from '../store/repos/policy.js';
 import {
   type ApprovalStatement,
+  type Approver,
   approvalMessage,
   credentialSealMessage,
   policySealMessage,
-  type Approver,
   satisfies,
   statementHash,
   verifyApproval,
@@ -371,15 +371,11 @@ export class PolicyEngine implements PolicyGate {
       requirement,
     };
     let request = await this.store.approvals.latestFor(req.subject);
-    const reusable =
-      request !== undefined &&
-      (request.status === 'pending' || request.status === 'approved') &&
-      sameContent(request.statement as unknown as ApprovalStatement, content);
-    if (request !== undefined && reusable && request.status === 'rejected')
-      return this.rejected(request, policy);
-    if (!request || !reusable) {
-      if (request?.status === 'rejected' && sameContent(request.statement as unknown as ApprovalStatement, content))
-        return this.rejected(request, policy);
+    const same =
+      request !== undefined && sameContent(request.statement as unknown as ApprovalStatement, content);
+    // Rejected stays rejected for exactly this statement; anything else changed asks afresh.
+    if (request !== undefined && same && request.status === 'rejected') return this.rejected(request, policy);
+    if (!request || !same || (request.status !== 'pending' && request.status !== 'approved')) {
       const ttl = durationMs(p.doc.approvals?.ttl ?? '24h');
       const statement: ApprovalStatement = {
         ...content,
@@ -469,8 +465,9 @@ export class PolicyEngine implements PolicyGate {
       for (const a of await this.store.approvals.approvalsOf(request.id)) {
         if (a.decision !== 'approve' || !a.signature || seen.has(a.approver)) continue;
         if (a.approver === statement.requester) continue;
+        if (a.credentialId === undefined) continue;
         const c = await this.store.approvals.credential(a.credentialId);
-        if (!c || !(await this.credentialValid(c)) || c.approver !== a.approver) continue;
+        if (c?.kind !== 'ed25519' || c.approver !== a.approver || !(await this.credentialValid(c))) continue;
         if (!verifyApproval({ kind: c.kind, publicKey: c.publicKey }, message, a.signature)) continue;
         const groups = requirement
           .map((r) => r.group)
@@ -486,7 +483,7 @@ export class PolicyEngine implements PolicyGate {
 
   /** A credential counts when it is active and carries the service's seal over exactly its fields. */
   async credentialValid(c: Credential): Promise<boolean> {
-    if (c.status !== 'active' || !c.activatedBy) return false;
+    if (c.status !== 'active' || !c.activatedBy || c.kind !== 'ed25519') return false;
     return this.sealValid(
       credentialSealMessage({
         id: c.id,
@@ -542,7 +539,8 @@ export class PolicyEngine implements PolicyGate {
     reason?: string;
   }): Promise<ApprovalRequest> {
     const request = await this.store.approvals.get(a.requestId);
-    if (!request) throw new PolicyEngineError(404, 'not_found', `approval request ${a.requestId} does not exist`);
+    if (!request)
+      throw new PolicyEngineError(404, 'not_found', `approval request ${a.requestId} does not exist`);
     if (request.status !== 'pending')
       throw new PolicyEngineError(
         409,
@@ -552,7 +550,11 @@ export class PolicyEngine implements PolicyGate {
     const statement = request.statement as unknown as ApprovalStatement;
     const hash = statementHash(statement);
     if (Date.parse(statement.expiresAt) <= this.now().getTime())
-      throw new PolicyEngineError(409, 'approval_expired', `approval request ${request.id} expired at ${statement.expiresAt}`);
+      throw new PolicyEngineError(
+        409,
+        'approval_expired',
+        `approval request ${request.id} expired at ${statement.expiresAt}`,
+      );
     if (a.approver === statement.requester)
       throw new PolicyEngineError(
         403,
@@ -581,14 +583,24 @@ export class PolicyEngine implements PolicyGate {
         throw new PolicyEngineError(400, 'bad_request', 'an approval needs credentialId and signature');
       const c = await this.store.approvals.credential(a.credentialId);
       if (!c || c.approver !== a.approver)
-        throw new PolicyEngineError(403, 'credential_not_yours', `credential ${a.credentialId} is not one of ${a.approver}'s`);
-      if (!(await this.credentialValid(c)))
+        throw new PolicyEngineError(
+          403,
+          'credential_not_yours',
+          `credential ${a.credentialId} is not one of ${a.approver}'s`,
+        );
+      if (c.kind !== 'ed25519' || !(await this.credentialValid(c)))
         throw new PolicyEngineError(
           403,
           'credential_inactive',
           `credential ${c.id} is ${c.status === 'active' ? 'not sealed by this service' : c.status}: an admin must activate it first`,
         );
-      if (!verifyApproval({ kind: c.kind, publicKey: c.publicKey }, approvalMessage(hash, a.decision), a.signature))
+      if (
+        !verifyApproval(
+          { kind: c.kind, publicKey: c.publicKey },
+          approvalMessage(hash, a.decision),
+          a.signature,
+        )
+      )
         throw new PolicyEngineError(
           400,
           'signature_invalid',
@@ -598,7 +610,7 @@ export class PolicyEngine implements PolicyGate {
     await this.store.approvals.record({
       requestId: request.id,
       approver: a.approver,
-      credentialId: a.credentialId ?? null,
+      ...(a.credentialId !== undefined ? { credentialId: a.credentialId } : {}),
       decision: a.decision,
       ...(a.reason !== undefined ? { reason: a.reason } : {}),
       ...(a.signature !== undefined ? { signature: a.signature } : {}),
@@ -721,15 +733,31 @@ export class PolicyEngine implements PolicyGate {
     const c = await this.store.approvals.credential(id);
     if (!c) throw new PolicyEngineError(404, 'not_found', `approver credential ${id} does not exist`);
     if (c.status !== 'pending')
-      throw new PolicyEngineError(409, 'credential_state', `approver credential ${id} is ${c.status}, not pending`);
+      throw new PolicyEngineError(
+        409,
+        'credential_state',
+        `approver credential ${id} is ${c.status}, not pending`,
+      );
     if (c.approver === actor)
       throw new PolicyEngineError(
         403,
         'separation_of_duties',
         `${actor} registered this credential and cannot activate it: another admin must`,
       );
+    if (c.kind !== 'ed25519')
+      throw new PolicyEngineError(
+        400,
+        'unsupported_credential',
+        `credential kind ${c.kind} is not supported yet`,
+      );
     const seal = await this.seal(
-      credentialSealMessage({ id: c.id, approver: c.approver, kind: c.kind, publicKey: c.publicKey, activatedBy: actor }),
+      credentialSealMessage({
+        id: c.id,
+        approver: c.approver,
+        kind: c.kind,
+        publicKey: c.publicKey,
+        activatedBy: actor,
+      }),
     );
     return this.store.approvals.activateCredential(id, { actor, seal });
   }

@@ -38,7 +38,11 @@ export function localGate(p: LoadedPolicy, opts: LocalGateOptions = {}): PolicyG
       });
       const rule = ev.rule;
       if (rule.decision === 'deny')
-        return { outcome: 'deny', reason: `rule ${rule.id}: ${rule.reason ?? 'denied'}`, policy: ref(rule.id) };
+        return {
+          outcome: 'deny',
+          reason: `rule ${rule.id}: ${rule.reason ?? 'denied'}`,
+          policy: ref(rule.id),
+        };
       if (rule.decision === 'approve')
         return {
           outcome: 'deny',

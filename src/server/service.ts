@@ -16,8 +16,8 @@ import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
-import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
 import { resolveParty } from '../flows/names.js';
+import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
 import { followApproval } from '../flows/withdrawal-approval.js';
 import { createDeliveryTracker } from '../flows/withdrawal-delivery.js';
 import { KeyError } from '../keys/backend.js';
@@ -262,13 +262,16 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       observe: (outcome, rule) => metrics.policyDecisions.inc({ outcome, rule }),
       onApproved: (r) => onApproved(r),
     });
-    const active = await policy.start(config.policy.file ? await readPolicyFile(config.policy.file) : undefined);
+    const active = await policy.start(
+      config.policy.file ? await readPolicyFile(config.policy.file) : undefined,
+    );
     if (active.source === 'builtin')
       log.warn(
         {},
         'no policy configured (policy.file): everything the pipeline verifies is signed, without limits or approvals',
       );
-    else log.info({ version: active.version, sha256: active.sha256, source: active.source }, 'policy in force');
+    else
+      log.info({ version: active.version, sha256: active.sha256, source: active.source }, 'policy in force');
     const flows: FlowContext = {
       signer,
       policy,
@@ -322,10 +325,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     onApproved = (r) => {
       const id = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
       if (id === undefined) return;
-      followApproval(
-        { store, kick: (w, party) => worker.kick(w, party), actor: 'policy' },
-        id,
-      ).catch((e: unknown) => log.warn({ withdrawal: id, err: String(e) }, 'could not resume an approved withdrawal'));
+      followApproval({ store, kick: (w, party) => worker.kick(w, party), actor: 'policy' }, id).catch(
+        (e: unknown) =>
+          log.warn({ withdrawal: id, err: String(e) }, 'could not resume an approved withdrawal'),
+      );
     };
     const deps: ServiceDeps = {
       config,

@@ -16,9 +16,9 @@ import { onboardViaLedgerApi, onboardViaValidator, showParty } from '../../src/f
 import { topologyTransactionHash } from '../../src/hashing/canton-hash.js';
 import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { checkTopology } from '../../src/intent/topology.js';
+import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type FlowEnv, onboardingSuite, refusal } from '../support/flow-env.js';
-import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 
 let env: FlowEnv;
 const { newKey } = onboardingSuite('onboard', (e) => {

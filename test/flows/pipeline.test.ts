@@ -23,6 +23,7 @@ import { Refusal } from '../../src/flows/refusal.js';
 import { bytesToBase64 } from '../../src/hashing/input.js';
 import type { Intent } from '../../src/intent/model.js';
 import { verifySignature } from '../../src/keys/schemes.js';
+import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import {
   ambiguousExecute,
@@ -32,7 +33,6 @@ import {
   refusal,
   takenCommandError,
 } from '../support/flow-env.js';
-import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
 
 let env: FlowEnv;
 let alice: PartyRecord;

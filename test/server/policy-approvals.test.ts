@@ -124,7 +124,10 @@ async function withdraw(amount: string, opts: { party?: string; receiver?: strin
   const r = await env.service.app.inject({
     method: 'POST',
     url: '/v1/withdrawals',
-    headers: { ...(await as(opts.sub ?? 'desk', ['withdrawer', 'operator'])), 'idempotency-key': randomUUID() },
+    headers: {
+      ...(await as(opts.sub ?? 'desk', ['withdrawer', 'operator'])),
+      'idempotency-key': randomUUID(),
+    },
     payload: { party: opts.party ?? alice.partyId, receiver: opts.receiver ?? bob.partyId, amount },
   });
   expect(r.statusCode, r.body).toBe(201);
@@ -235,8 +238,12 @@ describe('decisions', () => {
     const r = await approve(tara, rb, va.statementHash);
     expect(r.statusCode).toBe(409);
     // The same signature written straight into B's approvals.
-    const sig = Buffer.from(ed25519.sign(approvalMessage(va.statementHash, 'approve'), tara.sk)).toString('base64');
-    const sig2 = Buffer.from(ed25519.sign(approvalMessage(va.statementHash, 'approve'), tom.sk)).toString('base64');
+    const sig = Buffer.from(ed25519.sign(approvalMessage(va.statementHash, 'approve'), tara.sk)).toString(
+      'base64',
+    );
+    const sig2 = Buffer.from(ed25519.sign(approvalMessage(va.statementHash, 'approve'), tom.sk)).toString(
+      'base64',
+    );
     for (const [who, s] of [
       [tara, sig],
       [tom, sig2],
@@ -267,7 +274,9 @@ describe('decisions', () => {
          VALUES ($1, $2, 'ed25519', $3, 'forged', 'active', now(), 'ada', now(), $4)`,
         [cid, sub, pk, Buffer.alloc(64, 7).toString('base64')],
       );
-      const sig = Buffer.from(ed25519.sign(approvalMessage(v.statementHash, 'approve'), sk)).toString('base64');
+      const sig = Buffer.from(ed25519.sign(approvalMessage(v.statementHash, 'approve'), sk)).toString(
+        'base64',
+      );
       await env.store.db.query(
         `INSERT INTO approvals (id, request_id, approver, credential_id, decision, signature, created_at)
          VALUES ($1, $2, $3, $4, 'approve', $5, now())`,
@@ -281,7 +290,11 @@ describe('decisions', () => {
       method: 'POST',
       url: `/v1/approvals/${id}/approve`,
       headers: await as('wendy', ['approver']),
-      payload: { credentialId: forged[0], statementHash: v.statementHash, signature: Buffer.alloc(64).toString('base64') },
+      payload: {
+        credentialId: forged[0],
+        statementHash: v.statementHash,
+        signature: Buffer.alloc(64).toString('base64'),
+      },
     });
     expect(r.statusCode).toBe(403);
     expect((await env.store.withdrawals.get(w.id))?.state).toBe('awaiting_approval');
@@ -362,7 +375,9 @@ describe('limits', () => {
 
 describe('policy versions', () => {
   it('a malformed document names the field and line; the version in force stays', async () => {
-    const before = (await env.service.app.inject({ method: 'GET', url: '/v1/policy', headers: await as('ada', ['admin']) })).json();
+    const before = (
+      await env.service.app.inject({ method: 'GET', url: '/v1/policy', headers: await as('ada', ['admin']) })
+    ).json();
     const r = await env.service.app.inject({
       method: 'PUT',
       url: '/v1/policy',
@@ -371,8 +386,13 @@ describe('policy versions', () => {
     });
     expect(r.statusCode).toBe(422);
     expect(r.json().code).toBe('invalid_policy');
-    expect(r.json().problems[0]).toMatchObject({ path: expect.stringContaining('rules[0]'), line: expect.any(Number) });
-    const after = (await env.service.app.inject({ method: 'GET', url: '/v1/policy', headers: await as('ada', ['admin']) })).json();
+    expect(r.json().problems[0]).toMatchObject({
+      path: expect.stringContaining('rules[0]'),
+      line: expect.any(Number),
+    });
+    const after = (
+      await env.service.app.inject({ method: 'GET', url: '/v1/policy', headers: await as('ada', ['admin']) })
+    ).json();
     expect(after.version).toBe(before.version);
   });
 });

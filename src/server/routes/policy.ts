@@ -53,9 +53,13 @@ const Requirement = z.array(z.object({ group: z.string(), count: z.number() }));
 
 const ApprovalView = z.object({
   id: z.string(),
-  subject: z.string().describe('what it approves: withdrawal:<id>, sign:<party>:<command id>, policy:<version>, …'),
+  subject: z
+    .string()
+    .describe('what it approves: withdrawal:<id>, sign:<party>:<command id>, policy:<version>, …'),
   status: z.enum(['pending', 'approved', 'rejected', 'expired', 'superseded', 'cancelled']),
-  statement: z.record(z.string(), z.unknown()).describe('exactly what an approver signs (its SHA-256 is statementHash)'),
+  statement: z
+    .record(z.string(), z.unknown())
+    .describe('exactly what an approver signs (its SHA-256 is statementHash)'),
   statementHash: z.string(),
   requirement: Requirement,
   approvals: z.array(
@@ -280,7 +284,9 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       const body = request.body as { document: string; format: 'yaml' | 'json' | 'auto' };
       const r = await deps.policy.replace(body.document, body.format, actorOf(request));
       if (r.approvalRequest)
-        return reply.status(202).send({ version: versionView(r.version), approvalRequest: r.approvalRequest.id });
+        return reply
+          .status(202)
+          .send({ version: versionView(r.version), approvalRequest: r.approvalRequest.id });
       return versionView(r.version);
     },
   );
@@ -447,7 +453,10 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
     return approvalView(deps, r);
   };
 
-  const Sig = z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'base64').max(200);
+  const Sig = z
+    .string()
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'base64')
+    .max(200);
   const Hash = z.string().regex(/^[0-9a-f]{64}$/, 'hex SHA-256 of the statement');
   app.post(
     '/approvals/:id/approve',
@@ -462,10 +471,14 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
           z.strictObject({
             credentialId: z.uuid(),
             statementHash: Hash,
-            signature: Sig.describe('base64 signature of approvalMessage(statementHash, "approve") (docs/policy.md)'),
+            signature: Sig.describe(
+              'base64 signature of approvalMessage(statementHash, "approve") (docs/policy.md)',
+            ),
           }),
         ),
-        response: { 200: out(ApprovalView, 'the request after the approval (approved when it was the last one needed)') },
+        response: {
+          200: out(ApprovalView, 'the request after the approval (approved when it was the last one needed)'),
+        },
       },
     },
     answer('approve'),
@@ -477,7 +490,8 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       config: { roles: ['approver'] },
       schema: {
         tags: ['approvals'],
-        summary: 'Reject: ends the request (and a withdrawal waiting for it is rejected). Signed when a credential is given',
+        summary:
+          'Reject: ends the request (and a withdrawal waiting for it is rejected). Signed when a credential is given',
         params: s(IdParams),
         body: s(
           z.strictObject({
@@ -538,7 +552,8 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       config: { roles: ['admin', 'approver', 'auditor'] },
       schema: {
         tags: ['approvals'],
-        summary: "Approver credentials: all of them for an admin or auditor, the caller's own for an approver",
+        summary:
+          "Approver credentials: all of them for an admin or auditor, the caller's own for an approver",
         response: { 200: out(z.object({ items: z.array(CredentialView) }), 'the credentials') },
       },
     },
@@ -562,7 +577,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       },
     },
     async (request) =>
-      credentialView(await deps.policy.activateCredential((request.params as { id: string }).id, actorOf(request))),
+      credentialView(
+        await deps.policy.activateCredential((request.params as { id: string }).id, actorOf(request)),
+      ),
   );
 
   app.post(
@@ -584,4 +601,3 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       ),
   );
 }
-

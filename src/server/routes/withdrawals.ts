@@ -14,6 +14,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { withdrawPendingOffer } from '../../flows/withdrawal-delivery.js';
+import { withdrawalSubject } from '../../flows/withdrawal-run.js';
 import { IdempotencyConflictError } from '../../store/errors.js';
 import {
   DELIVERY_STATES,
@@ -22,7 +23,6 @@ import {
   type Withdrawal,
 } from '../../store/repos/withdrawals.js';
 import { AuthError, requirePartyAccess } from '../auth.js';
-import { withdrawalSubject } from '../../flows/withdrawal-run.js';
 import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../roles.js';

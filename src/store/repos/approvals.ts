@@ -336,6 +336,14 @@ export class ApprovalRepo {
     return r.rows.map(requestFromRow);
   }
 
+  /** How many requests are pending (the metrics' gauge). */
+  async countPending(): Promise<number> {
+    const r = await this.db.query<{ n: string | number }>(
+      `SELECT count(*) AS n FROM approval_requests WHERE status = 'pending'`,
+    );
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
   /**
    * Records an approver's approval or rejection of a pending, unexpired
    * request (`approval.approve` / `approval.reject`). An approve needs an
