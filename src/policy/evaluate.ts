@@ -401,7 +401,7 @@ export function decide(e: Evaluation, usage: ReadonlyMap<string, Usage>): Decisi
       const max = units(c.maxAmount, `limit ${c.limit}: maxAmount`);
       const u = units(used.amount, `limit ${c.limit}: used amount`);
       const add = units(c.adding.amount, `limit ${c.limit}: amount`);
-      left.amount = fromUnits(max - u > 0n ? max - u : 0n);
+      left.amount = shortAmount(fromUnits(max - u > 0n ? max - u : 0n));
       if (u + add > max)
         why.push(
           `${window} amount ${amountText(used.amount)} used + ${amountText(c.adding.amount)} asked exceeds ${amountText(c.maxAmount)}`,

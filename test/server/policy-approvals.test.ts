@@ -42,7 +42,7 @@ limits:
   - id: daily
     per: [party]
     window: 24h
-    maxAmount: "1500"
+    maxAmount: "250"
     when: { entryPoints: [withdrawal], partyGroups: [limited] }
 partyGroups:
   limited: [PARTY_LIMITED]
@@ -351,25 +351,44 @@ describe('decisions', () => {
 });
 
 describe('limits', () => {
-  it('two withdrawals that together exceed the 24 h limit cannot both pass; a refused one frees nothing it never held', async () => {
+  it('withdrawals beyond the 24 h limit are refused naming the limit; one refused frees room it never held', async () => {
     const a = await withdraw('90', { party: cold.partyId });
     const b = await withdraw('90', { party: cold.partyId });
     await until(a.id, ['committed']);
     await until(b.id, ['committed']);
-    // 180 used of 1500: 1400 does not fit, 1300 does.
+    // 180 of 250 used: 99 does not fit, 70 fits exactly.
     const c = await withdraw('99', { party: cold.partyId });
-    await until(c.id, ['committed']);
+    const refused = await until(c.id, ['rejected', 'committed']);
+    expect(refused.state).toBe('rejected');
+    expect(refused.lastError).toMatch(/^policy_denied: .*limit daily/);
     const evaluate = await env.service.app.inject({
       method: 'POST',
       url: '/v1/policy/evaluate',
       headers: await as('desk', ['operator']),
       payload: {
         party: cold.partyId,
-        intent: { kind: 'transfer', sender: cold.partyId, receiver: bob.partyId, amount: '99' },
+        intent: {
+          kind: 'transfer',
+          sender: cold.partyId,
+          receiver: bob.partyId,
+          amount: '70',
+          instrument: { admin: env.flow.net.dso, id: 'Amulet' },
+        },
       },
     });
     expect(evaluate.statusCode, evaluate.body).toBe(200);
-    expect(evaluate.json().limits[0]).toMatchObject({ limit: 'daily', used: { amount: '279', count: 3 } });
+    expect(evaluate.json()).toMatchObject({ decision: 'allow', rule: 'small' });
+    expect(evaluate.json().limits[0]).toMatchObject({
+      limit: 'daily',
+      used: { amount: '180', count: 2 },
+      left: { amount: '70' },
+      exceeded: false,
+    });
+    // The dry run reserved nothing: the 70 still fits.
+    const d = await withdraw('70', { party: cold.partyId });
+    await until(d.id, ['committed']);
+    const e = await withdraw('0.0000000001', { party: cold.partyId });
+    expect((await until(e.id, ['rejected', 'committed'])).state).toBe('rejected');
   });
 });
 

@@ -170,21 +170,27 @@ function credentialView(c: Credential) {
   };
 }
 
-const EvaluateBody = z.union([
-  z.strictObject({
-    party: PartyIdSchema,
-    intent: IntentSchema,
+const EvaluateBody = z
+  .strictObject({
+    party: PartyIdSchema.describe('the party that would sign'),
+    intent: IntentSchema.describe('what it would do (the policy decides on its actions)'),
     entryPoint: z.string().min(1).max(64).default('withdrawal').describe('the flow to decide for'),
-  }),
-  z.strictObject({
-    party: PartyIdSchema,
-    preparedTransaction: z.string().min(1),
-    hash: z.string().min(1),
-    hashingScheme: z.enum(['v2', 'v3']),
-    intent: IntentSchema,
-    entryPoint: z.string().min(1).max(64).default('sign'),
-  }),
-]);
+    preparedTransaction: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'base64: decide on this transaction, verified first against the intent (with hash and hashingScheme)',
+      ),
+    hash: z.string().min(1).optional().describe("the participant's claimed hash, with preparedTransaction"),
+    hashingScheme: z.enum(['v2', 'v3']).optional(),
+  })
+  .refine(
+    (b) =>
+      (b.preparedTransaction === undefined) === (b.hash === undefined) &&
+      (b.hash === undefined) === (b.hashingScheme === undefined),
+    { message: 'preparedTransaction, hash and hashingScheme go together: give all three or none' },
+  );
 
 const Usage = z.object({ amount: z.string(), count: z.number() });
 const EvaluateView = z.object({
@@ -236,7 +242,7 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       schema: {
         tags: ['policy'],
         summary: 'Every policy version, oldest first (without their documents)',
-        response: { 200: out(z.object({ items: z.array(VersionView) }), 'the versions') },
+        response: { 200: out(z.object({ items: z.array(VersionView) }), 'every version, oldest first') },
       },
     },
     async () => ({ items: (await deps.store.policy.list()).map((v) => versionView(v, false)) }),
@@ -257,7 +263,7 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
           }),
         ),
         response: {
-          200: out(VersionView, 'in force now'),
+          200: out(VersionView, 'the new version, in force now'),
           202: out(
             z.object({ version: VersionView, approvalRequest: z.string() }),
             'pending: the version in force stays until the approval request is approved',
@@ -309,7 +315,7 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       const ctx = withKnownParty(flowsFor(deps, request), record);
       let actions: Parameters<typeof deps.policy.evaluate>[0]['actions'];
       let hash = '';
-      if ('preparedTransaction' in body) {
+      if (body.preparedTransaction !== undefined && body.hash !== undefined && body.hashingScheme) {
         const r = await verifyOnly(ctx, {
           partyId: body.party,
           preparedTransaction: body.preparedTransaction,
@@ -404,7 +410,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
             limit: z.coerce.number().int().min(1).max(500).default(100),
           }),
         ),
-        response: { 200: out(z.object({ items: z.array(ApprovalView) }), 'the requests') },
+        response: {
+          200: out(z.object({ items: z.array(ApprovalView) }), 'the approval requests, newest first'),
+        },
       },
     },
     async (request) => {
@@ -425,7 +433,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
         tags: ['approvals'],
         summary: 'One approval request: the statement to sign, the answers so far, what is missing',
         params: s(IdParams),
-        response: { 200: out(ApprovalView, 'the request') },
+        response: {
+          200: out(ApprovalView, 'the request with its statement, the answers so far and what is missing'),
+        },
       },
     },
     async (request) => approvalView(deps, await getRequest((request.params as { id: string }).id), true),
@@ -554,7 +564,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
         tags: ['approvals'],
         summary:
           "Approver credentials: all of them for an admin or auditor, the caller's own for an approver",
-        response: { 200: out(z.object({ items: z.array(CredentialView) }), 'the credentials') },
+        response: {
+          200: out(z.object({ items: z.array(CredentialView) }), 'the credentials the caller may see'),
+        },
       },
     },
     async (request) => {
@@ -573,7 +585,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
         tags: ['approvals'],
         summary: 'Activate (and seal) a pending credential. An admin cannot activate their own',
         params: s(CredParams),
-        response: { 200: out(CredentialView, 'active') },
+        response: {
+          200: out(CredentialView, 'the credential, active and sealed: approvals made with it count'),
+        },
       },
     },
     async (request) =>
@@ -590,7 +604,9 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
         tags: ['approvals'],
         summary: 'Revoke a credential: approvals made with it stop counting at once',
         params: s(CredParams),
-        response: { 200: out(CredentialView, 'revoked') },
+        response: {
+          200: out(CredentialView, 'the credential, revoked: approvals made with it no longer count'),
+        },
       },
     },
     async (request) =>
