@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalMessage, registrationMessage } from '../../src/policy/approval.js';
 import type { Role } from '../../src/server/roles.js';
 import type { PartyRecord } from '../../src/store/parties.js';
+import { preapprovalProposal } from '../support/flow-env.js';
 import { mintToken, type ServiceEnv, serviceEnv, testConfig } from '../support/service.js';
 
 let env: ServiceEnv;
@@ -47,6 +48,10 @@ limits:
 partyGroups:
   limited: [PARTY_LIMITED]
 rules:
+  - id: proposals
+    when: { actions: [preapproval-proposal], entryPoints: [sign] }
+    decision: approve
+    approvals: [{ group: treasury, count: 1 }]
   - id: blocked
     when: { receivers: [PARTY_BLOCKED] }
     decision: deny
@@ -389,6 +394,49 @@ describe('limits', () => {
     await until(d.id, ['committed']);
     const e = await withdraw('0.0000000001', { party: cold.partyId });
     expect((await until(e.id, ['rejected', 'committed'])).state).toBe('rejected');
+  });
+});
+
+describe('sign requests', () => {
+  it('answer 202 with the approval request; once approved, the same request is signed', async () => {
+    const res = await env.flow.ledger.prepare({
+      userId: env.flow.ctx.userId,
+      commandId: randomUUID(),
+      actAs: [alice.partyId],
+      synchronizerId: env.flow.net.synchronizerId,
+      commands: [preapprovalProposal(env.flow.net, alice.partyId, bob.partyId)],
+    });
+    const body = {
+      party: alice.partyId,
+      preparedTransaction: res.preparedTransaction,
+      hash: res.preparedTransactionHash,
+      hashingScheme: 'v2',
+      intent: { kind: 'preapproval-proposal', receiver: alice.partyId, provider: bob.partyId },
+    };
+    const headers = await as('desk', ['operator']);
+    const first = await env.service.app.inject({ method: 'POST', url: '/v1/sign', headers, payload: body });
+    expect(first.statusCode, first.body).toBe(202);
+    expect(first.json()).toMatchObject({
+      code: 'awaiting_approval',
+      missing: [{ group: 'treasury', need: 1 }],
+      policy: { rule: 'proposals' },
+    });
+    const id = first.json().approvalRequest as string;
+    // Asked again before approval: the same request, still waiting.
+    const again = await env.service.app.inject({ method: 'POST', url: '/v1/sign', headers, payload: body });
+    expect(again.statusCode).toBe(202);
+    expect(again.json().approvalRequest).toBe(id);
+    expect((await view(id)).statement).toMatchObject({ entryPoint: 'sign', requester: 'desk' });
+    const a = await approve(tina, id);
+    expect(a.statusCode, a.body).toBe(200);
+    expect(a.json().status).toBe('approved');
+    const signed = await env.service.app.inject({ method: 'POST', url: '/v1/sign', headers, payload: body });
+    expect(signed.statusCode, signed.body).toBe(200);
+    expect(signed.json().signature.signedBy).toBe(alice.fingerprint);
+    const { rows } = await env.store.db.query<{ details: Record<string, unknown> }>(
+      `SELECT details FROM audit_log WHERE action = 'flow.signed' ORDER BY seq DESC LIMIT 1`,
+    );
+    expect(rows[0]?.details).toMatchObject({ facts: { rule: 'proposals', approvedBy: 'tina' } });
   });
 });
 
