@@ -34,6 +34,8 @@
  * BENCH_PROF (a folder: CPU profiles of the service process(es); in the
  * default mode one profile per measure, <measure>.cpuprofile, covering only
  * its measured window; in worker mode each process's whole life),
+ * BENCH_POLICY (a policy file the service decides under, e.g.
+ * bench/policy.yaml; default none: the built-in allow-all),
  * BENCH_ONLY (a comma-separated subset of health, verify, completed,
  * accepted: the measures to run; default all).
  */

@@ -7,7 +7,7 @@
  * the pipeline's own cost without HTTP, and a throw-away PostgreSQL database.
  */
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** Passphrase of the bench keystore (file keys only the bench uses, in a temporary folder). */
 export const BENCH_PASSPHRASE = 'bench-passphrase';
@@ -36,6 +36,8 @@ export function benchConfig({ dir, sandbox, ledgerApiUser, databaseUrl, port = 0
     auth: { issuer: 'bench', audience: 'bench', algorithms: ['HS256'] },
     // The same worker tuning as the single-process mode (its workerOptions), per process.
     worker: { concurrency: 16, pollMs: 200 },
+    // BENCH_POLICY=FILE: the service decides under this policy (bench/policy.yaml has limits).
+    ...(process.env.BENCH_POLICY ? { policy: { file: resolve(process.env.BENCH_POLICY) } } : {}),
     log: { level: 'warn' },
   };
 }

@@ -180,7 +180,10 @@ export class PolicyEngine implements PolicyGate {
     const inForce = await this.store.policy.inForce();
     if (file) {
       const lastFile = (await this.store.policy.list()).filter((v) => v.source === 'file').at(-1);
-      if (lastFile?.sha256 !== file.sha256 || !inForce) {
+      // The file comes into force when it is new or changed, and when the version in force does not
+      // carry this service's seal (the file, the operator's, replaces what cannot be trusted).
+      const trusted = inForce !== undefined && (await this.verified(inForce)) !== undefined;
+      if (lastFile?.sha256 !== file.sha256 || !trusted) {
         const v = await this.store.policy.addVersion({
           text: file.text,
           format: file.format,
@@ -203,7 +206,7 @@ export class PolicyEngine implements PolicyGate {
       throw new PolicyEngineError(
         500,
         'policy_not_sealed',
-        `policy version ${inForce.version} in force in the database does not carry this service's seal (key ${this.sealKey}): it was not written by this service, or the keystore holds another seal key. Configure the policy file (policy.file) to replace it, or give this instance the keystore of the others`,
+        `policy version ${inForce.version} in force in the database does not carry this service's seal (key ${this.sealKey}): it was not written by this service, or the keystore holds another seal key. Configure a policy file (policy.file), which then comes into force in its place, or give this instance the keystore (seal key) of the other instances`,
       );
     return this.use(inForce, loaded.doc);
   }

@@ -35,6 +35,7 @@ import { createVerifier, type Verifier } from './auth.js';
 import { redactUrl, type ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import { ServiceMetrics } from './metrics.js';
+import { resumeApproved } from './routes/resume.js';
 
 /** `text` with each URL in it as `redactConfig` prints a URL (password and secret query values REDACTED). */
 function redactUrls(text: string): string {
@@ -324,7 +325,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     // An approval request approved in full: what waited for it goes on.
     onApproved = (r) => {
       const id = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
-      if (id === undefined) return;
+      // A synchronous request that answered 202 runs now, as its caller (its outcome on the request).
+      if (id === undefined) return void resumeApproved(deps, r);
       followApproval({ store, kick: (w, party) => worker.kick(w, party), actor: 'policy' }, id).catch(
         (e: unknown) =>
           log.warn({ withdrawal: id, err: String(e) }, 'could not resume an approved withdrawal'),

@@ -430,6 +430,15 @@ describe('sign requests', () => {
     const a = await approve(tina, id);
     expect(a.statusCode, a.body).toBe(200);
     expect(a.json().status).toBe('approved');
+    // It went on by itself, as its caller: the outcome is on the approval request.
+    const end = Date.now() + 10_000;
+    let result: { ok: boolean; status: number; body: { signature?: { signedBy: string } } } | undefined;
+    while (!result && Date.now() < end) {
+      result = (await view(id)).result;
+      if (!result) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(result).toMatchObject({ ok: true, status: 200 });
+    expect(result?.body.signature?.signedBy).toBe(alice.fingerprint);
     const signed = await env.service.app.inject({ method: 'POST', url: '/v1/sign', headers, payload: body });
     expect(signed.statusCode, signed.body).toBe(200);
     expect(signed.json().signature.signedBy).toBe(alice.fingerprint);

@@ -9,6 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { FlowContext } from '../../flows/context.js';
 import { parsePartyId } from '../../hashing/canton-hash.js';
+import type { PolicyCaller } from '../../policy/hook.js';
 import { appendAudit } from '../../store/audit.js';
 import type { PartyRecord } from '../../store/parties.js';
 import { DbPartyBook } from '../../store/repos/parties.js';
@@ -67,15 +68,26 @@ export function flowsFor(
   request: FastifyRequest,
   opts: { writesParties?: boolean } = {},
 ): FlowContext {
-  const actor = actorOf(request);
+  return flowsAs(deps, callerOf(request), opts);
+}
+
+/** Who the request's caller is, as the policy sees them: their id and their token's roles. */
+export function callerOf(request: FastifyRequest): PolicyCaller {
+  return { id: actorOf(request), roles: request.principal?.roles ?? [] };
+}
+
+/** The flow context of `flowsFor` for a caller known by id and roles (a request resumed later). */
+export function flowsAs(
+  deps: ServiceDeps,
+  caller: PolicyCaller,
+  opts: { writesParties?: boolean } = {},
+): FlowContext {
+  const actor = caller.id;
   const recorder = deps.flows.recorder;
   return {
     ...deps.flows,
     // The policy decides on who asked, with the roles of their token.
-    policyContext: {
-      ...deps.flows.policyContext,
-      caller: { id: actor, roles: request.principal?.roles ?? [] },
-    },
+    policyContext: { ...deps.flows.policyContext, caller },
     // The service's DbRecorder (with its metrics observer) for this caller; any other recorder as it is.
     ...(recorder instanceof DbRecorder ? { recorder: recorder.with({ actor }) } : {}),
     ...(opts.writesParties ? { parties: new DbPartyBook(deps.store.db, { actor }) } : {}),

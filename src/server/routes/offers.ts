@@ -8,17 +8,18 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { acceptOffer, listOffers, rejectOffer, withdrawOffer } from '../../flows/offers.js';
+import { listOffers } from '../../flows/offers.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
 import {
   bookedParty,
   ContractIdSchema,
-  flowsFor,
+  callerOf,
   PartyIdSchema,
   PartyParams,
   withKnownParty,
 } from './context.js';
+import { runResumable } from './resume.js';
 
 const Instrument = z.object({ admin: z.string(), id: z.string() });
 
@@ -57,8 +58,7 @@ const ActionBody = z
   })
   .default({});
 
-const ACTIONS = { accept: acceptOffer, reject: rejectOffer, withdraw: withdrawOffer } as const;
-const SUMMARY: Record<keyof typeof ACTIONS, string> = {
+const SUMMARY: Record<'accept' | 'reject' | 'withdraw', string> = {
   accept: 'Accept an incoming transfer offer (the receiver takes the amount)',
   reject: 'Reject an incoming transfer offer (the sender gets the locked amount back)',
   withdraw: 'Withdraw an outgoing transfer offer (the sender takes it back)',
@@ -88,7 +88,7 @@ export async function offersRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
     },
   );
 
-  for (const action of Object.keys(ACTIONS) as (keyof typeof ACTIONS)[])
+  for (const action of Object.keys(SUMMARY) as (keyof typeof SUMMARY)[])
     app.post(
       `/parties/:id/offers/:contractId/${action}`,
       {
@@ -106,14 +106,12 @@ export async function offersRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       async (request) => {
         const { id, contractId } = request.params as z.output<typeof OfferParams>;
         const { commandId } = (request.body ?? {}) as z.output<typeof ActionBody>;
-        const record = await bookedParty(deps, request, id);
-        const base = withKnownParty(flowsFor(deps, request), record);
-        // One decision (and approval request) per answer to one offer, whatever command id a retry uses.
-        const ctx = {
-          ...base,
-          policyContext: { ...base.policyContext, subject: `offer-${action}:${id}:${contractId}` },
-        };
-        return ACTIONS[action](ctx, id, contractId, commandId ? { commandId } : {});
+        await bookedParty(deps, request, id);
+        return runResumable(deps, {
+          kind: `offer-${action}`,
+          caller: callerOf(request),
+          input: { party: id, contractId, ...(commandId ? { commandId } : {}) },
+        });
       },
     );
 }

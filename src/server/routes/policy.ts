@@ -78,6 +78,12 @@ const ApprovalView = z.object({
   decidedBy: z.string().optional(),
   reason: z.string().optional(),
   summary: z.array(z.string()).describe('what it does, in sentences'),
+  result: z
+    .object({ ok: z.boolean(), status: z.number(), body: z.record(z.string(), z.unknown()) })
+    .optional()
+    .describe(
+      'a request that answered 202: its outcome once approved (status and body as its route would have answered)',
+    ),
   transaction: z
     .record(z.string(), z.unknown())
     .optional()
@@ -140,6 +146,7 @@ async function approvalView(deps: ServiceDeps, r: ApprovalRequest, withTx = fals
     ...(r.decidedBy ? { decidedBy: r.decidedBy } : {}),
     ...(r.reason ? { reason: r.reason } : {}),
     summary: summaryOf(st),
+    ...(r.result !== undefined && r.result !== null ? { result: r.result as Record<string, unknown> } : {}),
     ...(transaction ? { transaction: transaction as unknown as Record<string, unknown> } : {}),
   };
 }

@@ -18,12 +18,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Refusal } from '../../flows/refusal.js';
-import { type SignExecuteRequest, signAndExecute, signOnly, verifyOnly } from '../../flows/sign-execute.js';
+import { type SignExecuteRequest, verifyOnly } from '../../flows/sign-execute.js';
 import { isCanonicalBase64 } from '../../hashing/input.js';
 import { IntentSchema } from '../../intent/model.js';
+import type { Json } from '../../store/canonical.js';
 import type { ServiceDeps } from '../deps.js';
 import { out, s } from '../schema.js';
-import { bookedParty, flowsFor, PartyIdSchema, withKnownParty } from './context.js';
+import { bookedParty, callerOf, PartyIdSchema, withKnownParty } from './context.js';
+import { runResumable } from './resume.js';
 
 /** What the body accepts as a prepared transaction (the strict decoder refuses URL-safe or unpadded text). */
 const BASE64ISH = /^[A-Za-z0-9+/_-]+={0,2}$/;
@@ -191,9 +193,12 @@ export async function signRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       },
     },
     async (request) => {
-      const { body, record } = await setUp(request);
-      const r = await signOnly(withKnownParty(flowsFor(deps, request), record), requestOf(body));
-      return { ok: true, ...r };
+      const { body } = await setUp(request);
+      return runResumable(deps, {
+        kind: 'sign',
+        caller: callerOf(request),
+        input: { party: body.party, body: requestOf(body) } as unknown as Json,
+      });
     },
   );
 
@@ -216,21 +221,12 @@ export async function signRoutes(app: FastifyInstance, deps: ServiceDeps): Promi
       },
     },
     async (request) => {
-      const { body, record } = await setUp(request);
-      const r = await signAndExecute(withKnownParty(flowsFor(deps, request), record), requestOf(body));
-      return {
-        ok: true,
-        partyId: body.party,
-        hash: r.hash,
-        signature: r.signature,
-        actions: r.actions,
-        window: r.window,
-        attempts: r.attempts,
-        outcome: r.outcome,
-        updateId: r.result.updateId,
-        commandId: r.result.commandId,
-        completionOffset: r.result.completionOffset,
-      };
+      const { body } = await setUp(request);
+      return runResumable(deps, {
+        kind: 'sign-execute',
+        caller: callerOf(request),
+        input: { party: body.party, body: requestOf(body) } as unknown as Json,
+      });
     },
   );
 }

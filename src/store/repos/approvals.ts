@@ -499,6 +499,19 @@ export class ApprovalRepo {
     });
   }
 
+  /**
+   * Records what the service runs once the pending request is approved (a
+   * synchronous request that answered 202): kept until then, never audited
+   * (it is the caller's request, journalled by its flow when it runs).
+   */
+  async setResume(id: string, resume: Json): Promise<void> {
+    if (!UUID.test(id)) throw new NotFoundError(`approval request ${id}`);
+    await this.db.query(
+      `UPDATE approval_requests SET resume = $2 WHERE id = $1 AND status = 'pending' AND resume IS NULL`,
+      [id, JSON.stringify(resume)],
+    );
+  }
+
   /** Records what going on after the request produced (`approval.result`). */
   async setResult(id: string, result: Json, opts: { actor?: string } = {}): Promise<ApprovalRequest> {
     if (!UUID.test(id)) throw new NotFoundError(`approval request ${id}`);
