@@ -124,13 +124,15 @@ const requirement = z
 // ---- conditions ---------------------------------------------------------------------------------
 
 export const ConditionsSchema = z.strictObject({
-  /** The pipeline's flow name (withdrawal, sign, sign-execute, transfer, …). */
+  /** The pipeline's flow name (withdrawal, sign, sign-and-execute, offer-accept, onboard-ledger-api, …). */
   entryPoints: z
     .array(text(64))
     .min(1)
     .max(64)
     .optional()
-    .describe('the pipeline flow names (withdrawal, sign, sign-execute, transfer, onboard, …)'),
+    .describe(
+      'the pipeline flow names (withdrawal, sign, sign-and-execute, offer-accept, onboard-ledger-api, …; compared exactly)',
+    ),
   /** The party the request acts for. */
   parties: z
     .array(party)

@@ -650,7 +650,11 @@ describe('the shipped examples decide as their comments say', () => {
   });
 
   it('exchange: onboarding (no actions) is allowed, a generic create is not', () => {
-    expect(run(exchange, { entryPoint: 'onboard', actions: [] }).outcome).toBe('allow');
+    // The flow names onboarding runs under (src/flows/onboard.ts): a bare `onboard` is no flow.
+    for (const entryPoint of ['onboard-ledger-api', 'onboard-validator'])
+      for (const d of [exchange, custodian])
+        expect(run(d, { entryPoint, actions: [] }).outcome, entryPoint).toBe('allow');
+    expect(run(exchange, { entryPoint: 'onboard', actions: [] }).outcome).toBe('deny');
     expect(run(exchange, { entryPoint: 'sign', actions: [{ kind: 'create' }] }).outcome).toBe('deny');
   });
 
