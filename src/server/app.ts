@@ -116,7 +116,7 @@ const AWAITING_RESPONSE = out(
   ]),
   "not signed yet: the party's key is held offline and the request is across the air gap " +
     '(awaiting_offline_signature, docs/air-gap.md), or the policy asks for approvals by people first ' +
-    '(awaiting_approval: once approved, send the same request again; docs/policy.md)',
+    '(awaiting_approval: once approved it runs by itself, its outcome on the approval request, or send it again; docs/policy.md)',
 );
 
 const ErrorShape = z
