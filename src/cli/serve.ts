@@ -208,6 +208,7 @@ async function serve(opts: ServeCliOptions): Promise<void> {
           sandbox: service.sandbox,
           parties: demo,
           logLevel: config.log.level,
+          policy: await service.deps.policy.current(),
           ...(token ? { token } : {}),
         }),
       );

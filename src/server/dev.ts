@@ -251,6 +251,8 @@ export function devBanner(x: {
   token?: string;
   parties: DemoParties;
   logLevel: string;
+  /** The policy in force (version 0: none configured). */
+  policy?: { version: number; sha256: string; source: string };
 }): string {
   const { url, sandbox, token, parties } = x;
   const body = JSON.stringify({
@@ -269,6 +271,7 @@ export function devBanner(x: {
     `  sandbox    ${sandbox.urls.origin}  (Ledger API; validator ${sandbox.urls.validator}; scan ${sandbox.urls.scan})`,
     `  alice      ${parties.alice.partyId}  (funded ${DEMO_FUNDS} from the sandbox tap)`,
     `  bob        ${parties.bob.partyId}`,
+    `  policy     ${!x.policy || x.policy.source === 'builtin' ? 'none: everything the pipeline verifies is signed (docs/policy.md: policy.file)' : `version ${x.policy.version} (sha256 ${x.policy.sha256.slice(0, 16)}…, from ${x.policy.source})`}`,
     `  logs       ${x.logLevel === DEV_LOG_LEVEL ? `warnings and errors only (CANTON_SIGNER_LOG_LEVEL=info npm start: every request)` : `level ${x.logLevel}`}`,
     '',
   ];

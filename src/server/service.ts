@@ -266,8 +266,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     const active = await policy.start(
       config.policy.file ? await readPolicyFile(config.policy.file) : undefined,
     );
+    // Expected on the built-in sandbox (development: the banner says it); a warning anywhere else.
     if (active.source === 'builtin')
-      log.warn(
+      log[config.network.sandbox ? 'info' : 'warn'](
         {},
         'no policy configured (policy.file): everything the pipeline verifies is signed, without limits or approvals',
       );
