@@ -66,6 +66,29 @@ export interface ActivePolicy {
   sha256: string;
   doc: PolicyDocument;
   source: 'file' | 'api' | 'builtin';
+  /** Whether the document has limits (reservations to settle) and `newReceiver` conditions. */
+  limited: boolean;
+  asksNewReceiver: boolean;
+}
+
+const BUILTIN: ActivePolicy = {
+  version: 0,
+  sha256: '',
+  doc: ALLOW_ALL.doc,
+  source: 'builtin',
+  limited: false,
+  asksNewReceiver: false,
+};
+
+function active(v: Pick<PolicyVersion, 'version' | 'sha256' | 'source'>, doc: PolicyDocument): ActivePolicy {
+  return {
+    version: v.version,
+    sha256: v.sha256,
+    doc,
+    source: v.source,
+    limited: (doc.limits ?? []).length > 0,
+    asksNewReceiver: JSON.stringify(doc).includes('"newReceiver"'),
+  };
 }
 
 export interface PolicyEngineOptions {
@@ -112,7 +135,7 @@ function sameContent(a: ApprovalStatement, b: Omit<ApprovalStatement, 'request' 
 const NAME_TTL_MS = 60_000;
 
 export class PolicyEngine implements PolicyGate {
-  private active: ActivePolicy = { version: 0, sha256: '', doc: ALLOW_ALL.doc, source: 'builtin' };
+  private active: ActivePolicy = BUILTIN;
   private checkedAt = 0;
   private sealPublic: Uint8Array | undefined;
   private readonly names = new Map<string, { party: string | undefined; at: number }>();
@@ -197,7 +220,7 @@ export class PolicyEngine implements PolicyGate {
       }
     }
     if (!inForce) {
-      this.active = { version: 0, sha256: '', doc: ALLOW_ALL.doc, source: 'builtin' };
+      this.active = BUILTIN;
       this.checkedAt = Date.now();
       return this.active;
     }
@@ -212,7 +235,7 @@ export class PolicyEngine implements PolicyGate {
   }
 
   private use(v: PolicyVersion, doc: PolicyDocument): ActivePolicy {
-    this.active = { version: v.version, sha256: v.sha256, doc, source: v.source };
+    this.active = active(v, doc);
     this.checkedAt = Date.now();
     return this.active;
   }
@@ -235,8 +258,7 @@ export class PolicyEngine implements PolicyGate {
     const v = await this.store.policy.inForce();
     this.checkedAt = Date.now();
     if (!v) {
-      if (this.active.source !== 'builtin')
-        this.active = { version: 0, sha256: '', doc: ALLOW_ALL.doc, source: 'builtin' };
+      if (this.active.source !== 'builtin') this.active = BUILTIN;
       return this.active;
     }
     if (v.version === this.active.version) return this.active;
@@ -279,7 +301,6 @@ export class PolicyEngine implements PolicyGate {
   private async facts(p: ActivePolicy, req: PolicyRequest): Promise<Facts> {
     const actions = policyActions(req.actions);
     const receivers = [...new Set(actions.map((a) => a.receiver).filter((r) => r !== undefined))];
-    const usesNew = JSON.stringify(p.doc).includes('"newReceiver"');
     return {
       entryPoint: req.flow,
       party: req.partyId,
@@ -288,7 +309,7 @@ export class PolicyEngine implements PolicyGate {
       now: this.now(),
       names: await this.resolve(p.doc),
       paidBefore:
-        usesNew && receivers.length > 0
+        p.asksNewReceiver && receivers.length > 0
           ? await this.store.policy.paidBefore(req.partyId, receivers)
           : new Set<string>(),
     };
@@ -499,11 +520,13 @@ export class PolicyEngine implements PolicyGate {
     );
   }
 
+  /**
+   * Under a policy without limits nothing was reserved: no database call. (A
+   * reservation left by an earlier version then stays `reserved`, which
+   * counts as `committed` does, and ages out of its window.)
+   */
   async settle(subject: string, outcome: 'committed' | 'released'): Promise<void> {
-    if (this.active.source === 'builtin' && this.active.version === 0) {
-      // Nothing is reserved without a policy; a version brought in meanwhile may have: settle anyway.
-      if (Date.now() - this.checkedAt < this.refreshMs) return;
-    }
+    if (!this.active.limited && Date.now() - this.checkedAt < this.refreshMs) return;
     await this.store.policy.settle(subject, outcome);
   }
 
