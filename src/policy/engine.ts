@@ -25,6 +25,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { KeyError } from '../keys/backend.js';
 import type { Signer } from '../keys/signer.js';
 import { canonicalJson, type Json } from '../store/canonical.js';
 import type { Store } from '../store/index.js';
@@ -136,8 +137,16 @@ export class PolicyEngine implements PolicyGate {
     const { signer } = this.opts;
     if (!(await signer.has(this.sealKey))) {
       if (!create) return undefined;
-      await signer.generate({ label: this.sealKey, scheme: 'ed25519', backend: 'file' });
-      this.opts.logger?.info?.({ key: this.sealKey }, 'created the seal key for policies and approver keys');
+      try {
+        await signer.generate({ label: this.sealKey, scheme: 'ed25519', backend: 'file' });
+        this.opts.logger?.info?.(
+          { key: this.sealKey },
+          'created the seal key for policies and approver keys',
+        );
+      } catch (e) {
+        // Another process sharing the keystore (serve --workers) created it meanwhile: use that one.
+        if (!(e instanceof KeyError && e.code === 'key_exists')) throw e;
+      }
     }
     const d = await signer.describe(this.sealKey);
     if (d.scheme !== 'ed25519')
@@ -179,8 +188,16 @@ export class PolicyEngine implements PolicyGate {
   async start(file?: LoadedPolicy): Promise<ActivePolicy> {
     const inForce = await this.store.policy.inForce();
     if (file) {
+      // The seal key first: several processes starting at once (serve --workers) each get it before
+      // any of them writes a version it must seal.
+      await this.sealPublicKey(true);
       const lastFile = (await this.store.policy.list()).filter((v) => v.source === 'file').at(-1);
-      if (lastFile?.sha256 !== file.sha256 || !inForce) {
+      // The file's own text in force without a valid seal: a process stopped between writing the
+      // version and sealing it, or another one is sealing it right now. The file is the operator's:
+      // it comes into force again, sealed, rather than the service refusing to start.
+      const unsealedFile =
+        inForce !== undefined && inForce.sha256 === file.sha256 && !(await this.verified(inForce));
+      if (lastFile?.sha256 !== file.sha256 || !inForce || unsealedFile) {
         const v = await this.store.policy.addVersion({
           text: file.text,
           format: file.format,
