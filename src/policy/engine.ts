@@ -25,6 +25,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { KeyError } from '../keys/backend.js';
 import type { Signer } from '../keys/signer.js';
 import { canonicalJson, type Json } from '../store/canonical.js';
 import type { Store } from '../store/index.js';
@@ -159,8 +160,16 @@ export class PolicyEngine implements PolicyGate {
     const { signer } = this.opts;
     if (!(await signer.has(this.sealKey))) {
       if (!create) return undefined;
-      await signer.generate({ label: this.sealKey, scheme: 'ed25519', backend: 'file' });
-      this.opts.logger?.info?.({ key: this.sealKey }, 'created the seal key for policies and approver keys');
+      try {
+        await signer.generate({ label: this.sealKey, scheme: 'ed25519', backend: 'file' });
+        this.opts.logger?.info?.(
+          { key: this.sealKey },
+          'created the seal key for policies and approver keys',
+        );
+      } catch (e) {
+        // Another process sharing the keystore (serve --workers) created it meanwhile: use that one.
+        if (!(e instanceof KeyError && e.code === 'key_exists')) throw e;
+      }
     }
     const d = await signer.describe(this.sealKey);
     if (d.scheme !== 'ed25519')
@@ -202,10 +211,18 @@ export class PolicyEngine implements PolicyGate {
   async start(file?: LoadedPolicy): Promise<ActivePolicy> {
     const inForce = await this.store.policy.inForce();
     if (file) {
+      // The seal key first: several processes starting at once (serve --workers) each get it before
+      // any of them writes a version it must seal.
+      await this.sealPublicKey(true);
       const lastFile = (await this.store.policy.list()).filter((v) => v.source === 'file').at(-1);
       // The file comes into force when it is new or changed, and when the version in force does not
       // carry this service's seal (the file, the operator's, replaces what cannot be trusted).
       const trusted = inForce !== undefined && (await this.verified(inForce)) !== undefined;
+      if (inForce !== undefined && !trusted)
+        this.opts.logger?.warn(
+          { version: inForce.version },
+          "the policy version in force in the database does not carry this service's seal: the configured policy file comes into force in its place",
+        );
       if (lastFile?.sha256 !== file.sha256 || !trusted) {
         const v = await this.store.policy.addVersion({
           text: file.text,
