@@ -47,6 +47,7 @@ import {
   decide,
   evaluate,
   type Facts,
+  type LimitCheck,
   namesIn,
   type PolicyAction,
   policyActions,
@@ -134,6 +135,30 @@ function sameContent(a: ApprovalStatement, b: Omit<ApprovalStatement, 'request' 
 }
 
 const NAME_TTL_MS = 60_000;
+
+/** What the store reserves for a decision: its subject and each limit's check. */
+function reservation(
+  p: ActivePolicy,
+  req: PolicyRequest,
+  actions: readonly PolicyAction[],
+  limits: readonly LimitCheck[],
+) {
+  return {
+    subject: req.subject,
+    policyVersion: p.version,
+    party: req.partyId,
+    ...(req.caller ? { caller: req.caller.id } : {}),
+    ...(actions[0]?.receiver ? { receiver: actions[0].receiver } : {}),
+    checks: limits.map((l) => ({
+      key: l.key,
+      limit: l.limit,
+      windowMs: l.windowMs,
+      ...(l.maxAmount !== undefined ? { maxAmount: l.maxAmount } : {}),
+      ...(l.maxCount !== undefined ? { maxCount: l.maxCount } : {}),
+      adding: l.adding,
+    })),
+  };
+}
 
 export class PolicyEngine implements PolicyGate {
   private active: ActivePolicy = BUILTIN;
@@ -352,19 +377,7 @@ export class PolicyEngine implements PolicyGate {
     let usage = new Map<string, Usage>();
     if (ev.limits.length > 0) {
       const r = await this.store.policy.reserve({
-        subject: req.subject,
-        policyVersion: p.version,
-        party: req.partyId,
-        ...(req.caller ? { caller: req.caller.id } : {}),
-        ...(facts.actions[0]?.receiver ? { receiver: facts.actions[0].receiver } : {}),
-        checks: ev.limits.map((l) => ({
-          key: l.key,
-          limit: l.limit,
-          windowMs: l.windowMs,
-          ...(l.maxAmount !== undefined ? { maxAmount: l.maxAmount } : {}),
-          ...(l.maxCount !== undefined ? { maxCount: l.maxCount } : {}),
-          adding: l.adding,
-        })),
+        ...reservation(p, req, facts.actions, ev.limits),
         mode: 'if-fits',
       });
       // Another instance brought a new version into force: decide again under it (once).
@@ -465,22 +478,7 @@ export class PolicyEngine implements PolicyGate {
   private async reserveApproved(p: ActivePolicy, req: PolicyRequest, actions: PolicyAction[]): Promise<void> {
     const facts = await this.facts(p, req);
     const ev = evaluate(p.doc, { ...facts, actions });
-    await this.store.policy.reserve({
-      subject: req.subject,
-      policyVersion: p.version,
-      party: req.partyId,
-      ...(req.caller ? { caller: req.caller.id } : {}),
-      ...(actions[0]?.receiver ? { receiver: actions[0].receiver } : {}),
-      checks: ev.limits.map((l) => ({
-        key: l.key,
-        limit: l.limit,
-        windowMs: l.windowMs,
-        ...(l.maxAmount !== undefined ? { maxAmount: l.maxAmount } : {}),
-        ...(l.maxCount !== undefined ? { maxCount: l.maxCount } : {}),
-        adding: l.adding,
-      })),
-      mode: 'always',
-    });
+    await this.store.policy.reserve({ ...reservation(p, req, actions, ev.limits), mode: 'always' });
   }
 
   /**

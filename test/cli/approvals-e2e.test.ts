@@ -19,7 +19,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSigner } from '../../src/keys/config.js';
 import type { Signer } from '../../src/keys/signer.js';
 import { approvalMessage } from '../../src/policy/approval.js';
-import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import type { Role } from '../../src/server/roles.js';
 import { type Store, storeOn } from '../../src/store/index.js';
@@ -27,7 +26,13 @@ import type { PartyRecord } from '../../src/store/parties.js';
 import { buildDist, type CliRun, cliEnv, runCli } from '../support/cli.js';
 import { hostParty, testSigner } from '../support/flow-env.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
-import { LISTENING, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import {
+  LISTENING,
+  type ServeProcess,
+  sandboxNetwork,
+  startServe,
+  stopAll,
+} from '../support/serve-process.js';
 import { mintToken, TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from '../support/service.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from '../support/softhsm.js';
 
@@ -143,13 +148,7 @@ describe.runIf(hasPg && MODULE)(
           listen: { host: '127.0.0.1', port: 0 },
           keystore: { dir: keys },
           database: { url: db.url },
-          network: {
-            sandbox: false,
-            ledgerApiUrl: sandbox.urls.ledgerApi,
-            validatorUrl: sandbox.urls.validator,
-            scanUrl: sandbox.urls.scan,
-            ledgerApiUser: LEDGER_API_USER,
-          },
+          network: sandboxNetwork(sandbox),
           auth: {
             issuer: TEST_ISSUER,
             audience: TEST_AUDIENCE,

@@ -11,11 +11,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { runCli } from '../support/cli.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
-import { LISTENING, startServe, stopAll } from '../support/serve-process.js';
+import { LISTENING, sandboxNetwork, startServe, stopAll } from '../support/serve-process.js';
 
 const SECRET = 'serve-workers-shared-secret-0123456789-abcdef';
 const hasPg = await requirePostgres();
@@ -126,13 +125,7 @@ describe.runIf(hasPg)('serve --workers 2 over PostgreSQL and network URLs', () =
   it('two processes answer on one port; a dead one is replaced; SIGTERM stops both (exit 0)', async () => {
     const file = await configFile('workers.json', {
       database: { url: db.url },
-      network: {
-        sandbox: false,
-        ledgerApiUrl: sandbox.urls.ledgerApi,
-        validatorUrl: sandbox.urls.validator,
-        scanUrl: sandbox.urls.scan,
-        ledgerApiUser: LEDGER_API_USER,
-      },
+      network: sandboxNetwork(sandbox),
     });
     const p = startServe(['--config', file, '--workers', '2'], {
       cwd: dir,

@@ -4,6 +4,8 @@
  * runs at the end of a test whatever happened (`stopAll`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { LEDGER_API_USER } from '../../src/sandbox/network.js';
+import type { RunningSandbox } from '../../src/sandbox/server.js';
 import { BIN, cliEnv } from './cli.js';
 
 export interface ServeProcess {
@@ -113,3 +115,14 @@ export function stopAll(): void {
 export const LISTENING = /"url":"(http:\/\/[^"]+)","msg":"listening"/;
 /** The sandbox origin of the JSON `sandbox network started` log line. */
 export const SANDBOX_ORIGIN = /"sandbox":\{"origin":"(http:\/\/[^"]+)"/;
+
+/** The `network` settings of a service that reaches the sandbox network `sandbox` by its URLs. */
+export function sandboxNetwork(sandbox: RunningSandbox): Record<string, unknown> {
+  return {
+    sandbox: false,
+    ledgerApiUrl: sandbox.urls.ledgerApi,
+    validatorUrl: sandbox.urls.validator,
+    scanUrl: sandbox.urls.scan,
+    ledgerApiUser: LEDGER_API_USER,
+  };
+}

@@ -24,6 +24,7 @@ import type { ServiceDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { out, s } from '../schema.js';
 import { actorOf, bookedParty, flowsFor, PartyIdSchema, withKnownParty } from './context.js';
+import { requestOf } from './sign.js';
 
 const VersionView = z.object({
   version: z.number().describe('0: the built-in allow-all (no policy configured)'),
@@ -323,14 +324,17 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       let actions: Parameters<typeof deps.policy.evaluate>[0]['actions'];
       let hash = '';
       if (body.preparedTransaction !== undefined && body.hash !== undefined && body.hashingScheme) {
-        const r = await verifyOnly(ctx, {
-          partyId: body.party,
-          preparedTransaction: body.preparedTransaction,
-          claimedHash: body.hash,
-          scheme: body.hashingScheme,
-          intent: body.intent,
-          validatedIntent: body.intent,
-        });
+        const { preparedTransaction, hash: claimed, hashingScheme } = body;
+        const r = await verifyOnly(
+          ctx,
+          requestOf({
+            party: body.party,
+            preparedTransaction,
+            hash: claimed,
+            hashingScheme,
+            intent: body.intent,
+          }),
+        );
         actions = r.actions;
         hash = r.hash;
       } else actions = intentActions(body.intent, body.party);

@@ -117,7 +117,10 @@ const Refused = z.object({
   details: z.record(z.string(), z.string()),
 });
 
-function requestOf(body: SignBody): SignExecuteRequest {
+/** The pipeline's request for a /sign body (also the dry run's, which has no command id). */
+export function requestOf(
+  body: Pick<SignBody, 'party' | 'preparedTransaction' | 'hash' | 'hashingScheme' | 'intent' | 'commandId'>,
+): SignExecuteRequest {
   return {
     partyId: body.party,
     preparedTransaction: body.preparedTransaction,
