@@ -23,6 +23,7 @@ import { Signer } from '../../src/keys/signer.js';
 import { approvalMessage } from '../../src/policy/approval.js';
 import { parsePolicy } from '../../src/policy/document.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
+import { evaluate } from '../../src/policy/evaluate.js';
 import type { PolicyRequest } from '../../src/policy/hook.js';
 import { openPglite } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
@@ -230,5 +231,32 @@ describe('one subject, several transactions', () => {
     now = new Date(now.getTime() + 2 * 3_600_000);
     const second = await engine.decide(request('150', subject, 'sign'));
     expect(second.outcome).not.toBe('allow');
+  });
+});
+
+describe('policy document', () => {
+  it('a memo pattern with nested quantifiers must not let a caller-chosen memo stall the event loop', () => {
+    // A plausible pattern ("reference codes joined by dashes") loads without complaint …
+    const p = parsePolicy(`version: 1
+default: deny
+rules:
+  - id: ref
+    when: { memo: { pattern: "([A-Z0-9]+-?)+" } }
+    decision: allow
+`);
+    // … and a withdrawer's memo (up to 4096 characters are accepted) takes exponential time:
+    // each character more doubles the time: 24 take a few hundred ms, 40 would take hours (on every
+    // instance that decides it, and the worker retries it).
+    const memo = `${'A'.repeat(24)}!`;
+    const t0 = performance.now();
+    evaluate(p.doc, {
+      entryPoint: 'withdrawal',
+      party: ALICE,
+      actions: [{ kind: 'transfer', sender: ALICE, receiver: BOB, amount: '1', memo }],
+      now: new Date(),
+      names: new Map(),
+      paidBefore: new Set(),
+    });
+    expect(performance.now() - t0).toBeLessThan(100);
   });
 });
