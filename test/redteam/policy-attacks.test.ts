@@ -189,6 +189,29 @@ describe('database edits of approval requests', () => {
     expect((await engine.decide(request('150'))).outcome).toBe('approve');
   });
 
+  it('a pending version whose text and sha256 are edited while it awaits approvals must not be sealed', async () => {
+    await startWith(doc('policyChanges: { approvals: [{ group: admins, count: 2 }] }'));
+    const ada = await credential('ada');
+    const abe = await credential('abe');
+    const before = (await engine.current(null)).version;
+    // A legitimate, stricter change: the admins are asked to approve its sha256.
+    const stricter = doc('policyChanges: { approvals: [{ group: admins, count: 2 }] }\nname: stricter');
+    const r = await engine.replace(stricter, 'yaml', 'carl');
+    const statement = r.approvalRequest!.statement as { policy: { sha256: string } };
+    // Mallory swaps the pending row's document (pending rows carry no seal) for an allow-all one.
+    const evil = parsePolicy(ALLOW_ALL_DOC);
+    await store.db.query(`UPDATE policy_versions SET text = $1, sha256 = $2 WHERE version = $3`, [
+      evil.text,
+      evil.sha256,
+      r.version.version,
+    ]);
+    await approveAll(r.approvalRequest!.id, [ada, abe]);
+    const now = await engine.current(null);
+    // What comes into force must be what the admins approved (or nothing), never the swapped text.
+    expect(now.version === before || now.sha256 === statement.policy.sha256).toBe(true);
+    expect((await engine.decide(request('150'))).outcome).toBe('approve');
+  });
+
   it('a revoked credential must not count again after its status is edited back to active', async () => {
     await startWith(doc());
     const tara = await credential('tara');
