@@ -160,6 +160,27 @@ describe('database edits of policy_versions', () => {
   });
 });
 
+describe('restarts with a policy file', () => {
+  it('an unchanged file must not undo a version brought in through the API since (after the file changed once)', async () => {
+    const fileA = parsePolicy(ALLOW_ALL_DOC);
+    const fileB = parsePolicy(`${ALLOW_ALL_DOC}# edited once\n`);
+    await startWith(fileA.text);
+    // The operator edits the file once: it comes into force at the next start, as documented.
+    engine = new PolicyEngine({ store, signer, now: () => now, refreshMs: 0 });
+    await engine.start(fileB);
+    // Then a stricter version comes in through PUT /v1/policy.
+    await engine.replace(doc(), 'yaml', 'ada');
+    const api = (await engine.current(null)).version;
+    expect((await engine.decide(request('150'))).outcome).toBe('approve');
+    // A plain restart with the same file B: \`list()\` is newest first, so \`.at(-1)\` is file A,
+    // "the file changed", and B replaces the API version.
+    engine = new PolicyEngine({ store, signer, now: () => now, refreshMs: 0 });
+    await engine.start(fileB);
+    expect((await engine.current(null)).version).toBe(api);
+    expect((await engine.decide(request('150'))).outcome).toBe('approve');
+  });
+});
+
 describe('database edits of approval requests', () => {
   it("approvals of a withdrawal must not bring a policy version into force when the request's subject is edited", async () => {
     await startWith(doc('policyChanges: { approvals: [{ group: admins, count: 2 }] }'));
