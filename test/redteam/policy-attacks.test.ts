@@ -172,7 +172,7 @@ describe('restarts with a policy file', () => {
     await engine.replace(doc(), 'yaml', 'ada');
     const api = (await engine.current(null)).version;
     expect((await engine.decide(request('150'))).outcome).toBe('approve');
-    // A plain restart with the same file B: \`list()\` is newest first, so \`.at(-1)\` is file A,
+    // A plain restart with the same file B: `list()` is newest first, so `.at(-1)` is file A,
     // "the file changed", and B replaces the API version.
     engine = new PolicyEngine({ store, signer, now: () => now, refreshMs: 0 });
     await engine.start(fileB);
