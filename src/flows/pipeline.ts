@@ -227,10 +227,17 @@ export const PREPARATION_SKEW_US = 5n * 60_000_000n;
 
 export type SignedPolicy = PolicyRef & { approvedBy?: readonly string[]; subject: string };
 
-/** The subject a flow's policy decision is about: the caller's, else `<flow>:<party>:<command id>`. */
+/**
+ * The subject a flow's policy decision is about: the one the flow names (a
+ * withdrawal, an answer to one offer: the same across preparations), else
+ * `<flow>:<party>:<command id>:<hash>` — this very transaction, so that an
+ * approval or a limit reservation of one transaction never covers another
+ * brought under the same command id.
+ */
 export function policySubject(v: Verified, opts: Pick<PipelineOptions, 'policyContext'>): string {
   return (
-    opts.policyContext?.subject ?? `${v.flow}:${v.party.partyId}:${v.tx.metadata.submitterInfo.commandId}`
+    opts.policyContext?.subject ??
+    `${v.flow}:${v.party.partyId}:${v.tx.metadata.submitterInfo.commandId}:${bytesToHex(v.hash)}`
   );
 }
 

@@ -84,7 +84,60 @@ const timezone = z.string().superRefine((tz, ctx) => {
   }
 });
 
-/** A memo pattern: a full match, compiled at load. */
+/**
+ * Why `p` could take exponential time on a crafted memo (JavaScript's
+ * engine backtracks): a repeated group that itself repeats or alternates,
+ * like `(a+)+` or `(a|ab)*`, or a back-reference. Undefined when none.
+ * Character classes and escapes are skipped; this refuses some safe
+ * patterns, never an unsafe one of these shapes.
+ */
+export function backtrackingProblem(p: string): string | undefined {
+  const stack: { risky: boolean }[] = [];
+  let lastGroupRisky = false;
+  for (let i = 0; i < p.length; i++) {
+    const c = p[i];
+    const quantifier =
+      c === '*' || c === '+' || c === '?' || (c === '{' && /^\{\d+(,\d*)?\}/.test(p.slice(i)));
+    if (c === '\\') {
+      if (/[1-9k]/.test(p[i + 1] ?? '')) return 'a back-reference';
+      i++;
+      lastGroupRisky = false;
+      continue;
+    }
+    if (c === '[') {
+      const end = p.indexOf(']', i + 2);
+      i = end < 0 ? p.length : end;
+      lastGroupRisky = false;
+      continue;
+    }
+    if (quantifier) {
+      if (lastGroupRisky)
+        return 'a repeated group that itself repeats or has alternatives, e.g. (a+)+ or (a|b)*';
+      if (stack.length > 0) (stack[stack.length - 1] as { risky: boolean }).risky = true;
+      lastGroupRisky = false;
+      continue;
+    }
+    if (c === '(') {
+      stack.push({ risky: false });
+      lastGroupRisky = false;
+      // The group's kind, not a quantifier: (?: (?= (?! (?<= (?<! (?<name>
+      const kind = /^\?(?::|=|!|<=|<!|<[A-Za-z_][A-Za-z0-9_]*>)/.exec(p.slice(i + 1));
+      if (kind) i += kind[0].length;
+      continue;
+    }
+    if (c === ')') {
+      const g = stack.pop();
+      lastGroupRisky = g?.risky ?? false;
+      if (g?.risky && stack.length > 0) (stack[stack.length - 1] as { risky: boolean }).risky = true;
+      continue;
+    }
+    if (c === '|' && stack.length > 0) (stack[stack.length - 1] as { risky: boolean }).risky = true;
+    lastGroupRisky = false;
+  }
+  return undefined;
+}
+
+/** A memo pattern: a full match, compiled at load; no shape that backtracks exponentially. */
 const memoPattern = z
   .string()
   .max(1024)
@@ -96,7 +149,14 @@ const memoPattern = z
         code: 'custom',
         message: `not a valid regular expression (${(e as Error).message}): fix the pattern`,
       });
+      return;
     }
+    const risk = backtrackingProblem(p);
+    if (risk)
+      ctx.addIssue({
+        code: 'custom',
+        message: `the pattern has ${risk}, which can take exponential time on a crafted memo: write it without nesting (e.g. [A-Z0-9-]+ instead of ([A-Z0-9]+-?)+)`,
+      });
   });
 
 const HHMM = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;

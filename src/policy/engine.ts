@@ -82,6 +82,27 @@ const BUILTIN: ActivePolicy = {
   asksNewReceiver: false,
 };
 
+/**
+ * What is in force when the database shows no version this service can trust
+ * although it sealed one before (the version in force cleared, or an older
+ * version put back): nothing is signed until a trusted version is in force.
+ */
+const NO_TRUSTED_POLICY: ActivePolicy = {
+  version: 0,
+  sha256: '',
+  doc: parsePolicy(`version: 1
+name: no trusted policy version in force
+default: deny
+rules:
+  - id: no-trusted-policy
+    decision: deny
+    reason: no policy version carrying this service's seal is in force (the database was changed); nothing is signed until an admin puts a policy in force (PUT /v1/policy or policy.file)
+`).doc,
+  source: 'builtin',
+  limited: false,
+  asksNewReceiver: false,
+};
+
 function active(v: Pick<PolicyVersion, 'version' | 'sha256' | 'source'>, doc: PolicyDocument): ActivePolicy {
   return {
     version: v.version,
@@ -162,6 +183,8 @@ function reservation(
 
 export class PolicyEngine implements PolicyGate {
   private active: ActivePolicy = BUILTIN;
+  /** The newest version this instance verified: an older one is never used again (a rollback). */
+  private highest = 0;
   private checkedAt = 0;
   private sealPublic: Uint8Array | undefined;
   private readonly names = new Map<string, { party: string | undefined; at: number }>();
@@ -234,21 +257,26 @@ export class PolicyEngine implements PolicyGate {
    * in force is used when its seal verifies; else the built-in allow-all.
    */
   async start(file?: LoadedPolicy): Promise<ActivePolicy> {
-    const inForce = await this.store.policy.inForce();
+    const found = await this.trustedInForce();
     if (file) {
       // The seal key first: several processes starting at once (serve --workers) each get it before
       // any of them writes a version it must seal.
       await this.sealPublicKey(true);
-      const lastFile = (await this.store.policy.list()).filter((v) => v.source === 'file').at(-1);
-      // The file comes into force when it is new or changed, and when the version in force does not
-      // carry this service's seal (the file, the operator's, replaces what cannot be trusted).
-      const trusted = inForce !== undefined && (await this.verified(inForce)) !== undefined;
-      if (inForce !== undefined && !trusted)
+      const lastFile = (await this.store.policy.list()).find((v) => v.source === 'file');
+      // The file comes into force when it is new or changed, and when the version in force cannot be
+      // trusted (no seal of this service, or not the newest sealed one): the file, the operator's,
+      // replaces it.
+      if (found.kind === 'untrusted')
         this.opts.logger?.warn(
-          { version: inForce.version },
-          "the policy version in force in the database does not carry this service's seal: the configured policy file comes into force in its place",
+          { version: found.version ?? null },
+          `${found.why}: the configured policy file comes into force in its place`,
         );
-      if (lastFile?.sha256 !== file.sha256 || !trusted) {
+      if (lastFile?.sha256 !== file.sha256 || found.kind !== 'trusted') {
+        if (found.kind === 'trusted' && found.loaded.doc.policyChanges?.approvals?.length)
+          this.opts.logger?.warn(
+            { version: found.v.version },
+            "the configured policy file changed: it comes into force without the approvals the version in force asks for policy changes (the file is the operator's)",
+          );
         const v = await this.store.policy.addVersion({
           text: file.text,
           format: file.format,
@@ -261,22 +289,61 @@ export class PolicyEngine implements PolicyGate {
         return this.use(v, file.doc);
       }
     }
-    if (!inForce) {
+    if (found.kind === 'none') {
       this.active = BUILTIN;
       this.checkedAt = Date.now();
       return this.active;
     }
-    const loaded = await this.verified(inForce);
-    if (!loaded)
+    if (found.kind === 'untrusted')
       throw new PolicyEngineError(
         500,
         'policy_not_sealed',
-        `policy version ${inForce.version} in force in the database does not carry this service's seal (key ${this.sealKey}): it was not written by this service, or the keystore holds another seal key. Configure a policy file (policy.file), which then comes into force in its place, or give this instance the keystore (seal key) of the other instances`,
+        `${found.why} (seal key ${this.sealKey}): it was not written by this service, or the keystore holds another seal key. Configure a policy file (policy.file), which then comes into force in its place, or give this instance the keystore (seal key) of the other instances`,
       );
-    return this.use(inForce, loaded.doc);
+    return this.use(found.v, found.loaded.doc);
+  }
+
+  /**
+   * The version in force, if it can be trusted: it carries this service's
+   * seal over its number and SHA-256, its text hashes to that SHA-256, and no
+   * newer version carries a seal (an older sealed version put back in force
+   * by a database edit is a rollback). No version in force is `none` only
+   * when no version was ever sealed.
+   */
+  private async trustedInForce(): Promise<
+    | { kind: 'trusted'; v: PolicyVersion; loaded: LoadedPolicy }
+    | { kind: 'none' }
+    | { kind: 'untrusted'; version?: number; why: string }
+  > {
+    const all = await this.store.policy.list();
+    const inForce = all.find((v) => v.status === 'in_force');
+    for (const v of all) {
+      // Newest first: the first one with a valid seal must be the one in force.
+      if (v.status === 'pending' || v.status === 'rejected') continue;
+      const loaded = await this.verified(v);
+      if (!loaded) continue;
+      if (v === inForce) return { kind: 'trusted', v, loaded };
+      return inForce
+        ? {
+            kind: 'untrusted',
+            version: inForce.version,
+            why: `policy version ${inForce.version} is in force in the database, but version ${v.version}, newer, carries this service's seal: an older version was put back`,
+          }
+        : {
+            kind: 'untrusted',
+            why: `no policy version is in force in the database, but version ${v.version} was`,
+          };
+    }
+    if (!inForce) return { kind: 'none' };
+    return {
+      kind: 'untrusted',
+      version: inForce.version,
+      why: `policy version ${inForce.version} in force in the database does not carry this service's seal`,
+    };
   }
 
   private use(v: PolicyVersion, doc: PolicyDocument): ActivePolicy {
+    this.highest = Math.max(this.highest, v.version);
     this.active = active(v, doc);
     this.checkedAt = Date.now();
     return this.active;
@@ -300,16 +367,21 @@ export class PolicyEngine implements PolicyGate {
     const v = await this.store.policy.inForce();
     this.checkedAt = Date.now();
     if (!v) {
-      if (this.active.source !== 'builtin') this.active = BUILTIN;
+      // Nothing in force although this instance used a sealed version: fail closed, never allow-all.
+      if (this.active.source !== 'builtin' || this.active === NO_TRUSTED_POLICY) {
+        if (this.active !== NO_TRUSTED_POLICY)
+          this.opts.logger?.warn({}, 'no policy version is in force in the database: nothing is signed');
+        this.active = NO_TRUSTED_POLICY;
+      }
       return this.active;
     }
     if (v.version === this.active.version) return this.active;
-    const loaded = await this.verified(v);
+    const loaded = v.version >= this.highest ? await this.verified(v) : undefined;
     if (!loaded) {
-      // Keep the version this instance verified; say loudly that the database holds another.
+      // Keep the version this instance verified (an older one is a rollback); say so loudly.
       this.opts.logger?.warn(
-        { version: v.version },
-        'the policy version in force in the database does not carry a valid seal: it is not used',
+        { version: v.version, kept: this.active.version },
+        'the policy version in force in the database is not sealed by this service, or is older than the one in use: it is not used',
       );
       return this.active;
     }
@@ -319,7 +391,8 @@ export class PolicyEngine implements PolicyGate {
   // ---- decisions -----------------------------------------------------------------------------
 
   private ref(p: ActivePolicy, rule: string): PolicyRef {
-    return p.source === 'builtin' ? ALLOW_ALL_REF : { version: p.version, sha256: p.sha256, rule };
+    if (p === BUILTIN) return ALLOW_ALL_REF;
+    return { version: p.version, sha256: p.sha256, rule };
   }
 
   private async resolve(doc: PolicyDocument): Promise<Map<string, string | undefined>> {
@@ -365,7 +438,7 @@ export class PolicyEngine implements PolicyGate {
 
   private async decideOnce(req: PolicyRequest, retried: boolean): Promise<PolicyDecision> {
     const p = await this.current();
-    if (p.source === 'builtin') return { outcome: 'allow', policy: ALLOW_ALL_REF };
+    if (p === BUILTIN) return { outcome: 'allow', policy: ALLOW_ALL_REF };
     const facts = await this.facts(p, req);
     const ev = evaluate(p.doc, facts);
     if (ev.rule.decision === 'deny')
@@ -673,19 +746,41 @@ export class PolicyEngine implements PolicyGate {
 
   /** An approval request approved in full: a policy change comes into force; anything else resumes. */
   private async approved(request: ApprovalRequest): Promise<void> {
-    const change = /^policy:(\d+)$/.exec(request.subject);
-    if (change) {
-      const version = Number(change[1]);
-      const v = await this.store.policy.get(version);
-      if (v?.status === 'pending') {
-        const seal = await this.seal(policySealMessage(v));
-        const done = await this.store.policy.decide(version, 'in_force', { actor: 'policy', seal });
-        const loaded = await this.verified(done);
-        if (loaded) this.use(done, loaded.doc);
-      }
+    // What was approved is what the approvers signed: the statement (its hash checked), never the
+    // request's other columns, which a database edit could change.
+    const statement = request.statement as unknown as ApprovalStatement;
+    if (statementHash(statement) !== request.statementHash) {
+      this.opts.logger?.warn(
+        { request: request.id },
+        'an approved request whose statement does not match its hash: ignored',
+      );
       return;
     }
-    this.opts.onApproved?.(request);
+    if (statement.entryPoint === 'policy-change') {
+      const { version, sha256 } = statement.policy;
+      const v = await this.store.policy.get(version);
+      // Exactly the document the approvers were shown: its number, SHA-256 and text.
+      let exact = false;
+      try {
+        exact =
+          v?.status === 'pending' && v.sha256 === sha256 && parsePolicy(v.text, v.format).sha256 === sha256;
+      } catch {
+        exact = false;
+      }
+      if (!v || !exact) {
+        this.opts.logger?.warn(
+          { request: request.id, version },
+          'the approved policy version is not the document its approvers signed: it is not brought into force',
+        );
+        return;
+      }
+      const seal = await this.seal(policySealMessage(v));
+      const done = await this.store.policy.decide(version, 'in_force', { actor: 'policy', seal });
+      const loaded = await this.verified(done);
+      if (loaded) this.use(done, loaded.doc);
+      return;
+    }
+    this.opts.onApproved?.({ ...request, subject: statement.subject });
   }
 
   /** Expires the approval requests past their expiry; what they reserved is given back. */

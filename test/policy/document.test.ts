@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   ALLOW_ALL,
+  backtrackingProblem,
   durationMs,
   type PolicyError,
   type PolicyProblem,
@@ -382,5 +383,40 @@ describe('docs/policy.schema.json', () => {
     expect(doc.$schema).toMatch(/2020-12/);
     expect(doc.additionalProperties).toBe(false);
     expect(JSON.stringify(doc)).toContain('"maxAmount"');
+  });
+});
+
+describe('memo patterns that backtrack exponentially', () => {
+  it('refuses nested repetition, repeated alternatives and back-references; keeps the ordinary ones', () => {
+    for (const p of [
+      '([A-Z0-9]+-?)+',
+      '(a+)+',
+      '(a|ab)*',
+      '(a*)*',
+      '((ab)+c)+',
+      '(x)\\1',
+      '(?:a+)+$',
+      '(a{2,})+',
+    ])
+      expect(backtrackingProblem(p), p).toBeDefined();
+    for (const p of [
+      '[A-Z0-9-]+',
+      'INV-[0-9]{6}',
+      '(ab)+',
+      '(a|b)',
+      'deposit-[a-z]+',
+      '\\d+',
+      '[(a+)+]',
+      '(?:abc)?x*',
+    ])
+      expect(backtrackingProblem(p), p).toBeUndefined();
+  });
+
+  it('a policy with such a pattern does not load, naming the field', () => {
+    const text =
+      'version: 1\nrules:\n  - id: r\n    when: { memo: { pattern: "([A-Z0-9]+-?)+" } }\n    decision: allow\n';
+    expect(() => parsePolicy(text)).toThrow(
+      /rules\[0\]\.when\.memo\.pattern: the pattern has a repeated group/,
+    );
   });
 });

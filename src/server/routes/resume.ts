@@ -109,6 +109,10 @@ export async function resumeApproved(deps: ServiceDeps, request: ApprovalRequest
   const r = request.resume as unknown as Resume | undefined;
   const run = r ? RUNNERS[r.kind] : undefined;
   if (!r || !run) return;
+  // Only as the person who asked (the statement the approvers signed names them). A stored request
+  // edited to another input meets no approval: its transaction is another subject.
+  const requester = (request.statement as { requester?: unknown } | null)?.requester;
+  if (r.caller?.id !== requester) return;
   let result: Json;
   try {
     result = { ok: true, status: 200, body: JSON.parse(JSON.stringify(await run(deps, r.caller, r.input))) };

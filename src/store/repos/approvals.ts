@@ -616,7 +616,7 @@ export class ApprovalRepo {
          UPDATE approver_credentials c SET status = $3,
              activated_by = CASE WHEN $3 = 'active' THEN $4 ELSE c.activated_by END,
              activated_at = CASE WHEN $3 = 'active' THEN now() ELSE c.activated_at END,
-             seal = CASE WHEN $3 = 'active' THEN $5 ELSE c.seal END
+             seal = CASE WHEN $3 = 'active' THEN $5 ELSE NULL END
            FROM cur
           WHERE c.id = cur.id AND cur.status = ANY($2::text[])
          RETURNING c.id, c.approver, c.kind, c.public_key AS "publicKey", c.label, c.status,

@@ -1,12 +1,9 @@
 /**
- * Red-team demonstration through the service: a `POST /v1/sign` request that
- * needed one approval is approved once; then the same caller prepares ANOTHER
- * transaction under the same command id (the subject the decision is keyed
- * by, `sign:<party>:<command id>`, is the caller's choice) and gets it signed
- * too, without any new approval, and again after the approval request's
- * expiry. The statement approvers signed names no transaction hash, and an
- * approved request never lapses, so one approval covers any number of
- * transactions with the same actions.
+ * One approval covers one transaction: a `POST /v1/sign` request that needed
+ * one approval is approved and signed; then the same caller prepares ANOTHER
+ * transaction under the same command id (which the caller chooses) with the
+ * same actions. It must need approvals of its own: the decision's subject
+ * names the transaction's hash, not only the command id.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
