@@ -178,7 +178,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
             }
           : {}),
       }),
-    ).catch((e: unknown) => {
+    ).catch(async (e: unknown) => {
+      // The policy file is configuration: a bad one is a usage error naming the setting (exit 2).
+      const { PolicyError } = await import('../policy/document.js');
+      if (e instanceof PolicyError)
+        throw new CliExit(2, `policy.file (CANTON_SIGNER_POLICY_FILE): ${e.message}`);
+      const { PolicyEngineError } = await import('../policy/engine.js');
+      if (e instanceof PolicyEngineError && e.code === 'policy_not_sealed') throw new CliExit(2, e.message);
       if (e instanceof FolderInUseError)
         throw new CliExit(
           EXIT_IN_USE,

@@ -337,11 +337,15 @@ export class PolicyError extends Error {
     readonly problems: PolicyProblem[],
     /** The file the document was read from, when it was. */
     readonly file?: string,
+    /** `unreadable`: the file could not be read at all (its one problem says why). */
+    kind: 'invalid' | 'unreadable' = 'invalid',
   ) {
     const shown = problems.slice(0, 5).map(problemLine);
     const more = problems.length > 5 ? `; and ${problems.length - 5} more` : '';
     super(
-      `${file ? `${file}: ` : ''}the policy document is not valid (${problems.length} problem${problems.length === 1 ? '' : 's'}): ${shown.join('; ')}${more}`,
+      kind === 'unreadable'
+        ? (problems[0]?.message ?? 'cannot read the policy file')
+        : `${file ? `${file}: ` : ''}the policy document is not valid (${problems.length} problem${problems.length === 1 ? '' : 's'}): ${shown.join('; ')}${more}`,
     );
   }
 }
@@ -775,12 +779,16 @@ export async function readPolicyFile(path: string): Promise<LoadedPolicy> {
     text = await readFile(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new PolicyError([
-      {
-        path: '',
-        message: `cannot read the policy file ${path} (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')}): check the path (policy.file, CANTON_SIGNER_POLICY_FILE or --policy)`,
-      },
-    ]);
+    throw new PolicyError(
+      [
+        {
+          path: '',
+          message: `cannot read the policy file ${path} (${code === 'ENOENT' ? 'no such file' : (code ?? 'error')}): check the path (policy.file, CANTON_SIGNER_POLICY_FILE or --policy)`,
+        },
+      ],
+      path,
+      'unreadable',
+    );
   }
   try {
     return parsePolicy(text, extname(path).toLowerCase() === '.json' ? 'json' : 'auto');

@@ -73,6 +73,33 @@ describe('serve: configuration errors', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/cannot read .*nope\.json/);
   });
+
+  it('exits 2 for a malformed or missing policy file, naming the setting, the line and the field', async () => {
+    const policy = join(dir, 'bad-policy.yaml');
+    await writeFile(policy, 'version: 1\nrules:\n  - id: r\n    decision: deny\n');
+    const config = join(dir, 'policy-config.json');
+    const write = (file: string) =>
+      writeFile(
+        config,
+        JSON.stringify({
+          network: { sandbox: true },
+          database: { dataDir: join(dir, 'policy-data') },
+          keystore: { dir: join(dir, 'policy-keys') },
+          auth: { issuer: 'i', audience: 'a', sharedSecret: SECRET, algorithms: ['HS256'] },
+          policy: { file },
+        }),
+      );
+    const env = { PATH: process.env.PATH ?? '', CANTON_SIGNER_PASSPHRASE: PASSPHRASE };
+    await write(policy);
+    const r = await runCli(['serve', '--config', config, '--port', '0'], { env });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/policy\.file .*line 4, column \d+: rules\[0\]\.decision: .*reason/);
+    expect(r.stderr).not.toMatch(/internal error/);
+    await write(join(dir, 'no-such-policy.yaml'));
+    const missing = await runCli(['serve', '--config', config, '--port', '0'], { env });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read the policy file .*no-such-policy\.yaml \(no such file\)/);
+  });
 });
 
 describe('serve: keys at start', () => {
