@@ -183,10 +183,33 @@ const requirement = z
 
 // ---- conditions ---------------------------------------------------------------------------------
 
+/**
+ * The entry points a policy can name: every flow that signs (the pipeline's
+ * flow name). A test checks that every flow of src/flows is listed, so that a
+ * typo in a policy is an error rather than a rule that never fires.
+ */
+export const ENTRY_POINTS = [
+  'withdrawal',
+  'transfer',
+  'sign',
+  'sign-and-execute',
+  'offer-accept',
+  'offer-reject',
+  'offer-withdraw',
+  'preapproval-send',
+  'setup-accept',
+  'holdings-merge',
+  'onboard-validator',
+  'onboard-ledger-api',
+] as const;
+
+/** The service's roles (src/server/roles.ts ROLES; a test keeps the two equal). */
+export const CALLER_ROLES = ['admin', 'operator', 'withdrawer', 'approver', 'auditor'] as const;
+
 export const ConditionsSchema = z.strictObject({
   /** The pipeline's flow name (withdrawal, sign, sign-and-execute, offer-accept, onboard-ledger-api, …). */
   entryPoints: z
-    .array(text(64))
+    .array(z.enum(ENTRY_POINTS))
     .min(1)
     .max(64)
     .optional()
@@ -250,7 +273,12 @@ export const ConditionsSchema = z.strictObject({
     .optional()
     .describe('the memo is present (required) and fully matches pattern (a regular expression)'),
   callers: z.array(text(1024)).min(1).max(1000).optional().describe('caller ids as the audit log names them'),
-  callerRoles: z.array(text(64)).min(1).max(64).optional().describe('the caller has one of these roles'),
+  callerRoles: z
+    .array(z.enum(CALLER_ROLES))
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('the caller has one of these roles'),
   time: z
     .strictObject({
       days: z.array(z.enum(WEEKDAYS)).min(1).max(7).optional(),

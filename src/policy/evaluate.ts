@@ -207,11 +207,15 @@ function resolved(list: readonly string[], names: Facts['names']): Set<string> {
 
 function matches(c: Conditions | undefined, a: MatchAction, doc: PolicyDocument, facts: Facts): boolean {
   if (!c) return true;
-  if (c.entryPoints && !c.entryPoints.includes(facts.entryPoint)) return false;
+  if (c.entryPoints && !(c.entryPoints as readonly string[]).includes(facts.entryPoint)) return false;
   if (c.parties && !c.parties.includes(facts.party)) return false;
   if (c.partyGroups && !c.partyGroups.some((g) => doc.partyGroups?.[g]?.includes(facts.party))) return false;
   if (c.callers && (facts.caller === undefined || !c.callers.includes(facts.caller.id))) return false;
-  if (c.callerRoles && !(facts.caller?.roles ?? []).some((r) => c.callerRoles!.includes(r))) return false;
+  if (
+    c.callerRoles &&
+    !(facts.caller?.roles ?? []).some((r) => (c.callerRoles as readonly string[]).includes(r))
+  )
+    return false;
   if (c.time && !inWindow(c.time, facts.now, doc.timezone)) return false;
   if (c.actions && (a.kind === undefined || !c.actions.includes(a.kind))) return false;
   if (c.instruments) {

@@ -6,17 +6,21 @@
  * with `UPDATE_SCHEMAS=1 npx vitest run test/policy/document.test.ts` after a
  * format change (the file is compared as JSON).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   ALLOW_ALL,
   backtrackingProblem,
+  CALLER_ROLES,
   durationMs,
+  ENTRY_POINTS,
   type PolicyError,
   type PolicyProblem,
   parsePolicy,
   policyJsonSchema,
 } from '../../src/policy/document.js';
+import { ROLES } from '../../src/server/roles.js';
 import { sha256Hex } from '../../src/store/canonical.js';
 
 const MINIMAL = `version: 1
@@ -418,5 +422,32 @@ describe('memo patterns that backtrack exponentially', () => {
     expect(() => parsePolicy(text)).toThrow(
       /rules\[0\]\.when\.memo\.pattern: the pattern has a repeated group/,
     );
+  });
+});
+
+describe('closed lists: entry points and roles', () => {
+  it('a typo in entryPoints or callerRoles does not load (it would be a rule that never fires)', () => {
+    const withdrawl =
+      'version: 1\nrules:\n  - id: r\n    when: { entryPoints: [withdrawl] }\n    decision: deny\n    reason: x\n';
+    expect(() => parsePolicy(withdrawl)).toThrow(
+      /rules\[0\]\.when\.entryPoints\[0\]: must be one of: withdrawal/,
+    );
+    const operater =
+      'version: 1\nrules:\n  - id: r\n    when: { callerRoles: [operater] }\n    decision: allow\n';
+    expect(() => parsePolicy(operater)).toThrow(/callerRoles\[0\]: must be one of: admin/);
+  });
+
+  it("every flow of src/flows is an entry point a policy can name; the roles are the service's", () => {
+    const src = readdirSync('src/flows')
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => readFileSync(join('src/flows', f), 'utf8'))
+      .join('\n');
+    const named = new Set<string>();
+    for (const m of src.matchAll(/(?:name|flowName): '([a-z-]+)'/g)) named.add(m[1]!);
+    for (const m of src.matchAll(/const flow = '([a-z-]+)'/g)) named.add(m[1]!);
+    for (const c of ['accept', 'reject', 'withdraw']) named.add(`offer-${c}`);
+    expect(named.size).toBeGreaterThan(8);
+    for (const n of named) expect(ENTRY_POINTS as readonly string[], n).toContain(n);
+    expect([...CALLER_ROLES]).toEqual([...ROLES]);
   });
 });

@@ -142,9 +142,12 @@ rules:
   - { id: any-transfer, when: { actions: [transfer] }, decision: deny, reason: no }
   - { id: no-amount, when: { amount: { gte: "0" } }, decision: deny, reason: no }
   - { id: not-cold, when: { receiversNot: ["${COLD}"] }, decision: deny, reason: no }
-  - { id: onboard, when: { entryPoints: [onboard] }, decision: allow }
+  - { id: onboard, when: { entryPoints: [onboard-ledger-api] }, decision: allow }
 `);
-    expect(ruleOf(t, { entryPoint: 'onboard', actions: [] })).toEqual({ id: 'onboard', decision: 'allow' });
+    expect(ruleOf(t, { entryPoint: 'onboard-ledger-api', actions: [] })).toEqual({
+      id: 'onboard',
+      decision: 'allow',
+    });
     expect(ruleOf(t, { entryPoint: 'sign', actions: [] }).id).toBe('(default)');
   });
 
@@ -239,11 +242,11 @@ rules:
     const c = doc(`version: 1
 rules:
   - { id: by-id, when: { callers: ['["iss","ops"]'] }, decision: allow }
-  - { id: by-role, when: { callerRoles: [admin, treasurer] }, decision: allow }
+  - { id: by-role, when: { callerRoles: [admin, approver] }, decision: allow }
 `);
     expect(ruleOf(c, { caller: { id: '["iss","ops"]', roles: [] } }).id).toBe('by-id');
-    expect(ruleOf(c, { caller: { id: 'x', roles: ['signer', 'treasurer'] } }).id).toBe('by-role');
-    expect(ruleOf(c, { caller: { id: 'x', roles: ['signer'] } }).id).toBe('(default)');
+    expect(ruleOf(c, { caller: { id: 'x', roles: ['withdrawer', 'approver'] } }).id).toBe('by-role');
+    expect(ruleOf(c, { caller: { id: 'x', roles: ['withdrawer'] } }).id).toBe('(default)');
     expect(ruleOf(c, { caller: undefined }).id).toBe('(default)');
   });
 
