@@ -284,11 +284,16 @@ export function summaryLines(view: ApprovalView, now = Date.now()): string[] {
     `approval request ${printable(String(view.id))} (${printable(String(view.status))})`,
     `  party:       ${printable(s.party)}`,
     `  entry point: ${printable(s.entryPoint)}`,
-    ...(s.actions.length === 0
-      ? ['  actions:     none']
-      : s.actions.map(
-          (a, i) => `  ${s.actions.length > 1 ? `action ${i + 1}:   ` : 'action:      '}${actionText(a)}`,
-        )),
+    ...(s.entryPoint === 'policy-change'
+      ? [
+          `  change:      bring policy version ${s.policy.version} into force (sha256 ${printable(s.policy.sha256)})`,
+          `               read it first: GET /v1/policy/versions/${s.policy.version} (its sha256 must be the one above)`,
+        ]
+      : s.actions.length === 0
+        ? ['  actions:     none']
+        : s.actions.map(
+            (a, i) => `  ${s.actions.length > 1 ? `action ${i + 1}:   ` : 'action:      '}${actionText(a)}`,
+          )),
     `  requester:   ${printable(s.requester)}`,
     `  policy:      version ${s.policy.version} (sha256 ${printable(s.policy.sha256)}), rule ${printable(s.policy.rule)}`,
     `  requires:    ${requirementText(s.requirement)}`,

@@ -286,6 +286,7 @@ export class PolicyEngine implements PolicyGate {
           createdBy: 'configuration',
         });
         await this.store.policy.setSeal(v.version, await this.seal(policySealMessage(v)));
+        await this.store.approvals.supersedeBefore(v.version, { actor: 'configuration' });
         return this.use(v, file.doc);
       }
     }
@@ -778,6 +779,7 @@ export class PolicyEngine implements PolicyGate {
       const done = await this.store.policy.decide(version, 'in_force', { actor: 'policy', seal });
       const loaded = await this.verified(done);
       if (loaded) this.use(done, loaded.doc);
+      await this.store.approvals.supersedeBefore(version, { actor: 'policy' });
       return;
     }
     this.opts.onApproved?.({ ...request, subject: statement.subject });
@@ -824,6 +826,7 @@ export class PolicyEngine implements PolicyGate {
       const seal = await this.seal(policySealMessage(v));
       await this.store.policy.setSeal(v.version, seal);
       this.use({ ...v, seal }, loaded.doc);
+      await this.store.approvals.supersedeBefore(v.version, { actor });
       return { version: { ...v, seal } };
     }
     const v = await this.store.policy.addVersion({

@@ -450,6 +450,38 @@ describe('sign requests', () => {
 });
 
 describe('policy versions', () => {
+  it('a new version supersedes the requests opened under the old one; the withdrawal is asked again under the new', async () => {
+    const w = await withdraw('800');
+    await until(w.id, ['awaiting_approval']);
+    const before = await requestOf(w.id);
+    const put = await env.service.app.inject({
+      method: 'PUT',
+      url: '/v1/policy',
+      headers: await as('ada', ['admin']),
+      payload: {
+        document: `${policyYaml().replace('PARTY_LIMITED', cold.partyId).replace('PARTY_BLOCKED', blocked.partyId)}# v-next\n`,
+      },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    expect((await view(before)).status).toBe('superseded');
+    const end = Date.now() + 10_000;
+    let after = before;
+    while (after === before && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await requestOf(w.id);
+    }
+    expect(after).not.toBe(before);
+    expect((await view(after)).statement.policy.version).toBe(put.json().version);
+    expect((await env.store.withdrawals.get(w.id))?.state).toBe('awaiting_approval');
+    // The pending version can be read by whoever approves changes.
+    const read = await env.service.app.inject({
+      method: 'GET',
+      url: `/v1/policy/versions/${put.json().version}`,
+      headers: await as('tara', ['approver']),
+    });
+    expect(read.json().document).toContain('# v-next');
+  });
+
   it('a malformed document names the field and line; the version in force stays', async () => {
     const before = (
       await env.service.app.inject({ method: 'GET', url: '/v1/policy', headers: await as('ada', ['admin']) })

@@ -104,7 +104,9 @@ function summaryOf(st: ApprovalStatement): string[] {
     lines.push(`${a.kind ?? 'action'}${amount}${route}${memo}`);
   }
   if (st.entryPoint === 'policy-change')
-    lines.push(`bring policy version ${st.policy.version} (sha256 ${st.policy.sha256}) into force`);
+    lines.push(
+      `bring policy version ${st.policy.version} (sha256 ${st.policy.sha256}) into force; read it first: GET /v1/policy/versions/${st.policy.version}`,
+    );
   else lines.push(`policy version ${st.policy.version} (sha256 ${st.policy.sha256}), rule ${st.policy.rule}`);
   lines.push(
     `needs ${st.requirement.map((r) => `${r.count} of ${r.group}`).join(' and ')}; expires ${st.expiresAt}`,
@@ -249,11 +251,33 @@ export async function policyRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
       config: { roles: ['admin', 'operator', 'approver', 'auditor'] },
       schema: {
         tags: ['policy'],
-        summary: 'Every policy version, oldest first (without their documents)',
-        response: { 200: out(z.object({ items: z.array(VersionView) }), 'every version, oldest first') },
+        summary:
+          'Every policy version, newest first (without their documents: GET /policy/versions/{version})',
+        response: { 200: out(z.object({ items: z.array(VersionView) }), 'every version, newest first') },
       },
     },
     async () => ({ items: (await deps.store.policy.list()).map((v) => versionView(v, false)) }),
+  );
+
+  app.get(
+    '/policy/versions/:version',
+    {
+      config: { roles: ['admin', 'operator', 'approver', 'auditor'] },
+      schema: {
+        tags: ['policy'],
+        summary:
+          'One policy version with its document: what approvers of a pending change read before they sign (its sha256 is what they approve)',
+        params: s(z.object({ version: z.coerce.number().int().min(1).max(2_147_483_647) })),
+        response: { 200: out(VersionView, 'the version and its document exactly as loaded') },
+      },
+    },
+    async (request) => {
+      const { version } = request.params as { version: number };
+      const v = await deps.store.policy.get(version);
+      if (!v)
+        throw new ApiError(404, 'not_found', `policy version ${version} does not exist`, 'params.version');
+      return versionView(v);
+    },
   );
 
   app.put(

@@ -500,6 +500,37 @@ export class ApprovalRepo {
   }
 
   /**
+   * A new policy version came into force: the pending requests opened under
+   * an older one end `superseded` (audited `approval.superseded`), so that
+   * nobody approves what the policy in force no longer asks; each is asked
+   * again under the new version when its flow decides again. Requests for
+   * policy changes are left as they are.
+   */
+  async supersedeBefore(version: number, opts: { actor?: string } = {}): Promise<ApprovalRequest[]> {
+    const actor = this.actor(opts.actor);
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query<RequestRow>(
+        `UPDATE approval_requests SET status = 'superseded', decided_at = now(), decided_by = $2, reason = $3
+          WHERE status = 'pending' AND policy_version < $1 AND entry_point <> 'policy-change'
+          RETURNING ${REQUEST_COLUMNS}`,
+        [version, actor, `policy version ${version} came into force`],
+      );
+      const rows = r.rows.map(requestFromRow);
+      if (rows.length > 0)
+        await appendAuditBatch(
+          tx,
+          rows.map((x) => ({
+            actor,
+            action: 'approval.superseded',
+            subject: x.subject,
+            details: { request: x.id, statementHash: x.statementHash, policyVersion: version },
+          })),
+        );
+      return rows;
+    });
+  }
+
+  /**
    * Records what the service runs once the pending request is approved (a
    * synchronous request that answered 202): kept until then, never audited
    * (it is the caller's request, journalled by its flow when it runs).
