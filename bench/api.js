@@ -117,7 +117,7 @@ async function serverMain() {
   // A real prepared transfer: the transfer flow's own prepare, captured on its way.
   const verifyBody = await verifyBodyFrom(service.deps.flows, transfer, verifier, receiver);
   // The pipeline alone (decode, re-hash, intent, window), no HTTP: where the verify route's time goes.
-  const { pipelineMs, partyGetMs } = await inProcessTimings(dist, {
+  const { pipelineMs, partyGetMs, policyMs } = await inProcessTimings(dist, {
     flows: service.deps.flows,
     store,
     verifyBody,
@@ -168,7 +168,7 @@ async function serverMain() {
       process.exit(0);
     }
   });
-  process.send({ type: 'ready', url, token, verifyBody, senders, receiver, pipelineMs, partyGetMs });
+  process.send({ type: 'ready', url, token, verifyBody, senders, receiver, pipelineMs, partyGetMs, policyMs });
 }
 
 // ------------------------------------------------------------------ the measures (both modes)
@@ -351,7 +351,7 @@ async function driverMain() {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`service exited (${code}) before it was ready`)));
   });
-  const { pipelineMs, partyGetMs } = ready;
+  const { pipelineMs, partyGetMs, policyMs } = ready;
   try {
     const results = await measure({
       ...ready,
@@ -376,7 +376,7 @@ async function driverMain() {
       mode: `one service child process (createService, built-in sandbox inside it), database ${DB}`,
       load,
       worker: `worker concurrency ${CONCURRENCY}`,
-      inProcess: { where: 'in the service process', pipelineMs, partyGetMs },
+      inProcess: { where: 'in the service process', pipelineMs, partyGetMs, policyMs },
       acceptedNote: 'the withdrawal worker stopped: acceptance alone',
     });
   } finally {
@@ -660,7 +660,8 @@ function report_({ health, verify, verifyLight, accepted, completed }, run) {
   }
   console.log(
     `${inProcess.where}, no HTTP: verification pipeline ${inProcess.pipelineMs.toFixed(3)} ms ` +
-      `(${(1000 / inProcess.pipelineMs).toFixed(0)}/s on one core); party book lookup ${inProcess.partyGetMs.toFixed(3)} ms`,
+      `(${(1000 / inProcess.pipelineMs).toFixed(0)}/s on one core); party book lookup ${inProcess.partyGetMs.toFixed(3)} ms; ` +
+      `policy decision and settlement ${inProcess.policyMs.toFixed(3)} ms (${((100 * inProcess.policyMs) / inProcess.pipelineMs).toFixed(1)} % of the pipeline; ${process.env.BENCH_POLICY ? `policy ${process.env.BENCH_POLICY}` : 'no policy: the built-in allow-all'})`,
   );
   console.log(`p50: health ${health.p50} ms, verify ${verify.p50} ms, accepted ${accepted.p50} ms`);
   console.log(`accepted measured with ${run.acceptedNote}`);

@@ -159,7 +159,28 @@ export async function inProcessTimings(dist, { flows, store, verifyBody }) {
   t0 = performance.now();
   for (let i = 0; i < 1000; i++) await store.parties.get(party);
   const partyGetMs = (performance.now() - t0) / 1000;
-  return { pipelineMs, partyGetMs };
+  // The policy step the signing routes add to this pipeline: one decision (with its reservation
+  // when the policy has limits) and the settlement that ends it, per transaction.
+  const { actions, hash } = await direct();
+  const decision = async (i) => {
+    const subject = `bench:${i}`;
+    await flows.policy.decide({
+      flow: 'sign',
+      partyId: party,
+      keyLabel: record.keyLabel,
+      intent: verifyBody.intent,
+      actions,
+      hash,
+      subject,
+      caller: { id: 'bench', roles: ['operator'] },
+    });
+    await flows.policy.settle(subject, 'released');
+  };
+  for (let i = 0; i < 200; i++) await decision(-i - 1);
+  t0 = performance.now();
+  for (let i = 0; i < 1000; i++) await decision(i);
+  const policyMs = (performance.now() - t0) / 1000;
+  return { pipelineMs, partyGetMs, policyMs };
 }
 
 /**
