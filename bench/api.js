@@ -168,7 +168,17 @@ async function serverMain() {
       process.exit(0);
     }
   });
-  process.send({ type: 'ready', url, token, verifyBody, senders, receiver, pipelineMs, partyGetMs, policyMs });
+  process.send({
+    type: 'ready',
+    url,
+    token,
+    verifyBody,
+    senders,
+    receiver,
+    pipelineMs,
+    partyGetMs,
+    policyMs,
+  });
 }
 
 // ------------------------------------------------------------------ the measures (both modes)
