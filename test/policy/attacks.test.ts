@@ -31,6 +31,7 @@ import type { PolicyRequest } from '../../src/policy/hook.js';
 import { openPglite } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
+import { pgliteTemplateBlob } from '../support/pg.js';
 
 const ALICE = `alice::1220${'a'.repeat(64)}`;
 const BOB = `bob::1220${'b'.repeat(64)}`;
@@ -125,7 +126,7 @@ async function startWith(text: string) {
 }
 
 beforeEach(async () => {
-  const db = await openPglite('memory');
+  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
   await migrate(db);
   store = storeOn(db, 'test');
   signer = new Signer({

@@ -3,8 +3,9 @@
  * what to do (YAML and JSON), cross-references are checked, numbers are
  * refused where a decimal belongs, the shipped examples parse, and
  * docs/policy.schema.json is the schema the code generates — regenerate it
- * with `UPDATE_SCHEMAS=1 npx vitest run test/policy/document.test.ts` after a
- * format change (the file is compared as JSON).
+ * with `UPDATE_SCHEMAS=1 npx vitest run test/policy/document.test.ts && npx
+ * biome format --write docs/policy.schema.json` after a format change (the
+ * file is compared as JSON).
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -382,7 +383,7 @@ describe('docs/policy.schema.json', () => {
     const doc = JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, unknown>;
     expect(
       doc,
-      'docs/policy.schema.json is stale: regenerate it with UPDATE_SCHEMAS=1 npx vitest run test/policy/document.test.ts',
+      'docs/policy.schema.json is stale: regenerate it with UPDATE_SCHEMAS=1 npx vitest run test/policy/document.test.ts && npx biome format --write docs/policy.schema.json',
     ).toEqual(generated);
     expect(doc.$schema).toMatch(/2020-12/);
     expect(doc.additionalProperties).toBe(false);

@@ -22,6 +22,7 @@ import type { PolicyRequest } from '../../src/policy/hook.js';
 import { openPglite } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
+import { pgliteTemplateBlob } from '../support/pg.js';
 
 const ALICE = `alice::1220${'a'.repeat(64)}`;
 const BOB = `bob::1220${'b'.repeat(64)}`;
@@ -90,7 +91,7 @@ const sign = (sk: Uint8Array, hash: string) =>
   Buffer.from(ed25519.sign(approvalMessage(hash, 'approve'), sk)).toString('base64');
 
 beforeEach(async () => {
-  const db = await openPglite('memory');
+  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
   await migrate(db);
   store = storeOn(db, 'test');
   signer = new Signer({
