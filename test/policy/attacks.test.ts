@@ -1,53 +1,19 @@
-/**
- * Attacks on the policy engine by someone who can write the database or
- * choose a request's command id (PGlite store, a file keystore for the seal
- * key, a clock the test moves). Each was a working attack once; each test
- * states what must hold:
- *
- * - a database edit that leaves no version in force (the engine then signs
- *   nothing) or brings back an older sealed one must not relax the policy;
- * - an unchanged policy file must not undo a version brought in since;
- * - a pending version edited while admins approve it must not be sealed;
- * - a database edit of an approval request's subject must not turn approvals
- *   of a withdrawal into the approval of a policy change;
- * - a revoked credential must not count again after its status is edited;
- * - a second transaction under the same command id is another subject: it
- *   counts against the limit and needs its own approvals;
- * - a memo pattern that backtracks exponentially does not load.
- */
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RecognisedAction } from '../../src/intent/model.js';
-import { FileBackend } from '../../src/keys/file-backend.js';
-import { Signer } from '../../src/keys/signer.js';
-import { approvalMessage } from '../../src/policy/approval.js';
+import type { Signer } from '../../src/keys/signer.js';
 import { parsePolicy } from '../../src/policy/document.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
-import type { PolicyRequest } from '../../src/policy/hook.js';
-import { openPglite } from '../../src/store/db.js';
-import { type Store, storeOn } from '../../src/store/index.js';
-import { migrate } from '../../src/store/migrations.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
+import type { Store } from '../../src/store/index.js';
+import {
+  ALICE,
+  type ApproverKey,
+  approveAll as approveAllWith,
+  approverKey,
+  engineStore,
+  transferRequest,
+  treasuryPolicy,
+} from '../support/policy-env.js';
 
-const ALICE = `alice::1220${'a'.repeat(64)}`;
-const BOB = `bob::1220${'b'.repeat(64)}`;
-
-const doc = (extra = '') => `version: 1
-approverGroups: { treasury: [tara, tom], admins: [ada, abe] }
-approvals: { ttl: 1h }
-${extra}
-rules:
-  - id: big
-    when: { amount: { gte: "100" } }
-    decision: approve
-    approvals: [{ group: treasury, count: 2 }]
-  - id: rest
-    decision: allow
-`;
+const doc = treasuryPolicy;
 
 const LIMITED = doc(`limits:
   - id: daily
@@ -63,62 +29,14 @@ let signer: Signer;
 let now: Date;
 let engine: PolicyEngine;
 
-function transfer(amount: string): RecognisedAction {
-  return {
-    kind: 'transfer',
-    nodeId: '0',
-    template:
-      'splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferFactory',
-    actingParties: [ALICE],
-    parties: { sender: ALICE, receiver: BOB },
-    amounts: { amount },
-    instrument: { admin: 'dso::1220', id: 'Amulet' },
-    deadlines: {},
-  };
-}
-
-function request(amount: string, subject = `withdrawal:${randomUUID()}`, flow = 'withdrawal'): PolicyRequest {
-  return {
-    flow,
-    partyId: ALICE,
-    keyLabel: 'alice',
-    intent: {
-      kind: 'transfer',
-      sender: ALICE,
-      receiver: BOB,
-      amount,
-      instrument: { admin: 'dso::1220', id: 'Amulet' },
-    },
-    actions: [transfer(amount)],
-    hash: randomUUID().replaceAll('-', '').padEnd(64, '0'),
-    subject,
-    caller: { id: 'desk', roles: ['operator'] },
-  };
-}
-
-async function credential(approver: string) {
-  const sk = ed25519.utils.randomSecretKey();
-  const publicKey = Buffer.from(ed25519.getPublicKey(sk)).toString('hex');
-  const c = await store.approvals.registerCredential({ approver, kind: 'ed25519', publicKey });
-  await engine.activateCredential(c.id, 'root');
-  return { approver, sk, id: c.id };
-}
-
-const sign = (sk: Uint8Array, hash: string) =>
-  Buffer.from(ed25519.sign(approvalMessage(hash, 'approve'), sk)).toString('base64');
-
-async function approveAll(id: string, who: { approver: string; sk: Uint8Array; id: string }[]) {
-  const r = (await store.approvals.get(id))!;
-  for (const a of who)
-    await engine.answer({
-      requestId: id,
-      approver: a.approver,
-      decision: 'approve',
-      credentialId: a.id,
-      statementHash: r.statementHash,
-      signature: sign(a.sk, r.statementHash),
-    });
-}
+const request = (amount: string, subject?: string, flow?: string) =>
+  transferRequest(amount, {
+    ...(subject !== undefined ? { subject } : {}),
+    ...(flow !== undefined ? { flow } : {}),
+    roles: ['operator'],
+  });
+const credential = (approver: string) => approverKey(store, engine, approver);
+const approveAll = (id: string, who: ApproverKey[]) => approveAllWith(store, engine, id, who);
 
 async function startWith(text: string) {
   engine = new PolicyEngine({ store, signer, now: () => now, refreshMs: 0 });
@@ -126,16 +44,7 @@ async function startWith(text: string) {
 }
 
 beforeEach(async () => {
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
-  await migrate(db);
-  store = storeOn(db, 'test');
-  signer = new Signer({
-    file: new FileBackend({
-      dir: mkdtempSync(join(tmpdir(), 'cs-redteam-')),
-      passphrase: () => 'redteam test passphrase',
-      scrypt: { N: 2 ** 14, r: 8, p: 1 },
-    }),
-  });
+  ({ store, signer } = await engineStore());
   now = new Date();
 });
 afterEach(async () => {

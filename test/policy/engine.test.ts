@@ -7,100 +7,36 @@
  * pending, the old version in force, until two admins approve it.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RecognisedAction } from '../../src/intent/model.js';
-import { FileBackend } from '../../src/keys/file-backend.js';
-import { Signer } from '../../src/keys/signer.js';
-import { approvalMessage, registrationMessage, statementHash } from '../../src/policy/approval.js';
+import type { Signer } from '../../src/keys/signer.js';
+import { statementHash } from '../../src/policy/approval.js';
 import { parsePolicy } from '../../src/policy/document.js';
 import { PolicyEngine, PolicyEngineError } from '../../src/policy/engine.js';
-import type { PolicyRequest } from '../../src/policy/hook.js';
-import { openPglite } from '../../src/store/db.js';
-import { type Store, storeOn } from '../../src/store/index.js';
-import { migrate } from '../../src/store/migrations.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
-
-const ALICE = `alice::1220${'a'.repeat(64)}`;
-const BOB = `bob::1220${'b'.repeat(64)}`;
-
-const doc = (extra = '') => `version: 1
-approverGroups: { treasury: [tara, tom], admins: [ada, abe] }
-approvals: { ttl: 1h }
-${extra}
-rules:
-  - id: big
-    when: { amount: { gte: "100" } }
-    decision: approve
-    approvals: [{ group: treasury, count: 2 }]
-  - id: rest
-    decision: allow
-`;
+import type { Store } from '../../src/store/index.js';
+import {
+  approvalSignature,
+  approverKey,
+  engineStore,
+  transferAction,
+  transferRequest,
+  treasuryPolicy,
+} from '../support/policy-env.js';
 
 let store: Store;
 let signer: Signer;
 let now: Date;
 let engine: PolicyEngine;
 
-function transfer(amount: string): RecognisedAction {
-  return {
-    kind: 'transfer',
-    nodeId: '0',
-    template:
-      'splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferFactory',
-    actingParties: [ALICE],
-    parties: { sender: ALICE, receiver: BOB },
-    amounts: { amount },
-    instrument: { admin: 'dso::1220', id: 'Amulet' },
-    deadlines: {},
-  };
-}
-
-function request(amount: string, subject = `withdrawal:${randomUUID()}`): PolicyRequest {
-  return {
-    flow: 'withdrawal',
-    partyId: ALICE,
-    keyLabel: 'alice',
-    intent: {
-      kind: 'transfer',
-      sender: ALICE,
-      receiver: BOB,
-      amount,
-      instrument: { admin: 'dso::1220', id: 'Amulet' },
-    },
-    actions: [transfer(amount)],
-    hash: '00'.repeat(32),
-    subject,
-    caller: { id: 'desk', roles: ['withdrawer'] },
-  };
-}
-
-async function credential(approver: string) {
-  const sk = ed25519.utils.randomSecretKey();
-  const publicKey = Buffer.from(ed25519.getPublicKey(sk)).toString('hex');
-  const c = await store.approvals.registerCredential({ approver, kind: 'ed25519', publicKey });
-  await engine.activateCredential(c.id, 'root');
-  void registrationMessage;
-  return { approver, sk, id: c.id };
-}
-
-const sign = (sk: Uint8Array, hash: string) =>
-  Buffer.from(ed25519.sign(approvalMessage(hash, 'approve'), sk)).toString('base64');
+const doc = treasuryPolicy;
+const request = (amount: string, subject?: string) =>
+  transferRequest(amount, subject !== undefined ? { subject } : {});
+const transfer = transferAction;
+const credential = (approver: string) => approverKey(store, engine, approver);
+const sign = approvalSignature;
 
 beforeEach(async () => {
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
-  await migrate(db);
-  store = storeOn(db, 'test');
-  signer = new Signer({
-    file: new FileBackend({
-      dir: mkdtempSync(join(tmpdir(), 'cs-engine-')),
-      passphrase: () => 'engine test passphrase',
-      scrypt: { N: 2 ** 14, r: 8, p: 1 },
-    }),
-  });
+  ({ store, signer } = await engineStore());
   now = new Date();
   engine = new PolicyEngine({ store, signer, now: () => now, refreshMs: 0 });
   await engine.start(parsePolicy(doc()));
