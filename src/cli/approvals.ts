@@ -301,7 +301,7 @@ export function summaryLines(view: ApprovalView, now = Date.now()): string[] {
   const approvals = (Array.isArray(view.approvals) ? view.approvals : []).filter(isObject);
   if (approvals.length > 0)
     lines.push(
-      `  decided:     ${approvals.map((a) => `${printable(String(a.approver))} ${a.decision === 'reject' ? 'rejected' : 'approved'}`).join(', ')}`,
+      `  decided:     ${approvals.map((a) => `${printable(String(a.approver))} ${a.decision === 'reject' ? `rejected${typeof a.reason === 'string' ? ` (${printable(a.reason)})` : ''}` : 'approved'}`).join(', ')}`,
     );
   const missing = missingOf(view);
   if (missing.length > 0 && view.status === 'pending')

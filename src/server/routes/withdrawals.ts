@@ -307,7 +307,10 @@ export async function withdrawalsRoutes(app: FastifyInstance, deps: ServiceDeps)
       const pending = await deps.store.approvals.pendingFor(subject);
       if (pending)
         await deps.store.approvals
-          .close(pending.id, 'cancelled', { actor: actorOf(request), reason: 'the withdrawal was cancelled' })
+          .close(pending.id, 'cancelled', {
+            actor: actorOf(request),
+            reason: `the withdrawal was cancelled${reason !== undefined ? `: ${reason}` : ''}`,
+          })
           .catch(() => undefined);
       await deps.policy.settle(subject, 'released');
       return withdrawalView(withdrawal);
