@@ -43,7 +43,8 @@ export function transferAction(amount: string): RecognisedAction {
   return {
     kind: 'transfer',
     nodeId: '0',
-    template: 'splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferFactory',
+    template:
+      'splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferFactory',
     actingParties: [ALICE],
     parties: { sender: ALICE, receiver: BOB },
     amounts: { amount },
@@ -96,7 +97,11 @@ export interface ApproverKey {
 }
 
 /** An approver's Ed25519 credential, registered and activated (sealed) by the admin `root`. */
-export async function approverKey(store: Store, engine: PolicyEngine, approver: string): Promise<ApproverKey> {
+export async function approverKey(
+  store: Store,
+  engine: PolicyEngine,
+  approver: string,
+): Promise<ApproverKey> {
   const sk = ed25519.utils.randomSecretKey();
   const publicKey = Buffer.from(ed25519.getPublicKey(sk)).toString('hex');
   const c = await store.approvals.registerCredential({ approver, kind: 'ed25519', publicKey });
