@@ -24,7 +24,6 @@
  * finds the same request; any difference opens a new one.
  */
 import { randomUUID } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { KeyError } from '../keys/backend.js';
 import type { Signer } from '../keys/signer.js';
 import { canonicalJson, type Json } from '../store/canonical.js';
@@ -240,11 +239,8 @@ export class PolicyEngine implements PolicyGate {
     if (!seal) return false;
     const pub = await this.sealPublicKey(false).catch(() => undefined);
     if (!pub) return false;
-    try {
-      return ed25519.verify(Buffer.from(seal, 'base64'), message, pub);
-    } catch {
-      return false;
-    }
+    // The one strict Ed25519 check the approvals use (canonical base64, 64 bytes, RFC 8032).
+    return verifyApproval({ kind: 'ed25519', publicKey: Buffer.from(pub).toString('hex') }, message, seal);
   }
 
   // ---- the version in force ------------------------------------------------------------------
@@ -361,7 +357,11 @@ export class PolicyEngine implements PolicyGate {
     }
   }
 
-  /** The policy in force; looked up again after `refreshMs`, or when another version was seen. */
+  /**
+   * The policy in force; looked up again after `refreshMs`, or at once when
+   * `seen` is given and differs from the version in use (a version number
+   * another instance reported; `null`: look now).
+   */
   async current(seen?: number | null): Promise<ActivePolicy> {
     const stale = Date.now() - this.checkedAt >= this.refreshMs;
     if (!stale && (seen === undefined || seen === (this.active.version || null))) return this.active;

@@ -28,12 +28,12 @@ import { hostParty, testSigner } from '../support/flow-env.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
 import {
   LISTENING,
+  policyServeConfig,
   type ServeProcess,
-  sandboxNetwork,
   startServe,
   stopAll,
 } from '../support/serve-process.js';
-import { mintToken, TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from '../support/service.js';
+import { mintToken } from '../support/service.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from '../support/softhsm.js';
 
 const hasPg = await requirePostgres();
@@ -144,20 +144,9 @@ describe.runIf(hasPg && MODULE)(
       config = join(dir, 'config.json');
       await writeFile(
         config,
-        JSON.stringify({
-          listen: { host: '127.0.0.1', port: 0 },
-          keystore: { dir: keys },
-          database: { url: db.url },
-          network: sandboxNetwork(sandbox),
-          auth: {
-            issuer: TEST_ISSUER,
-            audience: TEST_AUDIENCE,
-            sharedSecret: TEST_SECRET,
-            algorithms: ['HS256'],
-          },
-          policy: { file: policy },
-          log: { level: 'info' },
-        }),
+        JSON.stringify(
+          policyServeConfig({ keystore: keys, databaseUrl: db.url, sandbox, policyFile: policy }),
+        ),
       );
       await start();
     }, 150_000);

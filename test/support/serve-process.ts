@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import type { RunningSandbox } from '../../src/sandbox/server.js';
 import { BIN, cliEnv } from './cli.js';
+import { TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from './service.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -124,5 +125,27 @@ export function sandboxNetwork(sandbox: RunningSandbox): Record<string, unknown>
     validatorUrl: sandbox.urls.validator,
     scanUrl: sandbox.urls.scan,
     ledgerApiUser: LEDGER_API_USER,
+  };
+}
+
+/**
+ * The configuration of a `serve` process reaching the sandbox network `sandbox`
+ * over PostgreSQL at `databaseUrl`, with the test tokens (test/support/service.ts)
+ * and the policy file `policyFile`.
+ */
+export function policyServeConfig(o: {
+  keystore: string;
+  databaseUrl: string;
+  sandbox: RunningSandbox;
+  policyFile: string;
+}): Record<string, unknown> {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    keystore: { dir: o.keystore },
+    database: { url: o.databaseUrl },
+    network: sandboxNetwork(o.sandbox),
+    auth: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sharedSecret: TEST_SECRET, algorithms: ['HS256'] },
+    policy: { file: o.policyFile },
+    log: { level: 'info' },
   };
 }
