@@ -27,6 +27,8 @@ declare module 'fastify' {
     service?: string;
     /** Fault-matching name, `<service>.<operation>`. */
     operation?: string;
+    /** Served without authentication (`security: []` in the service's spec): a token is not even looked at. */
+    public?: boolean;
   }
 }
 

@@ -95,7 +95,9 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
       return reply;
     }
     const service = req.routeOptions.config?.service;
-    // Scan is public; the sandbox controls and the token endpoint take no bearer token.
+    // Scan is public, as are the endpoints a spec marks public; the sandbox controls and the
+    // token endpoint take no bearer token.
+    if (req.routeOptions.config?.public === true) return;
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;
     const r = ctx.auth.check(req.headers.authorization);
     if (!r.ok)

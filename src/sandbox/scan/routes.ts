@@ -1,9 +1,11 @@
 /**
  * The sandbox's Scan (`/api/scan/v0/...`) and the validator's BFT scan proxy
  * (`/api/validator/v0/scan-proxy/...`): transaction history, ANS entries and
- * rules, holdings summaries, the DSO party, open (and issuing) mining rounds,
- * transfer preapprovals, transfer command counters and statuses — the paths, bodies, statuses and `{error}`
- * bodies of Splice's `scan.yaml` / `scan-proxy.yaml`, read off the sandbox ledger.
+ * rules, holdings summaries, the DSO party, AmuletRules (and Scan's
+ * ExternalPartyAmuletRules), open (and issuing) mining rounds, featured app rights,
+ * transfer preapprovals, transfer command counters and statuses, and Scan's member
+ * traffic status — the paths, bodies, statuses and `{error}` bodies of Splice's
+ * `scan.yaml` / `scan-proxy.yaml`, read off the sandbox ledger.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { openRounds } from '../amulet.js';
@@ -12,10 +14,13 @@ import type { SandboxContext } from '../context.js';
 import { spliceError } from '../errors.js';
 import type { Contract } from '../ledger/store.js';
 import { str } from '../ledger/value-json.js';
-import { contractWithState, preapprovalOf } from '../validator/routes.js';
+import type { SandboxNetwork } from '../network.js';
+import { contractWithState, preapprovalOf, spliceContract } from '../validator/routes.js';
 import { ansEntriesWithPrefix, ansEntryByName, ansEntryByParty, renderAnsEntry } from './ans.js';
+import { featuredAppRightOf } from './featured.js';
 import { MAX_PAGE_SIZE } from './history.js';
 import { holdingsSummary } from './holdings.js';
+import { memberTrafficStatus } from './traffic.js';
 
 type Service = 'scan' | 'scan-proxy';
 
@@ -57,6 +62,22 @@ function optionalString(b: Record<string, unknown>, name: string): string | unde
   return v;
 }
 
+/**
+ * `MaybeCachedContractWithState`: the contract, or only its synchronizer when the caller
+ * already holds it (same contract id and synchronizer).
+ */
+function maybeCached(
+  net: SandboxNetwork,
+  c: Contract,
+  cachedId: string | undefined,
+  cachedDomain: string | undefined,
+) {
+  const current = contractWithState(net, c);
+  return cachedId === c.contractId && cachedDomain === net.synchronizerId
+    ? { domain_id: current.domain_id }
+    : current;
+}
+
 /** The routes Scan and the scan proxy share, under `prefix`. */
 function registerShared(app: FastifyInstance, ctx: SandboxContext, prefix: string, service: Service): void {
   const { net } = ctx;
@@ -92,9 +113,14 @@ function registerShared(app: FastifyInstance, ctx: SandboxContext, prefix: strin
     const cachedDomain = optionalString(b, 'cached_ans_rules_domain_id');
     const rules = net.store.activeContracts('Splice.Ans:AnsRules')[0];
     if (!rules) throw spliceError(404, 'No AnsRules contract found');
-    const current = contractWithState(net, rules);
-    const cached = cachedId === rules.contractId && cachedDomain === net.synchronizerId;
-    return { ans_rules_update: cached ? { domain_id: current.domain_id } : current };
+    return { ans_rules_update: maybeCached(net, rules, cachedId, cachedDomain) };
+  });
+
+  // Without a right, `featured_app_right` is absent: a 200 either way.
+  app.get(`${prefix}/featured-apps/:provider`, cfg('lookupFeaturedAppRight'), async (req) => {
+    const { provider } = req.params as { provider: string };
+    const right = featuredAppRightOf(net, provider);
+    return right ? { featured_app_right: spliceContract(right) } : {};
   });
 
   app.post(`${prefix}/holdings/summary`, cfg('getHoldingsSummaryAt'), async (req) =>
@@ -190,6 +216,34 @@ export function registerScanRoutes(app: FastifyInstance, ctx: SandboxContext): v
     };
   });
 
+  app.post(`${prefix}/amulet-rules`, config('scan', 'getAmuletRules'), async (req) => {
+    const b = body(req);
+    const cachedId = optionalString(b, 'cached_amulet_rules_contract_id');
+    const cachedDomain = optionalString(b, 'cached_amulet_rules_domain_id');
+    return { amulet_rules_update: maybeCached(ctx.net, ctx.net.amuletRules(), cachedId, cachedDomain) };
+  });
+
+  app.post(
+    `${prefix}/external-party-amulet-rules`,
+    config('scan', 'getExternalPartyAmuletRules'),
+    async (req) => {
+      const b = body(req);
+      const cachedId = optionalString(b, 'cached_external_party_amulet_rules_contract_id');
+      const cachedDomain = optionalString(b, 'cached_external_party_amulet_rules_domain_id');
+      const rules = ctx.net.externalPartyAmuletRules();
+      return { external_party_amulet_rules_update: maybeCached(ctx.net, rules, cachedId, cachedDomain) };
+    },
+  );
+
+  app.get(
+    `${prefix}/domains/:domain/members/:member/traffic-status`,
+    config('scan', 'getMemberTrafficStatus'),
+    async (req) => {
+      const { domain, member } = req.params as { domain: string; member: string };
+      return memberTrafficStatus(ctx.net, domain, member);
+    },
+  );
+
   // The sandbox keeps no IssuingMiningRound contracts (no rewards are minted): always empty.
   app.post(
     `${prefix}/open-and-issuing-mining-rounds`,
@@ -216,6 +270,10 @@ export function registerScanRoutes(app: FastifyInstance, ctx: SandboxContext): v
 export function registerScanProxyRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const prefix = '/api/validator/v0/scan-proxy';
   registerShared(app, ctx, prefix, 'scan-proxy');
+
+  app.get(`${prefix}/amulet-rules`, config('scan-proxy', 'getAmuletRules'), async () => ({
+    amulet_rules: contractWithState(ctx.net, ctx.net.amuletRules()),
+  }));
 
   app.get(
     `${prefix}/open-and-issuing-mining-rounds`,

@@ -1,10 +1,12 @@
 /**
- * The token-standard registry for Canton Coin as the validator proxies it
- * (`/api/validator/v0/scan-proxy/registry/transfer-instruction/v1/...`): the transfer
- * factory with its choice context, and the choice contexts of a transfer instruction's
- * accept / reject / withdraw. The context keys and disclosed contracts are the ones the
- * real registry hands out (the real vectors' `extraArgs.context`) and the ones the
- * participant's interpreter (`../participant/interpret.ts`) reads back.
+ * The token-standard registry for Canton Coin, served through the validator's scan
+ * proxy (`/api/validator/v0/scan-proxy/registry/...`, authenticated like the proxy) and
+ * by Scan itself at its root (`/registry/...`, public): the metadata API
+ * (`./metadata.ts`), the transfer factory with its choice context, and the choice
+ * contexts of a transfer instruction's accept / reject / withdraw. The context keys and
+ * disclosed contracts are the ones the real registry hands out (the real vectors'
+ * `extraArgs.context`) and the ones the participant's interpreter
+ * (`../participant/interpret.ts`) reads back.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -15,13 +17,15 @@ import { isoMicros } from '../ledger/clock.js';
 import type { Contract } from '../ledger/store.js';
 import { identifierString, str, valueToJson } from '../ledger/value-json.js';
 import type { SandboxNetwork } from '../network.js';
+import { featuredAppRightOf } from '../scan/featured.js';
+import { instrumentById, listInstruments, registryInfo } from './metadata.js';
 import { preapprovalOf } from './routes.js';
 
-const BASE = '/api/validator/v0/scan-proxy/registry/transfer-instruction/v1';
-
-const config = (operation: string) => ({
-  config: { service: 'registry', operation: `registry.${operation}` },
-});
+/** Where the registry is served, and whether without authentication. */
+const REGISTRY_ROOTS = [
+  { root: '/api/validator/v0/scan-proxy/registry', public: false },
+  { root: '/registry', public: true },
+] as const;
 
 type AnyValueJson = { tag: 'AV_ContractId'; value: string } | { tag: 'AV_Bool'; value: boolean };
 
@@ -60,13 +64,6 @@ function choiceContext(
   };
 }
 
-/** The FeaturedAppRight of `provider`, if the DSO granted one. */
-function featuredAppRight(net: SandboxNetwork, provider: string): Contract | undefined {
-  return net.store
-    .activeContracts('Splice.Amulet:FeaturedAppRight')
-    .find((c) => str(c.argument, 'provider') === provider);
-}
-
 const FactoryRequestSchema = z.object({
   choiceArguments: z.object({
     expectedAdmin: z.string().min(1),
@@ -94,7 +91,27 @@ function decode<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
 }
 
 export function registerRegistryRoutes(app: FastifyInstance, ctx: SandboxContext): void {
+  for (const { root, public: open } of REGISTRY_ROOTS) registerAt(app, ctx, root, open);
+}
+
+function registerAt(app: FastifyInstance, ctx: SandboxContext, root: string, open: boolean): void {
   const { net } = ctx;
+  const config = (operation: string) => ({
+    config: { service: 'registry', operation: `registry.${operation}`, public: open },
+  });
+  const BASE = `${root}/transfer-instruction/v1`;
+  const METADATA = `${root}/metadata/v1`;
+
+  app.get(`${METADATA}/info`, config('getRegistryInfo'), async () => registryInfo(net));
+
+  app.get(`${METADATA}/instruments`, config('listInstruments'), async (req) => {
+    const q = req.query as Record<string, string | undefined>;
+    return listInstruments(net, { pageSize: q.pageSize, pageToken: q.pageToken });
+  });
+
+  app.get(`${METADATA}/instruments/:instrumentId`, config('getInstrument'), async (req) =>
+    instrumentById(net, (req.params as { instrumentId: string }).instrumentId),
+  );
 
   app.post(`${BASE}/transfer-factory`, config('getTransferFactory'), async (req) => {
     const body = decode(FactoryRequestSchema, req.body);
@@ -118,7 +135,7 @@ export function registerRegistryRoutes(app: FastifyInstance, ctx: SandboxContext
       if (pre) {
         transferKind = 'direct';
         contracts['transfer-preapproval'] = pre;
-        const right = featuredAppRight(net, str(pre.argument, 'provider') ?? '');
+        const right = featuredAppRightOf(net, str(pre.argument, 'provider') ?? '');
         if (right) contracts['featured-app-right'] = right;
       }
     }

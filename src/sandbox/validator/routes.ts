@@ -1,5 +1,6 @@
 /**
- * The sandbox validator app's admin API (`/api/validator/v0/admin/...`): external-party
+ * The sandbox validator app's public operator info (`/api/validator/v0/validator-user`)
+ * and its admin API (`/api/validator/v0/admin/...`): external-party
  * onboarding (topology, setup proposal, its prepare/submit accept), the legacy
  * preapproval send, the external-party balance, the operator's transfer preapprovals
  * and user onboarding — the paths, bodies, statuses and `{error}` bodies of Splice's
@@ -23,6 +24,7 @@ import type { Contract } from '../ledger/store.js';
 import { big, identifierString, str, valueToJson } from '../ledger/value-json.js';
 import { type SandboxNetwork, VALIDATOR_USER } from '../network.js';
 import { preapprovalSend, setupProposalAccept } from '../prepared/index.js';
+import { featuredAppRightOf } from '../scan/featured.js';
 import { executeSubmission, registerPreparation } from '../submission.js';
 import { tamper } from '../tamper.js';
 import { generateValidatorTopology, submitValidatorTopology } from '../topology.js';
@@ -264,6 +266,18 @@ export function registerValidatorRoutes(app: FastifyInstance, ctx: SandboxContex
   };
 
   const operator = (req: FastifyRequest) => requireValidatorOperator(req);
+
+  // ---- public: who operates this validator ----------------------------------------------------
+
+  app.get(
+    '/api/validator/v0/validator-user',
+    { config: { ...config('getValidatorUserInfo').config, public: true } },
+    async () => ({
+      party_id: net.validatorParty,
+      user_name: VALIDATOR_USER,
+      featured: featuredAppRightOf(net, net.validatorParty) !== undefined,
+    }),
+  );
 
   // ---- external party: topology --------------------------------------------------------------
 
