@@ -1,7 +1,8 @@
 /**
  * `canton-signer sandbox`: runs the simulated network (participant, validator,
  * Scan) on localhost until SIGINT/SIGTERM. Prints where each service is and
- * the network's identities (one JSON object with --json), nothing secret.
+ * the network's identities (one JSON object with --json), nothing secret
+ * (never a token, client secret or the unsafe HMAC secret).
  * A port taken by another process exits EXIT_IN_USE naming it and --port.
  */
 import { type Command, Option } from 'commander';
@@ -16,6 +17,8 @@ interface SandboxCliOptions {
   requireAuth?: boolean;
   token: string[];
   client: string[];
+  audience?: string;
+  unsafeHmacSecret?: string;
   json?: boolean;
   log?: boolean;
 }
@@ -37,6 +40,13 @@ export function registerSandbox(program: Command): void {
     .option('--require-auth', 'refuse requests without a bearer token')
     .option('--token <token=user>', 'accept a static bearer token acting as a user (repeatable)', collect, [])
     .option('--client <id:secret:user>', 'an OAuth2 client-credentials client (repeatable)', collect, [])
+    .option('--audience <aud>', 'the audience (aud) tokens must name (default https://canton.network.global)')
+    .addOption(
+      new Option(
+        '--unsafe-hmac-secret <secret>',
+        "UNSAFE: also accept HS256 JWTs signed with this shared secret (LocalNet's unsafe auth)",
+      ).env('CANTON_SIGNER_SANDBOX_UNSAFE_HMAC_SECRET'),
+    )
     .option('--json', 'print the endpoints as one JSON object')
     .option('--log', 'log every request (method, path, status; never headers)')
     .action(async (opts: SandboxCliOptions) => {
@@ -59,6 +69,8 @@ export function registerSandbox(program: Command): void {
           throw new UsageError('--client: expected <id>:<secret>:<user>');
         clients[parts[0]!] = { secret: parts[1]!, userId: parts[2]! };
       }
+      if (opts.audience === '') throw new UsageError('--audience: must not be empty');
+      if (opts.unsafeHmacSecret === '') throw new UsageError('--unsafe-hmac-secret: must not be empty');
       // Loaded here, not at the top: the other commands should not pay for starting fastify.
       const { startSandbox } = await import('../sandbox/server.js');
       const sandbox = await startSandbox({
@@ -67,8 +79,16 @@ export function registerSandbox(program: Command): void {
         roundIntervalMs: interval * 1000,
         logger: opts.log === true,
         ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
-        auth: { tokens, clients, required: opts.requireAuth === true },
+        auth: {
+          tokens,
+          clients,
+          required: opts.requireAuth === true,
+          ...(opts.audience !== undefined ? { audience: opts.audience } : {}),
+          ...(opts.unsafeHmacSecret !== undefined ? { unsafeHmacSecret: opts.unsafeHmacSecret } : {}),
+        },
       }).catch((e: unknown) => {
+        if (e instanceof Error && e.name === 'SandboxAuthConfigError')
+          throw new UsageError(`--token: ${e.message}`);
         throw listenProblem(
           e,
           { host: opts.host, port },
@@ -86,6 +106,8 @@ export function registerSandbox(program: Command): void {
         scan: sandbox.urls.scan,
         registry: sandbox.urls.registry,
         oauthToken: sandbox.urls.oauthToken,
+        oidcDiscovery: sandbox.urls.oidcDiscovery,
+        audience: sandbox.ctx.auth.audience,
         controls: `${sandbox.urls.origin}/sandbox`,
         dsoParty: net.dso,
         validatorParty: net.validatorParty,

@@ -186,9 +186,11 @@ export const E = {
     ),
   missingField: (field: string) =>
     cantonError('MISSING_FIELD', 8, `The submitted command is missing a mandatory field: ${field}`),
-  unauthenticated: () =>
+  /** `reason` (never the token) goes to the body's context: the cause is Canton's fixed text. */
+  unauthenticated: (reason?: string) =>
     cantonError('UNAUTHENTICATED', 6, 'The command is missing a (valid) JWT token', {
       definiteAnswer: false,
+      ...(reason !== undefined ? { context: { reason } } : {}),
     }),
   permissionDenied: (why: string) =>
     cantonError(

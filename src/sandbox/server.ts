@@ -2,9 +2,9 @@
  * The sandbox network's HTTP face: one fastify app on one port serving the
  * participant's JSON Ledger API (`/v2`), the validator (`/api/validator`,
  * with its scan-proxy and the token-standard registry under
- * `/api/validator/v0/scan-proxy`), Scan (`/api/scan`), an OAuth2 token
- * endpoint (`/oauth/token`) and the sandbox's own controls (`/sandbox/*`:
- * taps, rounds, clock, fault switches). It owns what is common to all routes:
+ * `/api/validator/v0/scan-proxy`), Scan (`/api/scan`), an OAuth2/OIDC
+ * authorization server (`/oauth/token`, `/.well-known/*`) and the sandbox's
+ * own controls (`/sandbox/*`: taps, rounds, clock, fault switches). It owns what is common to all routes:
  * authentication, fault application and rendering errors in the shape of the
  * service that answers.
  */
@@ -15,12 +15,13 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { registerSandboxAdminRoutes } from './admin.js';
-import { SandboxAuth, type SandboxAuthOptions } from './auth.js';
+import { DISCOVERY_PATH, JWKS_PATH, SandboxAuth, type SandboxAuthOptions, TOKEN_PATH } from './auth.js';
 import { installAutomation } from './automation.js';
 import type { SandboxContext } from './context.js';
 import { cantonError, E, SandboxError, spliceError } from './errors.js';
 import { FaultController } from './faults.js';
 import { SandboxNetwork, type SandboxNetworkOptions } from './network.js';
+import { registerOAuthRoutes } from './oauth.js';
 import { PlainError, registerParticipantRoutes } from './participant/routes.js';
 import { ScanHistory } from './scan/history.js';
 import { registerScanProxyRoutes, registerScanRoutes } from './scan/routes.js';
@@ -50,6 +51,9 @@ export interface SandboxUrls {
   registry: string;
   scan: string;
   oauthToken: string;
+  /** OIDC discovery document (names the token endpoint and the JWKS). */
+  oidcDiscovery: string;
+  jwks: string;
 }
 
 export interface RunningSandbox {
@@ -67,7 +71,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   const ctx: SandboxContext = {
     net,
     faults: new FaultController(opts.faultSeed),
-    auth: new SandboxAuth(opts.auth),
+    auth: new SandboxAuth(opts.auth, net.seed),
     scan: new ScanHistory(net),
   };
   installAutomation(net);
@@ -99,11 +103,17 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     // token endpoint take no bearer token.
     if (req.routeOptions.config?.public === true) return;
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;
-    const r = ctx.auth.check(req.headers.authorization);
+    const r = await ctx.auth.check(req.headers.authorization);
     if (!r.ok)
       throw service === 'ledger-api'
-        ? E.unauthenticated()
+        ? E.unauthenticated(r.reason)
         : spliceError(401, `Unauthorized: ${r.reason}`, { 'www-authenticate': 'Bearer' });
+    // A token for a user the participant does not have: Canton resolves the user's rights before
+    // anything else and refuses with PERMISSION_DENIED. (Splice's apps take any verified subject.)
+    if (service === 'ledger-api' && r.userId !== undefined && !net.users.has(r.userId))
+      throw E.permissionDenied(
+        `could not resolve the rights of user ${r.userId}: no such user (USER_NOT_FOUND)`,
+      );
     req.sandboxUser = r.userId;
   });
 
@@ -161,15 +171,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
       .send('The requested resource could not be found.');
   });
 
-  app.post('/oauth/token', { config: { service: 'oauth' } }, async (req, reply) => {
-    const form = (req.body ?? {}) as Record<string, string | undefined>;
-    const basic = basicAuth(req.headers.authorization);
-    const r = ctx.auth.issue(form, basic);
-    reply.header('cache-control', 'no-store');
-    if (!r.ok) return reply.status(r.status).send(r.body);
-    return r.body;
-  });
-
+  registerOAuthRoutes(app, ctx);
   registerParticipantRoutes(app, ctx);
   registerValidatorRoutes(app, ctx);
   registerRegistryRoutes(app, ctx);
@@ -195,7 +197,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
       validator: `${origin}/api/validator`,
       registry: `${origin}/api/validator/v0/scan-proxy`,
       scan: `${origin}/api/scan`,
-      oauthToken: `${origin}/oauth/token`,
+      oauthToken: `${origin}${TOKEN_PATH}`,
+      oidcDiscovery: `${origin}${DISCOVERY_PATH}`,
+      jwks: `${origin}${JWKS_PATH}`,
     },
     ctx,
     app,
@@ -234,15 +238,6 @@ function overloaded(service: string | undefined, status: 429 | 503, retryAfterMs
   );
   const body = { ...(e.body as { grpcCodeValue: number }), grpcCodeValue: 8 };
   return new SandboxError(429, body as SandboxError['body'], e.headers);
-}
-
-function basicAuth(header: string | undefined): { id: string; secret: string } | undefined {
-  const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header ?? '');
-  if (!m) return undefined;
-  const text = Buffer.from(m[1]!, 'base64').toString('utf8');
-  const i = text.indexOf(':');
-  if (i < 0) return undefined;
-  return { id: decodeURIComponent(text.slice(0, i)), secret: decodeURIComponent(text.slice(i + 1)) };
 }
 
 function sleep(ms: number): Promise<void> {

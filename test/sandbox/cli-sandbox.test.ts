@@ -5,6 +5,7 @@
  * SIGTERM. Bad options exit 2 with a message naming the option.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { SignJWT } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN } from '../support/cli.js';
 
@@ -40,6 +41,7 @@ describe('canton-signer sandbox', () => {
     expect(info.ledgerApi).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(info.validator).toBe(`${info.ledgerApi}/api/validator`);
     expect(info.scan).toBe(`${info.ledgerApi}/api/scan`);
+    expect(info.oidcDiscovery).toBe(`${info.ledgerApi}/.well-known/openid-configuration`);
     expect(info.dsoParty).toMatch(/^DSO::1220[0-9a-f]{64}$/);
 
     const end = (await (await fetch(`${info.ledgerApi}/v2/state/ledger-end`)).json()) as { offset: number };
@@ -77,7 +79,7 @@ describe('canton-signer sandbox', () => {
     }
   });
 
-  it('with --require-auth and --token: no token is 401, the token works, and the token is never printed', async () => {
+  it('with --require-auth, --token and --unsafe-hmac-secret: no token is 401, the tokens work, and neither they nor the secret are printed', async () => {
     const child = spawn(
       process.execPath,
       [
@@ -89,6 +91,10 @@ describe('canton-signer sandbox', () => {
         '--require-auth',
         '--token',
         'tok-9f8e7d=sandbox-user',
+        '--unsafe-hmac-secret',
+        'hmac-5e6f7a',
+        '--audience',
+        'https://ledger.test.example',
         '--log',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -107,11 +113,30 @@ describe('canton-signer sandbox', () => {
       headers: { authorization: 'Bearer tok-9f8e7d' },
     });
     expect(ok.status).toBe(200);
+    // The discovery document names the token endpoint; an HS256 token over the secret for the
+    // configured audience is accepted, one for the default audience is not.
+    expect(info.audience).toBe('https://ledger.test.example');
+    const discovery = (await (await fetch(info.oidcDiscovery!)).json()) as Record<string, string>;
+    expect(discovery.token_endpoint).toBe(info.oauthToken);
+    const hs256 = (aud: string) =>
+      new SignJWT({ sub: 'sandbox-user', aud, exp: Math.floor(Date.now() / 1000) + 60 })
+        .setProtectedHeader({ alg: 'HS256' })
+        .sign(new TextEncoder().encode('hmac-5e6f7a'));
+    for (const [aud, status] of [
+      ['https://ledger.test.example', 200],
+      ['https://canton.network.global', 401],
+    ] as const) {
+      const r = await fetch(`${info.ledgerApi}/v2/authenticated-user`, {
+        headers: { authorization: `Bearer ${await hs256(aud)}` },
+      });
+      expect(r.status, aud).toBe(status);
+    }
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(all).toContain('/v2/state/ledger-end'); // --log logged the requests …
     expect(all).not.toContain('tok-9f8e7d'); // … never the token
+    expect(all).not.toContain('hmac-5e6f7a'); // … nor the secret
   });
 
   it.each([
@@ -119,6 +144,7 @@ describe('canton-signer sandbox', () => {
     [['--round-interval', '0'], '--round-interval'],
     [['--token', 'no-user'], '--token'],
     [['--client', 'a:b'], '--client'],
+    [['--audience', ''], '--audience'],
   ])('bad option %j exits 2 naming %s', (args, name) => {
     const r = spawnSync(process.execPath, [BIN, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(2);
