@@ -91,8 +91,8 @@ async function prepare(p: TestParty, command: unknown, disclosedContracts: unkno
   return r;
 }
 
-/** Prepare as `p`, check the hash both ways, sign, executeAndWait. */
-async function prepareAndExecute(p: TestParty, command: unknown, disclosed: unknown[] = []) {
+/** Prepare as `p` and check the hash both ways (ours and core-tx-visualizer's). */
+async function prepareChecked(p: TestParty, command: unknown, disclosed: unknown[] = []) {
   const r = await prepare(p, command, disclosed);
   expect(r.status, JSON.stringify(r.json)).toBe(200);
   valid('JsPrepareSubmissionResponse', r.json);
@@ -100,7 +100,12 @@ async function prepareAndExecute(p: TestParty, command: unknown, disclosed: unkn
   const ours = hashPreparedTransaction(tx, { scheme: 'v2' });
   expect(bytesToBase64(ours)).toBe(r.json.preparedTransactionHash);
   expect(await visualizerHash(tx, 'hex')).toBe(bytesToHex(ours));
-  const ex = await post('/v2/interactive-submission/executeAndWait', {
+  return { tx, hash: ours };
+}
+
+/** Sign the hash as `p` and executeAndWait. */
+function executeSigned(p: TestParty, tx: string, hash: Uint8Array) {
+  return post('/v2/interactive-submission/executeAndWait', {
     preparedTransaction: tx,
     partySignatures: {
       signatures: [
@@ -109,7 +114,7 @@ async function prepareAndExecute(p: TestParty, command: unknown, disclosed: unkn
           signatures: [
             {
               format: 'SIGNATURE_FORMAT_CONCAT',
-              signature: bytesToBase64(sign(null, ours, p.key)),
+              signature: bytesToBase64(sign(null, hash, p.key)),
               signedBy: p.fp,
               signingAlgorithmSpec: 'SIGNING_ALGORITHM_SPEC_ED25519',
             },
@@ -122,6 +127,11 @@ async function prepareAndExecute(p: TestParty, command: unknown, disclosed: unkn
     userId: LEDGER_API_USER,
     deduplicationPeriod: { Empty: {} },
   });
+}
+
+async function prepareAndExecute(p: TestParty, command: unknown, disclosed: unknown[] = []) {
+  const { tx, hash } = await prepareChecked(p, command, disclosed);
+  const ex = await executeSigned(p, tx, hash);
   expect(ex.status, JSON.stringify(ex.json)).toBe(200);
   valid('ExecuteSubmissionAndWaitResponse', ex.json);
   return { decoded: decodePreparedTransaction(tx), offset: ex.json.completionOffset as number };
@@ -392,5 +402,41 @@ describe('TransferPreapproval_Renew and _Cancel', () => {
       cancelCommand(pre, net.validatorParty),
     );
     expect(again.json.code).toBe('CONTRACT_NOT_FOUND');
+  });
+
+  it('a provider cancel wins over a receiver cancel prepared earlier: LOCAL_VERDICT_INACTIVE_CONTRACTS', async () => {
+    const c = net.commitInternal({
+      archives: [],
+      creates: [transferPreapprovalContract(net.dso, bob.id, net.validatorParty, net.clock.now())],
+      commandId: 'test-preapproval-2',
+    }).events[0]!.contract;
+    const { tx, hash } = await prepareChecked(bob, cancelCommand(c, bob.id));
+    const byProvider = await submitAsValidator(
+      '/v2/commands/submit-and-wait-for-transaction',
+      cancelCommand(c, net.validatorParty),
+    );
+    expect(byProvider.status, JSON.stringify(byProvider.json)).toBe(200);
+    const events = (byProvider.json.transaction as Json).events as Json[];
+    expect(events.map((e) => Object.keys(e)[0])).toEqual(['ArchivedEvent']);
+    expect((events[0]!.ArchivedEvent as Json).contractId).toBe(c.contractId);
+    const late = await executeSigned(bob, tx, hash);
+    expect(late.json.code).toBe('LOCAL_VERDICT_INACTIVE_CONTRACTS');
+  });
+
+  it('an expired preapproval can be neither cancelled nor renewed', async () => {
+    const now = net.clock.now();
+    const c = net.commitInternal({
+      archives: [],
+      creates: [
+        transferPreapprovalContract(net.dso, bob.id, net.validatorParty, now - 2n * DAY_US, now - 1n),
+      ],
+      commandId: 'test-preapproval-expired',
+    }).events[0]!.contract;
+    const cancel = await prepare(bob, cancelCommand(c, bob.id));
+    expect(cancel.json.cause).toMatch('TransferPreapproval.expiresAt');
+    const { command, disclosed: ds } = renewCommand(c, now + DAY_US, []);
+    const renew = await submitAsValidator('/v2/commands/submit-and-wait', command, {}, ds);
+    expect(renew.json.code).toBe('DAML_INTERPRETATION_ERROR');
+    expect(net.store.get(c.contractId)).toBeDefined();
   });
 });
