@@ -5,9 +5,10 @@
  * preapproval fee for the extension out of its amulets and recreates the
  * contract with the new expiry). No real vector of either exists in
  * ../shared/vectors/real: the shapes follow the Daml choices. Renew abbreviates
- * the fee burn: the inputs are archived and the change recreated directly under
- * the root (no nested AmuletRules_Transfer subtree) and its result carries no
- * TransferResult.
+ * the fee burn to its net effect under the root (fetches of the rules and the
+ * round, the inputs archived, the change recreated): the fee amulet split off
+ * and archived within the transaction, the ValidatorRewardCoupon for the burn
+ * and the result's TransferResult are left out.
  */
 import type { Identifier, PreparedTransaction, Value } from '../../hashing/model.js';
 import {
