@@ -31,7 +31,7 @@ type Json = Record<string, unknown>;
 
 export function registerCommandRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;
-  const { userOf } = participantAccess(ctx);
+  const { userOf, canRead } = participantAccess(ctx);
 
   /** Checks rights, interprets and commits `body`; throws what Canton answers on the submission. */
   const submit = (req: FastifyRequest, body: z.output<typeof JsCommandsSchema>) => {
@@ -39,8 +39,7 @@ export function registerCommandRoutes(app: FastifyInstance, ctx: SandboxContext)
     for (const p of body.actAs)
       if (!user.actAs.has(p)) throw E.permissionDenied(`user ${user.id} may not act as ${p}`);
     for (const p of body.readAs ?? [])
-      if (!user.actAs.has(p) && !user.readAs.has(p) && !user.admin)
-        throw E.permissionDenied(`user ${user.id} may not read as ${p}`);
+      if (!canRead(user, p)) throw E.permissionDenied(`user ${user.id} may not read as ${p}`);
     const external = body.actAs.filter((p) => net.parties.has(p));
     if (external.length > 0)
       throw cantonError(
