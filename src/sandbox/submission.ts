@@ -286,3 +286,92 @@ function inactiveContracts(ids: string[]): SandboxError {
     { definiteAnswer: true, resources: ids.map((id) => ['CONTRACT_ID', id]) },
   );
 }
+
+/** Errors the synchronizer (not the submitting node's prechecks) produces: they go to completions. */
+export function isPostSubmission(e: SandboxError): boolean {
+  const c = e.code ?? '';
+  return (
+    c.startsWith('LOCAL_VERDICT_') || c === 'DUPLICATE_COMMAND' || c.includes('TIME') || c.includes('RECORD')
+  );
+}
+
+export interface LocalSubmitInput {
+  prepared: PreparedTransaction;
+  userId: string;
+  submissionId: string;
+  deduplicationPeriod?: DeduplicationPeriodJson | undefined;
+}
+
+/**
+ * A classic submission by local parties (submit-and-wait): the participant
+ * interpreted the command itself and authorises it with its own keys, so there
+ * is no hash or signature to check; deduplication, time windows and activeness
+ * are checked as for execute, and rejections are completions too.
+ */
+export function submitLocal(net: SandboxNetwork, input: LocalSubmitInput): ExecuteOutcome {
+  const p = input.prepared;
+  const { actAs, commandId } = p.metadata.submitterInfo;
+  const changeId = changeIdOf(input.userId, actAs, commandId);
+  const now = net.clock.now();
+  const reject = (err: SandboxError): never => {
+    net.store.complete({
+      commandId,
+      submissionId: input.submissionId,
+      userId: input.userId,
+      actAs,
+      updateId: undefined,
+      status: completionStatus(err),
+      recordTime: now,
+      synchronizerId: p.metadata.synchronizerId,
+    });
+    throw err;
+  };
+  const guard = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      if (e instanceof SandboxError) reject(e);
+      throw e;
+    }
+  };
+  guard(() =>
+    net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod }),
+  );
+  const m = p.metadata;
+  guard(() =>
+    checkTimeWindows({
+      recordTime: now,
+      preparationTime: m.preparationTime,
+      minLedgerEffectiveTime: m.minLedgerEffectiveTime,
+      maxLedgerEffectiveTime: m.maxLedgerEffectiveTime,
+      maxRecordTime: m.maxRecordTime,
+    }),
+  );
+  const inactive = net.inactiveInputs(p);
+  if (inactive.length > 0) reject(inactiveContracts(inactive));
+  let update: Update;
+  try {
+    update = net.commitPrepared(p, { userId: input.userId, submissionId: input.submissionId }).update;
+  } catch (e) {
+    if (e instanceof InactiveContractError) reject(inactiveContracts(e.contractIds));
+    throw e;
+  }
+  const completion = net.store.complete({
+    offset: update.offset,
+    commandId,
+    submissionId: input.submissionId,
+    userId: input.userId,
+    actAs,
+    updateId: update.updateId,
+    status: { code: 0, message: '' },
+    recordTime: update.recordTime,
+    synchronizerId: update.synchronizerId,
+  });
+  net.dedup.recordAccepted({
+    changeId,
+    submissionId: input.submissionId,
+    offset: completion.offset,
+    at: now,
+  });
+  return { update, completionOffset: completion.offset };
+}

@@ -14,7 +14,12 @@ import type { HashingScheme } from '../../hashing/transaction-hash.js';
 import type { SandboxContext } from '../context.js';
 import { E, SandboxError } from '../errors.js';
 import { parseIsoMicros } from '../ledger/clock.js';
-import { executeSubmission, forgetPreparation, registerPreparation } from '../submission.js';
+import {
+  executeSubmission,
+  forgetPreparation,
+  isPostSubmission,
+  registerPreparation,
+} from '../submission.js';
 import { tamper } from '../tamper.js';
 import { config, decode, participantAccess } from './access.js';
 import { interpret } from './interpret.js';
@@ -25,14 +30,6 @@ const SCHEME: Record<string, HashingScheme> = {
   HASHING_SCHEME_VERSION_V3: 'v3',
 };
 const SCHEME_NAME = { v2: 'HASHING_SCHEME_VERSION_V2', v3: 'HASHING_SCHEME_VERSION_V3' } as const;
-
-/** Errors the synchronizer (not the executing node's prechecks) produces: on `execute` they go to completions. */
-function isPostSubmission(e: SandboxError): boolean {
-  const c = e.code ?? '';
-  return (
-    c.startsWith('LOCAL_VERDICT_') || c === 'DUPLICATE_COMMAND' || c.includes('TIME') || c.includes('RECORD')
-  );
-}
 
 export function registerInteractiveRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;

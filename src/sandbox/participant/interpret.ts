@@ -1,27 +1,40 @@
 /**
- * What the sandbox participant's `prepare` understands: the Splice actions an
- * external party signs (token-standard transfer, transfer-instruction
- * accept/reject/withdraw, TransferPreapprovalProposal creation). It checks the
- * command against the ledger as the Daml code would (Amulet's own checks on
- * admin, instrument, amounts, deadlines, inputs valued after holding fees as of
- * the open round; contracts the submitter is no stakeholder of must be
- * disclosed) and builds the transaction with the builders in ../prepared. Anything else is refused by name: the sandbox
- * does not run arbitrary Daml.
+ * What the sandbox participant interprets, for prepare (an external party
+ * signs) and for submit-and-wait (a local party, the participant signs): the
+ * Splice actions (token-standard transfer, transfer-instruction
+ * accept/reject/withdraw, TransferPreapprovalProposal creation,
+ * TransferPreapproval renew/cancel) and Canton's built-in Ping (create,
+ * archive). It checks the command against the ledger as the Daml code would
+ * (controllers, Amulet's checks on admin, instrument, amounts, deadlines,
+ * inputs valued after holding fees as of the open round; contracts the
+ * submitter is no stakeholder of must be disclosed) and builds the transaction
+ * with the builders in ../prepared. Anything else is refused by name: the
+ * sandbox does not run arbitrary Daml.
  */
 import { randomUUID } from 'node:crypto';
 import type { PreparedTransaction, Value } from '../../hashing/model.js';
-import { addAmounts, amuletDso, gte, holdingView, isPositive } from '../amulet.js';
+import {
+  addAmounts,
+  amuletDso,
+  gte,
+  HOLDING_FEE_RATE,
+  holdingView,
+  isPositive,
+  subAmounts,
+} from '../amulet.js';
 import { cantonError, E, type SandboxError } from '../errors.js';
 import { parseIsoMicros } from '../ledger/clock.js';
 import type { Contract } from '../ledger/store.js';
 import { big, str } from '../ledger/value-json.js';
 import type { SandboxNetwork } from '../network.js';
-import type { TokenTransfer } from '../prepared/common.js';
+import { numericUnits, type TokenTransfer } from '../prepared/common.js';
 import {
   transferInstructionAccept,
   transferInstructionReject,
   transferInstructionWithdraw,
 } from '../prepared/instruction.js';
+import { pingArchive, pingCreate } from '../prepared/ping.js';
+import { transferPreapprovalCancel, transferPreapprovalRenew } from '../prepared/preapproval-manage.js';
 import { transferPreapprovalProposalCreate } from '../prepared/proposal.js';
 import { tokenStandardTransfer } from '../prepared/token-transfer.js';
 
@@ -33,6 +46,11 @@ export interface PrepareCommand {
   disclosedContracts: { contractId?: string | undefined }[];
   synchronizerId?: string | undefined;
   maxRecordTime?: bigint | undefined;
+  /**
+   * A classic submission (submit-and-wait) by a local party the participant
+   * signs for itself; otherwise an interactive one by an external party.
+   */
+  local?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -87,8 +105,12 @@ export function interpret(net: SandboxNetwork, req: PrepareCommand): PreparedTra
       'actAs must name exactly one party: only single-party external submissions are supported',
     );
   const actor = req.actAs[0]!;
-  if (!net.parties.has(actor))
-    throw E.invalidArgument(`actAs party ${actor} is not an external party hosted on this participant`);
+  if (req.local ? !net.localParties.has(actor) : !net.parties.has(actor))
+    throw E.invalidArgument(
+      req.local
+        ? `actAs party ${actor} is not a local party of this participant`
+        : `actAs party ${actor} is not an external party hosted on this participant`,
+    );
   const c = req.command;
   if (!isObj(c)) throw E.invalidArgument('commands[0] must be an object');
   if (isObj(c.CreateCommand)) return create(net, req, actor, c.CreateCommand);
@@ -112,6 +134,7 @@ function envelope(net: SandboxNetwork, req: PrepareCommand, actor: string) {
 function create(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: Json): PreparedTransaction {
   const t = parseTemplateId(cmd.templateId);
   if (!t) throw E.invalidField('templateId', `not a template id: ${String(cmd.templateId)}`);
+  if (isPing(t)) return pingCreateOf(net, req, actor, cmd.createArguments);
   if (t.module === 'Splice.Wallet.TransferPreapproval' && t.entity === 'TransferPreapprovalProposal') {
     const a = cmd.createArguments;
     if (!isObj(a)) throw E.invalidField('createArguments', 'must be a record');
@@ -152,11 +175,168 @@ function exercise(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: 
     case 'TransferInstruction_Reject':
     case 'TransferInstruction_Withdraw':
       return instructionChoice(net, req, actor, cid, choice, arg);
-    default:
-      throw E.failedToPrepare(
-        `The sandbox participant does not interpret choice ${choice || '(none)'} on ${t.module}:${t.entity}`,
-      );
+    case 'Archive':
+      if (isPing(t)) return pingArchiveOf(net, req, actor, cid);
+      break;
+    case 'TransferPreapproval_Cancel':
+      return preapprovalCancel(net, req, actor, cid, arg);
+    case 'TransferPreapproval_Renew':
+      return preapprovalRenew(net, req, actor, cid, arg);
   }
+  throw E.failedToPrepare(
+    `The sandbox participant does not interpret choice ${choice || '(none)'} on ${t.module}:${t.entity}`,
+  );
+}
+
+const isPing = (t: { module: string; entity: string }) =>
+  t.module === 'Canton.Internal.Ping' && t.entity === 'Ping';
+
+const missingAuthorization = (party: string, role: string) =>
+  E.failedToPrepare(`Interpretation error: missing authorization from ${party} (the ${role})`);
+
+// ---- Canton.Internal.Ping ------------------------------------------------------------------------
+
+function pingCreateOf(net: SandboxNetwork, req: PrepareCommand, actor: string, a: unknown) {
+  if (!isObj(a)) throw E.invalidField('createArguments', 'must be a record');
+  if (typeof a.id !== 'string') throw E.failedToPrepare('Missing non-optional field id (text)');
+  const initiator = partyArg(a, 'initiator');
+  const responder = partyArg(a, 'responder');
+  const extra = Object.keys(a).filter((k) => !['id', 'initiator', 'responder'].includes(k));
+  if (extra.length > 0) throw E.failedToPrepare(`Unexpected fields: ${extra.join(', ')}`);
+  if (initiator !== actor) throw missingAuthorization(initiator, 'initiator, signatory of the Ping');
+  return pingCreate({ ...envelope(net, req, actor), id: a.id, initiator, responder });
+}
+
+function pingArchiveOf(net: SandboxNetwork, req: PrepareCommand, actor: string, cid: string) {
+  const c = net.store.get(cid);
+  if (!c || !isPing({ module: c.templateId.moduleName, entity: c.templateId.entityName }))
+    throw contractNotFound(cid);
+  requireVisible(req, actor, c);
+  const ping = {
+    contractId: c.contractId,
+    createdAt: c.createdAt,
+    id: str(c.argument, 'id')!,
+    initiator: str(c.argument, 'initiator')!,
+    responder: str(c.argument, 'responder')!,
+  };
+  if (ping.initiator !== actor) throw missingAuthorization(ping.initiator, 'signatory of the Ping');
+  return pingArchive({ ...envelope(net, req, actor), ping });
+}
+
+// ---- TransferPreapproval_Cancel / _Renew ---------------------------------------------------------
+
+function activePreapproval(net: SandboxNetwork, req: PrepareCommand, actor: string, cid: string) {
+  const c = net.store.get(cid);
+  if (c?.templateId.entityName !== 'TransferPreapproval') throw contractNotFound(cid);
+  requireVisible(req, actor, c);
+  return {
+    contract: c,
+    receiver: str(c.argument, 'receiver')!,
+    provider: str(c.argument, 'provider')!,
+    validFrom: big(c.argument, 'validFrom')!,
+    expiresAt: big(c.argument, 'expiresAt')!,
+  };
+}
+
+function preapprovalCancel(
+  net: SandboxNetwork,
+  req: PrepareCommand,
+  actor: string,
+  cid: string,
+  arg: Json,
+): PreparedTransaction {
+  const pre = activePreapproval(net, req, actor, cid);
+  const p = partyArg(arg, 'p');
+  if (p !== actor) throw missingAuthorization(p, 'controller p');
+  if (p !== pre.receiver && p !== pre.provider)
+    throw interpretationError(`Controller ${p} is either receiver or provider`);
+  if (net.clock.now() >= pre.expiresAt)
+    throw interpretationError('TransferPreapproval.expiresAt: the deadline has passed');
+  return transferPreapprovalCancel({
+    ...envelope(net, req, actor),
+    maxLedgerEffectiveTime: pre.expiresAt - 1n,
+    preapproval: pre.contract,
+    actor: p,
+  });
+}
+
+/** Splice's default preapproval fee: USD per day of lifetime (roughly 1 USD a year). */
+const PREAPPROVAL_FEE_USD_PER_DAY = '0.00274';
+const DAY_US = 86_400_000_000n;
+const E10 = 10_000_000_000n;
+
+/** `days(extension) * fee / amuletPrice` in Amulet, each step truncated to 10 decimals. */
+export function preapprovalFee(extensionUs: bigint, amuletPrice: string): string {
+  const days = (extensionUs * E10) / DAY_US;
+  const usd = (days * numericUnits(PREAPPROVAL_FEE_USD_PER_DAY)) / E10;
+  const amulet = (usd * E10) / numericUnits(amuletPrice);
+  const whole = amulet / E10;
+  return `${whole}.${(amulet % E10).toString().padStart(10, '0')}`;
+}
+
+function preapprovalRenew(
+  net: SandboxNetwork,
+  req: PrepareCommand,
+  actor: string,
+  cid: string,
+  arg: Json,
+): PreparedTransaction {
+  const pre = activePreapproval(net, req, actor, cid);
+  if (pre.provider !== actor) throw missingAuthorization(pre.provider, 'provider');
+  const now = net.clock.now();
+  const newExpiresAt = timeArg(arg, 'newExpiresAt');
+  if (pre.expiresAt <= now) throw interpretationError('Contract is not expired');
+  if (newExpiresAt <= pre.expiresAt) throw interpretationError('newExpiresAt is after expiresAt');
+  const ctx = arg.context;
+  const inner = isObj(ctx) ? ctx.context : undefined;
+  if (!isObj(ctx) || !isObj(inner) || typeof ctx.amuletRules !== 'string')
+    throw E.failedToPrepare('Missing non-optional field context (PaymentTransferContext)');
+  const rulesId = ctx.amuletRules;
+  const rules = net.amuletRules();
+  if (rulesId !== rules.contractId) throw contractNotFound(rulesId);
+  requireVisible(req, actor, rules);
+  const roundId = typeof inner.openMiningRound === 'string' ? inner.openMiningRound : '';
+  const round = net.store.get(roundId);
+  if (round?.templateId.entityName !== 'OpenMiningRound')
+    throw contractNotFound(roundId || '(openMiningRound)');
+  requireVisible(req, actor, round);
+  const roundNo = big(round.argument, 'round', 'number')!;
+  const inputsArg = arg.inputs;
+  if (!Array.isArray(inputsArg))
+    throw E.invalidField('choiceArgument.inputs', 'must be a list of TransferInput');
+  const inputs = inputsArg.map((x) => {
+    if (!isObj(x) || x.tag !== 'InputAmulet' || typeof x.value !== 'string')
+      throw E.failedToPrepare('the sandbox interprets InputAmulet inputs only');
+    const c = net.store.get(x.value);
+    const v = c && c.templateId.entityName === 'Amulet' ? holdingView(c, roundNo) : undefined;
+    if (!c || !v) throw contractNotFound(x.value);
+    requireVisible(req, actor, c);
+    if (v.owner !== actor) throw interpretationError(`input ${x.value} is not owned by the provider`);
+    return { contract: c, value: v.amount };
+  });
+  const fee = preapprovalFee(newExpiresAt - pre.expiresAt, str(round.argument, 'amuletPrice')!);
+  const total = addAmounts('0', ...inputs.map((h) => h.value));
+  if (!gte(total, fee))
+    throw interpretationError(
+      `insufficient funds: the provider's inputs hold ${total}, the preapproval fee for the extension is ${fee}`,
+    );
+  const change = subAmounts(total, fee);
+  return transferPreapprovalRenew({
+    ...envelope(net, req, actor),
+    maxLedgerEffectiveTime: pre.expiresAt - 1n,
+    dso: net.dso,
+    provider: pre.provider,
+    receiver: pre.receiver,
+    preapproval: { ...pre.contract, validFrom: pre.validFrom },
+    amuletRules: rules,
+    openRound: { ...round, number: roundNo },
+    inputs: inputs.map((h) => h.contract),
+    newExpiresAt,
+    ledgerTime: now,
+    amuletPaid: fee,
+    change: isPositive(change) ? change : undefined,
+    holdingFeeRate: HOLDING_FEE_RATE,
+  });
 }
 
 // ---- TransferFactory_Transfer ----------------------------------------------------------------

@@ -7,6 +7,8 @@ export {
   transferInstructionReject,
   transferInstructionWithdraw,
 } from './instruction.js';
+export { pingArchive, pingCreate } from './ping.js';
+export { transferPreapprovalCancel, transferPreapprovalRenew } from './preapproval-manage.js';
 export { preapprovalSend } from './preapproval-send.js';
 export { transferPreapprovalProposalCreate } from './proposal.js';
 export { setupProposalAccept } from './setup-accept.js';
