@@ -22,6 +22,7 @@ import { cantonError, E, SandboxError, spliceError } from './errors.js';
 import { FaultController } from './faults.js';
 import { SandboxNetwork, type SandboxNetworkOptions } from './network.js';
 import { PlainError, registerParticipantRoutes } from './participant/routes.js';
+import { subprotocolToken } from './participant/streams.js';
 import { ScanHistory } from './scan/history.js';
 import { registerScanProxyRoutes, registerScanRoutes } from './scan/routes.js';
 import { registerRegistryRoutes } from './validator/registry.js';
@@ -77,7 +78,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     logger: opts.logger === true ? { level: 'info', stream: process.stderr } : false,
     bodyLimit: 8 * 1024 * 1024,
     // Contract ids (138+ hex characters) and party ids (up to 255) are path parameters.
-    routerOptions: { maxParamLength: 1024 },
+    // `ignoreDuplicateSlashes`: the SDK joins its WebSocket base URL (`ws://host:port/`) and `/v2/...`.
+    routerOptions: { maxParamLength: 1024, ignoreDuplicateSlashes: true },
     // close() ends every connection, also one whose answer a fault is holding back.
     forceCloseConnections: true,
   });
@@ -97,7 +99,9 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     const service = req.routeOptions.config?.service;
     // Scan is public; the sandbox controls and the token endpoint take no bearer token.
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;
-    const r = ctx.auth.check(req.headers.authorization);
+    // A WebSocket upgrade carries its token as the `jwt.token.<token>` subprotocol instead.
+    const wsToken = req.headers.authorization === undefined ? subprotocolToken(req) : undefined;
+    const r = ctx.auth.check(wsToken === undefined ? req.headers.authorization : `Bearer ${wsToken}`);
     if (!r.ok)
       throw service === 'ledger-api'
         ? E.unauthenticated()
