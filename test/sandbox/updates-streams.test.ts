@@ -9,6 +9,7 @@
  * open streams at once.
  */
 import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -17,6 +18,7 @@ import { fingerprint } from '../../src/hashing/canton-hash.js';
 import { bytesToBase64 } from '../../src/hashing/input.js';
 import { hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
 import { LEDGER_API_USER, VALIDATOR_USER } from '../../src/sandbox/network.js';
+import { type Producer, serveStream } from '../../src/sandbox/participant/streams.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
 
@@ -422,6 +424,49 @@ describe('WebSocket streams', () => {
     expect(denied.messages).toHaveLength(1);
     expect(denied.messages[0]!.code).toBe('PERMISSION_DENIED');
     expect(shapeProblems('JsCantonError', denied.messages[0])).toEqual([]);
+  });
+
+  it('one message in flight per socket: the producer waits until each send has left', async () => {
+    // A socket whose sends complete only when the test says so (a reader that does not read).
+    const sent: string[] = [];
+    const pending: (() => void)[] = [];
+    const socket = Object.assign(new EventEmitter(), {
+      OPEN: 1,
+      readyState: 1,
+      send: (data: string, cb: () => void) => {
+        sent.push(data);
+        pending.push(cb);
+      },
+      close: () => {
+        socket.readyState = 3;
+        socket.emit('close');
+      },
+    });
+    let produced = 0;
+    const produce: Producer = async function* () {
+      for (let i = 0; i < 1000; i++) {
+        produced++;
+        yield { i };
+      }
+    };
+    const settle = () => new Promise((r) => setTimeout(r, 10));
+    serveStream(
+      socket as never,
+      { log: { error: () => undefined } } as never,
+      produce,
+      new AbortController().signal,
+    );
+    socket.emit('message', Buffer.from('{}'));
+    await settle();
+    expect([produced, sent.length]).toEqual([1, 1]);
+    pending.shift()!();
+    await settle();
+    expect([produced, sent]).toEqual([2, ['{"i":0}', '{"i":1}']]);
+    // The reader leaves: nothing more is produced or sent.
+    socket.close();
+    pending.shift()!();
+    await settle();
+    expect([produced, sent.length]).toEqual([2, 2]);
   });
 
   it('a bad token is refused before the upgrade', async () => {

@@ -46,7 +46,7 @@ export function subprotocolToken(req: FastifyRequest): string | undefined {
 }
 
 /** A stream's source of messages, given the request and the stream's lifetime. */
-type Producer = (req: FastifyRequest, request: unknown, signal: AbortSignal) => AsyncIterable<unknown>;
+export type Producer = (req: FastifyRequest, request: unknown, signal: AbortSignal) => AsyncIterable<unknown>;
 
 export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;
@@ -136,7 +136,7 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
       if (req.headers.upgrade?.toLowerCase() === 'websocket') req.raw.socket?.destroy();
     });
     const serve = (produce: Producer) => (socket: WebSocket, req: FastifyRequest) =>
-      stream(socket, req, produce, shutdown.signal);
+      serveStream(socket, req, produce, shutdown.signal);
     scope.get('/v2/updates', { websocket: true, ...config('updatesStream') }, serve(updates('updates')));
     scope.get(
       '/v2/updates/flats',
@@ -157,11 +157,20 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
 }
 
 /** Runs one stream: waits for the request message, then sends what the producer yields, one at a time. */
-function stream(socket: WebSocket, req: FastifyRequest, produce: Producer, shutdown: AbortSignal): void {
+export function serveStream(
+  socket: WebSocket,
+  req: FastifyRequest,
+  produce: Producer,
+  shutdown: AbortSignal,
+): void {
   const life = new AbortController();
   const stop = () => life.abort();
-  socket.on('close', stop);
   shutdown.addEventListener('abort', stop, { once: true });
+  socket.once('close', () => {
+    life.abort();
+    shutdown.removeEventListener('abort', stop);
+  });
+  const gone = () => life.signal.aborted || socket.readyState !== socket.OPEN;
   socket.once('message', (data) => {
     void (async () => {
       try {
@@ -172,19 +181,19 @@ function stream(socket: WebSocket, req: FastifyRequest, produce: Producer, shutd
           throw E.invalidArgument('the first message must be the request, as JSON');
         }
         for await (const message of produce(req, request, life.signal)) {
-          if (life.signal.aborted) break;
+          if (gone()) return;
           await send(socket, message);
+          // Asked for the next message only while someone reads.
+          if (gone()) return;
         }
-        if (!life.signal.aborted) socket.close(1000);
+        if (!gone()) socket.close(1000);
       } catch (err) {
-        if (life.signal.aborted) return;
+        // The client left (or the sandbox is stopping): nobody to tell.
+        if (gone()) return;
         const e = asCantonError(err);
         if (e.status >= 500) req.log.error({ err }, 'sandbox stream failed');
         await send(socket, e.body).catch(() => undefined);
         socket.close(1011, String((e.body as { code?: string }).code ?? 'INTERNAL').slice(0, 100));
-      } finally {
-        socket.off('close', stop);
-        shutdown.removeEventListener('abort', stop);
       }
     })();
   });
