@@ -159,7 +159,16 @@ function openStream(path: string, token: string, request: unknown) {
 }
 
 beforeAll(async () => {
-  sb = await startSandbox({ seed: 'updates-streams', timers: false, auth: { tokens: TOKENS } });
+  sb = await startSandbox({
+    seed: 'updates-streams',
+    timers: false,
+    // OAuth tokens of this sandbox live one second (the expiry test).
+    auth: {
+      tokens: TOKENS,
+      clients: { brief: { secret: 'brief-secret', userId: LEDGER_API_USER } },
+      tokenTtlSeconds: 1,
+    },
+  });
   client = new LedgerApiClient({ baseUrl: sb.urls.ledgerApi, retry: { baseDelayMs: 5, maxDelayMs: 20 } });
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const spki = new Uint8Array(publicKey.export({ type: 'spki', format: 'der' }));
@@ -467,6 +476,40 @@ describe('WebSocket streams', () => {
     pending.shift()!();
     await settle();
     expect([produced, sent.length]).toEqual([2, 2]);
+  });
+
+  it('a following stream ends when the user loses the read right, or when its token expires', async () => {
+    const user = sb.ctx.net.users.get(LEDGER_API_USER)!;
+    // From just before the last offset: a first message (an update or a checkpoint) says the stream is on.
+    const revoked = openStream('/v2/updates', 'user-token', {
+      beginExclusive: ledgerEnd() - 1,
+      filter: aliceFilter(),
+    });
+    await revoked.next(() => true);
+    user.actAs.delete(alice.id);
+    try {
+      await tap(sb.ctx.net.validatorParty); // the ledger moves: the stream looks again
+      expect((await revoked.closedAt).code).toBe(1011);
+      expect(revoked.messages.at(-1)!.code).toBe('STALE_STREAM_AUTHORIZATION');
+    } finally {
+      user.actAs.add(alice.id);
+    }
+
+    const issued = await fetch(sb.urls.oauthToken, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=brief&client_secret=brief-secret',
+    }).then(async (r) => (await r.json()) as { access_token: string });
+    const expiring = openStream('/v2/updates', issued.access_token, {
+      beginExclusive: ledgerEnd() - 1,
+      filter: aliceFilter(),
+    });
+    await expiring.next(() => true);
+    await new Promise((r) => setTimeout(r, 1100));
+    await tap(sb.ctx.net.validatorParty);
+    expect((await expiring.closedAt).code).toBe(1011);
+    expect(expiring.messages.at(-1)).toMatchObject({ code: 'ACCESS_TOKEN_EXPIRED', errorCategory: 6 });
+    expect(JSON.stringify(expiring.messages)).not.toContain(issued.access_token);
   });
 
   it('a bad token is refused before the upgrade', async () => {

@@ -30,7 +30,7 @@ export const WS_AUTH_PROTOCOL = 'daml.ws.auth';
 export const WS_TOKEN_PREFIX = 'jwt.token.';
 
 /** How long a following stream sleeps between looks when the ledger stays still. */
-const RECHECK_MS = 5_000;
+const RECHECK_MS = 1_000;
 /** How long a closing handshake may take on shutdown before the socket is cut. */
 const CLOSE_GRACE_MS = 200;
 
@@ -54,12 +54,38 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
   /** Aborted when the app closes: every stream stops following the ledger. */
   const shutdown = new AbortController();
 
+  /**
+   * A following stream is re-authorized as it goes, as Canton does: an expired token ends it
+   * (ACCESS_TOKEN_EXPIRED), and so do read rights the user no longer has (STALE_STREAM_AUTHORIZATION).
+   */
+  const stillAuthorized = (req: FastifyRequest, authorize: () => void) => {
+    const token = subprotocolToken(req);
+    const header = token === undefined ? req.headers.authorization : `Bearer ${token}`;
+    if (header !== undefined && !ctx.auth.check(header).ok)
+      throw cantonError(
+        'ACCESS_TOKEN_EXPIRED',
+        6,
+        'The access token expired while the stream was open: open the stream again with a fresh token',
+      );
+    try {
+      authorize();
+    } catch (err) {
+      if (!(err instanceof SandboxError)) throw err;
+      throw cantonError(
+        'STALE_STREAM_AUTHORIZATION',
+        2,
+        "Stale stream authorization: the user's rights changed while the stream was open. Open it again to continue with the current rights",
+      );
+    }
+  };
+
   const updates = (kind: UpdatesKind): Producer =>
     async function* (req, request, signal) {
       const body = decode(UpdatesRequestSchema, request);
       const view = updateView(body, kind);
       const reads = readsOf(view);
-      requireRead(userOf(req), reads.parties, reads.anyParty);
+      const authorize = () => requireRead(userOf(req), reads.parties, reads.anyParty);
+      authorize();
       if (body.descendingOrder === true)
         throw E.invalidArgument(
           'descendingOrder: streams run forward; use POST /v2/updates for newest first',
@@ -84,13 +110,15 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
         after = upTo;
         if (end !== undefined && after >= end) return;
         await net.store.waitForChange(RECHECK_MS, signal);
+        stillAuthorized(req, authorize);
       }
     };
 
   const completions: Producer = async function* (req, request, signal) {
     const body = decode(CompletionStreamRequestSchema, request);
     const user = userOf(req, body.userId);
-    requireRead(user, body.parties);
+    const authorize = () => requireRead(userOf(req, body.userId), body.parties);
+    authorize();
     let after = body.beginExclusive ?? 0;
     if (after > net.store.ledgerEnd()) throw offsetAfterLedgerEnd(after, net.store.ledgerEnd());
     while (!signal.aborted) {
@@ -106,6 +134,7 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
       if (upTo > last) yield { completionResponse: { OffsetCheckpoint: offsetCheckpoint(net, upTo) } };
       after = upTo;
       await net.store.waitForChange(RECHECK_MS, signal);
+      stillAuthorized(req, authorize);
     }
   };
 

@@ -126,9 +126,9 @@ export function offsetCheckpoint(net: SandboxNetwork, offset: number): Json {
 }
 
 /** The parties a view reads as, and whether it reads as any party. */
-export function readsOf(view: UpdateView): { parties: Iterable<string>; anyParty: boolean } {
+export function readsOf(view: UpdateView): { parties: string[]; anyParty: boolean } {
   return {
-    parties: view.filter?.byParty.keys() ?? [],
+    parties: [...(view.filter?.byParty.keys() ?? [])],
     anyParty: view.filter?.anyParty !== undefined,
   };
 }
