@@ -512,9 +512,21 @@ describe('WebSocket streams', () => {
     expect(JSON.stringify(expiring.messages)).not.toContain(issued.access_token);
   });
 
-  it('a bad token is refused before the upgrade', async () => {
+  it('a bad token, or a status fault on the stream, is refused before the upgrade', async () => {
     const s = openStream('/v2/updates', 'not-a-token', { beginExclusive: 0, filter: aliceFilter() });
     await expect(s.opened).rejects.toThrow('HTTP 401');
+    const fault = await fetch(`${sb.urls.origin}/sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        fault: { kind: 'status', status: 503, retryAfterMs: 1000 },
+        operation: 'ledger-api.updatesStream',
+        times: 1,
+      }),
+    });
+    expect(fault.status).toBe(200);
+    const down = openStream('/v2/updates', 'user-token', { beginExclusive: 0, filter: aliceFilter() });
+    await expect(down.opened).rejects.toThrow('HTTP 503');
   });
 
   it("the sandbox's close() ends open streams at once", async () => {
