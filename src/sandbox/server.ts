@@ -23,6 +23,7 @@ import { FaultController } from './faults.js';
 import { SandboxNetwork, type SandboxNetworkOptions } from './network.js';
 import { registerOAuthRoutes } from './oauth.js';
 import { PlainError, registerParticipantRoutes } from './participant/routes.js';
+import { subprotocolToken } from './participant/streams.js';
 import { ScanHistory } from './scan/history.js';
 import { registerScanProxyRoutes, registerScanRoutes } from './scan/routes.js';
 import { registerRegistryRoutes } from './validator/registry.js';
@@ -81,7 +82,8 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     logger: opts.logger === true ? { level: 'info', stream: process.stderr } : false,
     bodyLimit: 8 * 1024 * 1024,
     // Contract ids (138+ hex characters) and party ids (up to 255) are path parameters.
-    routerOptions: { maxParamLength: 1024 },
+    // `ignoreDuplicateSlashes`: the SDK joins its WebSocket base URL (`ws://host:port/`) and `/v2/...`.
+    routerOptions: { maxParamLength: 1024, ignoreDuplicateSlashes: true },
     // close() ends every connection, also one whose answer a fault is holding back.
     forceCloseConnections: true,
   });
@@ -103,7 +105,9 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     // token endpoint take no bearer token.
     if (req.routeOptions.config?.public === true) return;
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;
-    const r = await ctx.auth.check(req.headers.authorization);
+    // A WebSocket upgrade carries its token as the `jwt.token.<token>` subprotocol instead.
+    const wsToken = req.headers.authorization === undefined ? subprotocolToken(req) : undefined;
+    const r = await ctx.auth.check(wsToken === undefined ? req.headers.authorization : `Bearer ${wsToken}`);
     if (!r.ok)
       throw service === 'ledger-api'
         ? E.unauthenticated(r.reason)

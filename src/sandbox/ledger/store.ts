@@ -125,6 +125,8 @@ export class LedgerStore {
   private readonly activeByParty = new Map<string, Map<string, Contract>>();
   private readonly archived = new Map<string, Contract>();
   private readonly log: Update[] = [];
+  /** The update log again, by update id. */
+  private readonly byUpdateId = new Map<string, Update>();
   private readonly completionLog: Completion[] = [];
   private offset = 0;
   private readonly listeners = new Set<Listener>();
@@ -228,6 +230,7 @@ export class LedgerStore {
     };
     if (input.tree) update.tree = input.tree;
     this.log.push(update);
+    this.byUpdateId.set(update.updateId, update);
     this.notify();
     return update;
   }
@@ -235,47 +238,72 @@ export class LedgerStore {
   /** Records a completion (success or rejection); a rejection takes an offset of its own. */
   complete(c: Omit<Completion, 'offset'> & { offset?: number }): Completion {
     const completion: Completion = { ...c, offset: c.offset ?? ++this.offset };
-    this.completionLog.push(completion);
+    // Kept in offset order (readers binary-search it), also if an earlier offset completes late.
+    this.completionLog.splice(this.firstAfter(this.completionLog, completion.offset), 0, completion);
     this.notify();
     return completion;
   }
 
   updates(afterOffset = 0, upTo = Number.POSITIVE_INFINITY): Update[] {
-    return this.log.filter((u) => u.offset > afterOffset && u.offset <= upTo);
+    const out: Update[] = [];
+    for (let i = this.firstAfter(this.log, afterOffset); i < this.log.length; i++) {
+      const u = this.log[i] as Update;
+      if (u.offset > upTo) break;
+      out.push(u);
+    }
+    return out;
   }
 
   updateByOffset(offset: number): Update | undefined {
-    // The log is in offset order (completions take offsets of their own): binary search.
-    let lo = 0;
-    let hi = this.log.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const u = this.log[mid] as Update;
-      if (u.offset === offset) return u;
-      if (u.offset < offset) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return undefined;
+    const u = this.log[this.firstAfter(this.log, offset - 1)];
+    return u?.offset === offset ? u : undefined;
   }
 
   updateById(updateId: string): Update | undefined {
-    return this.log.find((u) => u.updateId === updateId);
+    return this.byUpdateId.get(updateId);
+  }
+
+  /**
+   * The record time of the synchronizer as of `offset`: that of the last update or
+   * completion at or before it (undefined before the first).
+   */
+  recordTimeAt(offset: number): bigint | undefined {
+    const u = this.log[this.firstAfter(this.log, offset) - 1];
+    const c = this.completionLog[this.firstAfter(this.completionLog, offset) - 1];
+    if (u === undefined) return c?.recordTime;
+    if (c === undefined) return u.recordTime;
+    return u.recordTime > c.recordTime ? u.recordTime : c.recordTime;
+  }
+
+  /** Index of the first entry of an offset-ordered log past `offset` (binary search). */
+  private firstAfter(log: readonly { offset: number }[], offset: number): number {
+    let lo = 0;
+    let hi = log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((log[mid] as { offset: number }).offset <= offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   completions(afterOffset: number): Completion[] {
-    return this.completionLog.filter((c) => c.offset > afterOffset);
+    return this.completionLog.slice(this.firstAfter(this.completionLog, afterOffset));
   }
 
-  /** Resolves when the ledger changes or after `ms`, whichever is first. */
-  waitForChange(ms: number): Promise<void> {
+  /** Resolves when the ledger changes, after `ms`, or when `signal` aborts, whichever is first. */
+  waitForChange(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.listeners.delete(done);
+        signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.listeners.add(done);
+      if (signal?.aborted) done();
+      else signal?.addEventListener('abort', done, { once: true });
     });
   }
 

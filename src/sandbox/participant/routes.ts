@@ -1,6 +1,7 @@
 /**
  * The sandbox participant's JSON Ledger API v2 (`/v2/...`), with Canton's
- * paths, shapes, statuses and JsCantonError bodies. Each group of routes is
+ * paths, shapes, statuses and JsCantonError bodies, over HTTP and (the
+ * update and completion streams) WebSocket. Each group of routes is
  * its own module; request bodies are decoded with the same zod schemas the
  * client uses, and a body that does not decode gets the JSON API's 400
  * `text/plain` answer (`access.ts`).
@@ -11,6 +12,7 @@ import { registerCommandRoutes } from './commands.js';
 import { registerInteractiveRoutes } from './interactive.js';
 import { registerPartyRoutes } from './parties.js';
 import { registerStateRoutes } from './state.js';
+import { registerStreamRoutes } from './streams.js';
 import { registerUpdateRoutes } from './updates.js';
 import { registerUserRoutes } from './users.js';
 
@@ -24,4 +26,5 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
   registerUpdateRoutes(app, ctx);
   registerStateRoutes(app, ctx);
   registerUserRoutes(app, ctx);
+  registerStreamRoutes(app, ctx);
 }
