@@ -191,9 +191,10 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
   const changeAmount = subAmounts(total, i.amuletPaid);
   const hasChange = numericUnits(changeAmount) > 0n;
 
-  const body: NodeBody[] = [];
-  const at = (n: NodeBody) => body.push(n) - 1;
-  at(fetchNode(roundRef, [d.dso])); // placeholder for the root, replaced below
+  // The root's children, node ids 1, 2, … in pre-order (the root is node 0).
+  const kids: NodeBody[] = [];
+  const nextId = () => kids.length + 1;
+  const at = (n: NodeBody) => kids.push(n);
   at(fetchNode(roundRef, [d.dso]));
   at(
     exerciseNode(roundRef, {
@@ -211,15 +212,14 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
     at(fetchNode(ref, [d.dso, i.provider]));
     at(archiveNode(ref, [d.dso, i.provider]));
   }
-  const splitNode = body.length;
-  const splitCid = mintContractId(i.seeds(splitNode));
+  const splitCid = mintContractId(i.seeds(nextId()));
   const splitRef = holdingRef(d.dso, i.provider, splitCid);
   at(
     createNode(splitRef, amuletRecord(d.dso, i.provider, i.amuletPaid, d.openRound.number, d.holdingFeeRate)),
   );
   let changeCid: string | undefined;
   if (hasChange) {
-    changeCid = mintContractId(i.seeds(body.length));
+    changeCid = mintContractId(i.seeds(nextId()));
     at(
       createNode(
         holdingRef(d.dso, i.provider, changeCid),
@@ -229,7 +229,7 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
   }
   at(fetchNode(splitRef, [d.dso, i.provider]));
   at(archiveNode(splitRef, [d.dso, i.provider]));
-  const couponCid = mintContractId(i.seeds(body.length));
+  const couponCid = mintContractId(i.seeds(nextId()));
   at(
     createNode(
       {
@@ -247,7 +247,7 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
       ]),
     ),
   );
-  const trafficCid = mintContractId(i.seeds(body.length));
+  const trafficCid = mintContractId(i.seeds(nextId()));
   at(
     createNode(
       {
@@ -300,12 +300,12 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
     ['trafficAmount', int(i.trafficAmount)],
   ];
   if (i.expectedDso !== undefined) argFields.push(['expectedDso', some(party(i.expectedDso))]);
-  body[0] = exerciseNode(dsoRef(d.dso, d.amuletRules), {
+  const root = exerciseNode(dsoRef(d.dso, d.amuletRules), {
     actingParties: [i.provider],
     choiceId: 'AmuletRules_BuyMemberTraffic',
     chosenValue: record(rules('AmuletRules_BuyMemberTraffic'), argFields),
     consuming: false,
-    children: body.slice(1).map((_, k) => k + 1),
+    children: kids.map((_, k) => k + 1),
     exerciseResult: record(rules('AmuletRules_BuyMemberTrafficResult'), [
       ['round', field(split, 'round')],
       ['summary', field(split, 'summary')],
@@ -333,5 +333,5 @@ export function buyMemberTraffic(i: BuyMemberTrafficInput): PreparedTransaction 
       createdAt: h.createdAt,
     })),
   ];
-  return assemble(i, body, inputs);
+  return assemble(i, [root, ...kids], inputs);
 }
