@@ -37,6 +37,7 @@ import { pingArchive, pingCreate } from '../prepared/ping.js';
 import { transferPreapprovalCancel, transferPreapprovalRenew } from '../prepared/preapproval-manage.js';
 import { transferPreapprovalProposalCreate } from '../prepared/proposal.js';
 import { tokenStandardTransfer } from '../prepared/token-transfer.js';
+import { DEVNET_CHOICES, interpretDevNetChoice } from './interpret-devnet.js';
 
 /** The parts of a prepare request the interpreter reads. */
 export interface PrepareCommand {
@@ -53,9 +54,9 @@ export interface PrepareCommand {
   local?: boolean;
 }
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
-const isObj = (x: unknown): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isObj = (x: unknown): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `#package-name:Module:Entity` or `packageId:Module:Entity` → module and entity. */
 export function parseTemplateId(s: unknown): { pkg: string; module: string; entity: string } | undefined {
@@ -65,10 +66,10 @@ export function parseTemplateId(s: unknown): { pkg: string; module: string; enti
   return { pkg: parts[0]!, module: parts[1]!, entity: parts[2]! };
 }
 
-const interpretationError = (what: string) =>
+export const interpretationError = (what: string) =>
   E.failedToPrepare(`Interpretation error: Error: User failure: ${what}`);
 
-const contractNotFound = (cid: string): SandboxError =>
+export const contractNotFound = (cid: string): SandboxError =>
   cantonError('CONTRACT_NOT_FOUND', 11, `Contract could not be found with id ${cid}`, {
     resources: [['CONTRACT_ID', cid]],
   });
@@ -78,7 +79,7 @@ const contractNotFound = (cid: string): SandboxError =>
  * rounds, a receiver's preapproval) exists for it only when the prepare request
  * discloses it: otherwise CONTRACT_NOT_FOUND, as Canton answers.
  */
-function requireVisible(req: PrepareCommand, actor: string, c: Contract): void {
+export function requireVisible(req: PrepareCommand, actor: string, c: Contract): void {
   if (c.stakeholders.includes(actor)) return;
   if (!req.disclosedContracts.some((d) => d.contractId === c.contractId))
     throw contractNotFound(c.contractId);
@@ -119,7 +120,7 @@ export function interpret(net: SandboxNetwork, req: PrepareCommand): PreparedTra
   throw E.failedToPrepare(`The sandbox participant does not interpret ${kind} commands`);
 }
 
-function envelope(net: SandboxNetwork, req: PrepareCommand, actor: string) {
+export function envelope(net: SandboxNetwork, req: PrepareCommand, actor: string) {
   return {
     actAs: [actor],
     commandId: req.commandId,
@@ -168,6 +169,9 @@ function exercise(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: 
   const choice = typeof cmd.choice === 'string' ? cmd.choice : '';
   const arg = cmd.choiceArgument;
   if (!isObj(arg)) throw E.invalidField('choiceArgument', 'must be a record');
+  // AmuletRules_DevNet_Tap, AmuletRules_DevNet_FeatureApp, AmuletRules_BuyMemberTraffic: ./interpret-devnet.ts
+  const devnet = DEVNET_CHOICES.find((c) => c === choice);
+  if (devnet) return interpretDevNetChoice(net, req, actor, cmd, devnet, arg);
   switch (choice) {
     case 'TransferFactory_Transfer':
       return factoryTransfer(net, req, actor, cid, arg);
@@ -587,14 +591,14 @@ function lookupPath(v: Value, labels: string[]): Value | undefined {
 
 // ---- JSON argument readers (Daml-LF JSON) ---------------------------------------------------------
 
-function partyArg(o: Json, name: string): string {
+export function partyArg(o: Json, name: string): string {
   const v = o[name];
   if (typeof v !== 'string' || v.length === 0)
     throw E.failedToPrepare(`Missing non-optional field ${name} (party)`);
   return v;
 }
 
-function decimalArg(o: Json, name: string): string {
+export function decimalArg(o: Json, name: string): string {
   const v = o[name];
   if (typeof v !== 'string' || !/^-?(0|[1-9]\d*)(\.\d{1,10})?$/.test(v))
     throw E.failedToPrepare(`field ${name} must be a Numeric 10 decimal string, got ${JSON.stringify(v)}`);

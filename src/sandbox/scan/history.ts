@@ -167,7 +167,8 @@ function itemOf(u: Update): HistoryItem | undefined {
     if (!only || only.locked) return undefined;
     const amount = { amulet_owner: only.owner, amulet_amount: canonicalNumeric(only.initialAmount) };
     if (u.commandId === 'sandbox-genesis-mint') return { ...base(u, 'mint'), mint: amount };
-    if (u.commandId.startsWith('sandbox-tap-'))
+    // The sandbox's own tap (`POST /sandbox/tap`) or an executed AmuletRules_DevNet_Tap.
+    if (u.commandId.startsWith('sandbox-tap-') || choicesOf(u).has('AmuletRules_DevNet_Tap'))
       return { ...base(u, 'devnet_tap'), round: Number(only.createdRound), tap: amount };
     return undefined;
   }
