@@ -91,6 +91,18 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
   });
+  // A participant reads every request body as JSON, whatever its Content-Type says or when it has
+  // none (the Wallet SDK's ledger client sends only Authorization); form posts keep their parser.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new PlainError('Invalid value for: body (the request body is not JSON)'), undefined);
+    }
+  });
 
   app.addHook('onRequest', async (req, reply) => {
     // Cut off: the connection drops before anything is looked at (not even the token).

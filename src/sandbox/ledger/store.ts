@@ -108,6 +108,12 @@ export interface CommitInput {
   tree?: LedgerTree;
 }
 
+/** Where a contract's create and archive are in the update log. */
+export interface ContractEvents {
+  created?: { update: Update; nodeId: number };
+  archived?: { update: Update; nodeId: number };
+}
+
 export class InactiveContractError extends Error {
   override readonly name = 'InactiveContractError';
   constructor(readonly contractIds: string[]) {
@@ -127,6 +133,8 @@ export class LedgerStore {
   private readonly log: Update[] = [];
   /** The update log again, by update id. */
   private readonly byUpdateId = new Map<string, Update>();
+  /** Where each contract was created and archived: the update and the node. */
+  private readonly byContract = new Map<string, ContractEvents>();
   private readonly completionLog: Completion[] = [];
   private offset = 0;
   private readonly listeners = new Set<Listener>();
@@ -205,6 +213,7 @@ export class LedgerStore {
       this.archived.set(a.contractId, c);
       events.push({ kind: 'archived', nodeId: a.nodeId, contract: c });
     }
+    const archivedIds = new Set(input.archives.map((a) => a.contractId));
     // Created in node order, as a replay of the update log would list them.
     const creates = [...input.creates].sort((a, b) => a.nodeId - b.nodeId);
     for (const n of creates) {
@@ -231,6 +240,13 @@ export class LedgerStore {
     if (input.tree) update.tree = input.tree;
     this.log.push(update);
     this.byUpdateId.set(update.updateId, update);
+    for (const e of events) {
+      const at = { update, nodeId: e.nodeId };
+      const known = this.byContract.get(e.contract.contractId) ?? {};
+      if (e.kind === 'created') known.created = at;
+      else if (archivedIds.has(e.contract.contractId)) known.archived = at;
+      this.byContract.set(e.contract.contractId, known);
+    }
     this.notify();
     return update;
   }
@@ -257,6 +273,11 @@ export class LedgerStore {
   updateByOffset(offset: number): Update | undefined {
     const u = this.log[this.firstAfter(this.log, offset - 1)];
     return u?.offset === offset ? u : undefined;
+  }
+
+  /** The updates that created and archived a contract (either may be missing). */
+  contractEvents(contractId: string): ContractEvents | undefined {
+    return this.byContract.get(contractId);
   }
 
   updateById(updateId: string): Update | undefined {

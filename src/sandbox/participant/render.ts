@@ -84,7 +84,7 @@ const IFACE_PACKAGE: Record<string, string> = {
   [ID.transferInstructionIface.packageId]: 'splice-api-token-transfer-instruction-v1',
 };
 
-interface Match {
+export interface Match {
   blob: boolean;
   views: Identifier[];
 }
@@ -244,24 +244,31 @@ function acsDeltaEvents(u: Update, filter: EventFilter, dso: string): Json[] {
     if (!m) continue;
     if (e.kind === 'created')
       out.push({ CreatedEvent: createdEvent(e.contract, u.offset, e.nodeId, m.witnesses, m.match, dso) });
-    else
-      out.push({
-        ArchivedEvent: {
-          offset: u.offset,
-          nodeId: e.nodeId,
-          contractId: e.contract.contractId,
-          templateId: identifierString(e.contract.templateId),
-          witnessParties: m.witnesses,
-          packageName: e.contract.packageName,
-          implementedInterfaces: m.match.views.map(identifierString),
-        },
-      });
+    else out.push({ ArchivedEvent: archivedEvent(e.contract, u.offset, e.nodeId, m.witnesses, m.match) });
   }
   return out;
 }
 
+export function archivedEvent(
+  c: Contract,
+  offset: number,
+  nodeId: number,
+  witnesses: string[],
+  match: Match,
+): Json {
+  return {
+    offset,
+    nodeId,
+    contractId: c.contractId,
+    templateId: identifierString(c.templateId),
+    witnessParties: witnesses,
+    packageName: c.packageName,
+    implementedInterfaces: match.views.map(identifierString),
+  };
+}
+
 /** Ledger-effects shape: creates and exercises of the executed nodes a requested party witnesses. */
-function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
+function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[] {
   const parties = [...filter.byParty.keys()];
   if (!u.tree) return automationEffects(u, filter, parties);
   const tree = u.tree;
@@ -293,6 +300,9 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
       const created = u.events.find(
         (e) => e.kind === 'created' && e.contract.contractId === rewrite(node.contractId),
       );
+      // The interface views (and blob) the filter asks for, as in the ACS-delta shape. A contract
+      // archived in the same transaction is not in the store's events: it has no views here.
+      const m = created ? matchContract(filter, created.contract) : undefined;
       out.push({
         CreatedEvent: {
           offset: u.offset,
@@ -301,7 +311,8 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
           templateId: identifierString(node.templateId),
           contractKey: null,
           createArgument: valueToJson(mapContractIds(node.argument, rewrite)),
-          interfaceViews: [],
+          interfaceViews:
+            created && m ? m.match.views.map((v) => interfaceView(created.contract, v, dso)) : [],
           witnessParties: witnesses,
           signatories: node.signatories,
           observers: node.stakeholders.filter((p) => !node.signatories.includes(p)),
@@ -309,6 +320,7 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter): Json[] {
           packageName: node.packageName,
           representativePackageId: node.templateId.packageId,
           acsDelta: created !== undefined,
+          ...(created && m?.match.blob ? { createdEventBlob: created.contract.createdEventBlob } : {}),
         },
       });
     } else {
@@ -405,7 +417,7 @@ export function jsTransaction(
     effectiveAt: isoMicros(u.effectiveAt),
     events:
       shape === 'TRANSACTION_SHAPE_LEDGER_EFFECTS'
-        ? ledgerEffectsEvents(u, filter)
+        ? ledgerEffectsEvents(u, filter, dso)
         : acsDeltaEvents(u, filter, dso),
     offset: u.offset,
     synchronizerId: u.synchronizerId,

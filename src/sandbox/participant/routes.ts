@@ -9,6 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SandboxContext } from '../context.js';
 import { registerCommandRoutes } from './commands.js';
+import { registerEventRoutes } from './events.js';
 import { registerInteractiveRoutes } from './interactive.js';
 import { registerPartyRoutes } from './parties.js';
 import { registerStateRoutes } from './state.js';
@@ -24,6 +25,7 @@ export function registerParticipantRoutes(app: FastifyInstance, ctx: SandboxCont
   registerPartyRoutes(app, ctx);
   registerCommandRoutes(app, ctx);
   registerUpdateRoutes(app, ctx);
+  registerEventRoutes(app, ctx);
   registerStateRoutes(app, ctx);
   registerUserRoutes(app, ctx);
   registerStreamRoutes(app, ctx);

@@ -1,8 +1,10 @@
 /**
- * Participant users: the authenticated user and user rights (list, grant,
- * revoke), with Canton's permission rules.
+ * Participant users: the authenticated user, user management (list, create,
+ * get, update, delete) and user rights (list, grant, revoke), with Canton's
+ * permission rules.
  */
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import {
   GrantUserRightsRequestSchema,
   RevokeUserRightsRequestSchema,
@@ -11,6 +13,27 @@ import type { SandboxContext } from '../context.js';
 import { cantonError, E } from '../errors.js';
 import type { SandboxUser } from '../network.js';
 import { config, decode, participantAccess } from './access.js';
+import { page, pageOf } from './parties.js';
+
+/** Canton's default `userManagement.maxUsersPageSize`. */
+export const MAX_USERS_PAGE_SIZE = 1000;
+/** Canton's user-id alphabet. */
+const USER_ID = /^[a-zA-Z0-9@^$.!`\-#+'~_|:]{1,128}$/;
+
+const RightSchema = z.object({ kind: z.record(z.string(), z.unknown()).optional() });
+const UserSchema = z.object({
+  id: z.string(),
+  primaryParty: z.string().optional(),
+  isDeactivated: z.boolean().optional(),
+  metadata: z.unknown().optional(),
+  identityProviderId: z.string().optional(),
+  primaryPartyAuthentication: z.unknown().optional(),
+});
+const CreateUserRequestSchema = z.object({ user: UserSchema, rights: z.array(RightSchema).optional() });
+const UpdateUserRequestSchema = z.object({
+  user: UserSchema,
+  updateMask: z.object({ paths: z.array(z.string()) }),
+});
 
 export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   const { net } = ctx;
@@ -65,18 +88,103 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
     return changed;
   };
 
-  // The caller's own user (the token's, or the default user without a token), as Canton's `User`.
-  app.get('/v2/authenticated-user', config('authenticatedUser'), async (req) => {
-    const u = userOf(req);
-    return {
-      user: {
-        id: u.id,
-        ...(u.primaryParty !== undefined ? { primaryParty: u.primaryParty } : {}),
-        isDeactivated: false,
-        metadata: { resourceVersion: '0', annotations: {} },
-        identityProviderId: '',
-      },
+  /** Canton's `User`. */
+  const userJson = (u: SandboxUser) => ({
+    id: u.id,
+    ...(u.primaryParty !== undefined ? { primaryParty: u.primaryParty } : {}),
+    isDeactivated: false,
+    metadata: { resourceVersion: '0', annotations: {} },
+    identityProviderId: '',
+  });
+
+  // The caller's own user (the token's, or the default user without a token).
+  app.get('/v2/authenticated-user', config('authenticatedUser'), async (req) => ({
+    user: userJson(userOf(req)),
+  }));
+
+  app.get('/v2/users', config('listUsers'), async (req) => {
+    requireAdmin(userOf(req));
+    const all = [...net.users.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const q = req.query as Record<string, string | undefined>;
+    const { items, nextPageToken } = page(all, (u) => u.id, pageOf(q, MAX_USERS_PAGE_SIZE));
+    return { users: items.map(userJson), nextPageToken };
+  });
+
+  app.post('/v2/users', config('createUser'), async (req) => {
+    const body = decode(CreateUserRequestSchema, req.body);
+    requireAdmin(userOf(req));
+    const { id, primaryParty, isDeactivated } = body.user;
+    if (!USER_ID.test(id))
+      throw E.invalidArgument(
+        `user id ${JSON.stringify(id)} is not valid: 1 to 128 characters of letters, digits and @^$.!\`-#+'~_|:`,
+      );
+    if (isDeactivated === true)
+      throw E.invalidArgument(
+        'The sandbox does not model deactivated users: create the user with isDeactivated false',
+      );
+    if (net.users.has(id))
+      throw cantonError('USER_ALREADY_EXISTS', 10, `User already exists: ${id}`, {
+        resources: [['USER_ID', id]],
+      });
+    const party = primaryParty === undefined || primaryParty === '' ? undefined : primaryParty;
+    if (party !== undefined && !net.parties.has(party) && !net.localParties.has(party))
+      throw E.invalidArgument(`Party not known on this participant: ${party}`);
+    // Rights first, on a user not yet stored: a refused right leaves no half-created user.
+    const u: SandboxUser = {
+      id,
+      primaryParty: party,
+      actAs: new Set(),
+      readAs: new Set(),
+      executeAs: new Set(),
+      admin: false,
     };
+    applyRights(u, body.rights ?? [], true);
+    net.users.set(id, u);
+    return { user: userJson(u) };
+  });
+
+  app.get('/v2/users/:userId', config('getUser'), async (req) => {
+    const caller = userOf(req);
+    const id = (req.params as { userId: string }).userId;
+    if (id !== caller.id) requireAdmin(caller);
+    return { user: userJson(targetUser(id)) };
+  });
+
+  app.patch('/v2/users/:userId', config('updateUser'), async (req) => {
+    const body = decode(UpdateUserRequestSchema, req.body);
+    requireAdmin(userOf(req));
+    const id = (req.params as { userId: string }).userId;
+    if (body.user.id !== id)
+      throw E.invalidArgument(`user.id in the body (${body.user.id}) differs from the path (${id})`);
+    const u = targetUser(id);
+    const paths = body.updateMask.paths;
+    for (const path of paths)
+      if (path !== 'primary_party' && path !== 'is_deactivated' && path !== 'metadata')
+        throw E.invalidArgument(
+          `updateMask path ${path} is not updatable: use primary_party, is_deactivated or metadata`,
+        );
+    if (paths.includes('is_deactivated') && body.user.isDeactivated === true)
+      throw E.invalidArgument('The sandbox does not model deactivated users: delete the user instead');
+    if (paths.includes('primary_party')) {
+      const party =
+        body.user.primaryParty === undefined || body.user.primaryParty === ''
+          ? undefined
+          : body.user.primaryParty;
+      if (party !== undefined && !net.parties.has(party) && !net.localParties.has(party))
+        throw E.invalidArgument(`Party not known on this participant: ${party}`);
+      u.primaryParty = party;
+    }
+    return { user: userJson(u) };
+  });
+
+  app.delete('/v2/users/:userId', config('deleteUser'), async (req) => {
+    const caller = userOf(req);
+    requireAdmin(caller);
+    const id = (req.params as { userId: string }).userId;
+    targetUser(id);
+    if (id === caller.id) throw E.invalidArgument('A user cannot delete itself');
+    net.users.delete(id);
+    return {};
   });
 
   app.get('/v2/users/:userId/rights', config('listUserRights'), async (req) => {
