@@ -12,6 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ScanClient } from '@canton-network/core-splice-client';
+import { hashPreparedTransaction as visualizerHash } from '@canton-network/core-tx-visualizer';
 import { AuthTokenProvider } from '@canton-network/core-wallet-auth';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +56,7 @@ async function makeSdk(s: SandboxProcess) {
   });
 }
 
-/** The SDK's own hash, canton-signer's hash and the participant's claimed hash of one prepared response. */
+/** The SDK's own hash, core-tx-visualizer's, canton-signer's and the participant's claimed hash of one prepared response. */
 async function threeHashes(response: {
   preparedTransaction: string;
   preparedTransactionHash: string;
@@ -65,7 +66,8 @@ async function threeHashes(response: {
   const scheme = response.hashingSchemeVersion === 'HASHING_SCHEME_VERSION_V3' ? 'v3' : 'v2';
   const ours = bytesToHex(hashPreparedTransaction(response.preparedTransaction, { scheme }));
   const participant = bytesToHex(base64ToBytes(response.preparedTransactionHash));
-  return { sdkHash, ours, participant };
+  const visualizer = scheme === 'v2' ? await visualizerHash(response.preparedTransaction, 'hex') : ours;
+  return { sdkHash, visualizer, ours, participant };
 }
 
 /** Prepares, checks the three hashes agree, signs offline with the party's key and executes. */
@@ -83,6 +85,7 @@ async function signAndExecute(
   const h = await threeHashes(response);
   expect(h.sdkHash).toBe(h.participant);
   expect(h.ours).toBe(h.participant);
+  expect(h.visualizer).toBe(h.participant);
   const signature = signTransactionHash(response.preparedTransactionHash, party.keys.privateKey);
   const signed = sdk.ledger.fromSignature(response, signature);
   const r = (await sdk.ledger.execute(signed, { partyId: party.partyId })) as { updateId: string };
@@ -101,6 +104,12 @@ async function newPartyOnline(hint: string): Promise<Party> {
 
 const amountOf = (utxos: { interfaceViewValue: { amount: string } }[]) =>
   utxos.reduce((a, u) => a + Number(u.interfaceViewValue.amount), 0);
+
+/** An Authorization header with a token of the SDK's own auth provider. */
+async function bearer(): Promise<Record<string, string>> {
+  const token = await new AuthTokenProvider(authConfig(sandbox), pino({ level: 'silent' })).getAccessToken();
+  return { authorization: `Bearer ${token}` };
+}
 
 beforeAll(async () => {
   sandbox = await startSandboxProcess();
@@ -124,12 +133,27 @@ describe('the official Wallet SDK against canton-signer sandbox', () => {
     expect(JSON.stringify(rights.rights)).toContain(sandbox.info.validatorParty);
   });
 
-  it('creates a user and grants and revokes its rights', async () => {
+  it('allocates an internal party, creates a user for it, grants and revokes its rights', async () => {
+    const internal = await sdk.party.internal.allocate({ partyHint: 'sdk-treasury' });
+    const party = String(internal);
+    expect(party).toMatch(/^sdk-treasury::1220[0-9a-f]{64}$/);
     const id = `sdk-user-${randomUUID().slice(0, 8)}`;
-    const created = await sdk.user.create({ userId: id } as never);
-    expect(created.id).toBe(id);
-    const listed = await sdk.user.list();
-    expect(listed.users?.map((u) => u.id)).toContain(id);
+    const created = await sdk.user.create({
+      userId: id,
+      primaryParty: party,
+      userRights: { readAs: [party] },
+    });
+    expect(created).toMatchObject({ id, primaryParty: party });
+    expect((await sdk.user.list()).users?.map((u) => u.id)).toContain(id);
+    await sdk.user.rights.grant({ userId: id, userRights: { actAs: [party] } });
+    const rightsOf = async () => {
+      const r = await fetch(`${sandbox.info.ledgerApi}/v2/users/${id}/rights`, { headers: await bearer() });
+      return JSON.stringify(await r.json());
+    };
+    expect(await rightsOf()).toContain('CanActAs');
+    await sdk.user.rights.revoke({ userId: id, userRights: { actAs: [party] } });
+    expect(await rightsOf()).not.toContain('CanActAs');
+    expect(await rightsOf()).toContain('CanReadAs');
   });
 
   it('allocates an external Ed25519 party online (.sign(priv).execute()) and lists it', async () => {
