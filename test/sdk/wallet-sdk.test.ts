@@ -10,7 +10,11 @@
  * also hashed by canton-signer's hasher: the SDK, the sandbox and canton-signer
  * agree on every hash. Nothing sits between the SDK and the sandbox.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { ScanClient } from '@canton-network/core-splice-client';
 import { hashPreparedTransaction as visualizerHash } from '@canton-network/core-tx-visualizer';
 import { AuthTokenProvider } from '@canton-network/core-wallet-auth';
@@ -21,6 +25,8 @@ import { hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
 import { installSdkPolyfills, type SandboxProcess, startSandboxProcess } from '../support/sdk-env.js';
 
 installSdkPolyfills();
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '..', '..');
 const { SDK, signTransactionHash } = await import('@canton-network/wallet-sdk');
 type Sdk = Awaited<ReturnType<typeof makeSdk>>;
 type Keys = { publicKey: string; privateKey: string };
@@ -112,7 +118,8 @@ async function bearer(): Promise<Record<string, string>> {
 }
 
 beforeAll(async () => {
-  sandbox = await startSandboxProcess();
+  // A second client with the credentials the walkthrough in docs/sandbox.md uses by default.
+  sandbox = await startSandboxProcess({ extraArgs: ['--client', 'wallet:wallet-secret:validator-operator'] });
   sdk = await makeSdk(sandbox);
 }, 60_000);
 
@@ -316,6 +323,22 @@ describe('the official Wallet SDK against canton-signer sandbox', () => {
     const txs = (history as { transactions: { transaction_type: string }[] }).transactions;
     expect(txs.map((t) => t.transaction_type)).toContain('transfer');
   });
+
+  it('runs the walkthrough of docs/sandbox.md as written', async () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'sandbox.md'), 'utf8');
+    const m = /<!-- sdk-walkthrough:[^>]*-->\n```js\n([\s\S]*?)\n```/.exec(doc);
+    expect(m, 'docs/sandbox.md has the sdk-walkthrough block').not.toBeNull();
+    // Under the repository's node_modules, so that the script resolves the SDK as a user's project does.
+    const dir = join(ROOT, 'node_modules', '.cache', 'canton-signer-walkthrough');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'wallet.mjs'), m![1]!);
+    const { stdout } = await run(process.execPath, [join(dir, 'wallet.mjs')], {
+      env: { PATH: process.env.PATH ?? '', SANDBOX: sandbox.info.ledgerApi },
+      timeout: 60_000,
+    });
+    // The SDK logs to standard output too; the script's own line is the last.
+    expect(stdout.trimEnd().split('\n').at(-1)).toMatch(/^alice::1220[0-9a-f]{64} \[ '100\.0000000000' \]$/);
+  }, 60_000);
 
   it('streams updates and completions over WebSocket', async () => {
     const completions = sdk.events.completions({ beginOffset: 0, parties: [alice.partyId] });
