@@ -141,13 +141,46 @@ export function precheck(net: SandboxNetwork, input: ExecuteInput) {
 }
 
 /**
- * The whole execute: prechecks, then (as the synchronizer would) the
- * conformance, deduplication, time and activeness checks, then the commit.
- * Rejections after the prechecks are recorded as completions too.
+ * The whole execute: prechecks, then what happens once the transaction is
+ * sequenced (conformance, deduplication, time and activeness, the commit).
  */
 export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): ExecuteOutcome {
-  const { decoded, hash, actAs } = precheck(net, input);
-  const commandId = decoded.metadata.submitterInfo.commandId;
+  const { decoded, hash } = precheck(net, input);
+  const k = key(input.scheme, bytesToHex(hash));
+  const preparation = net.preparations.get(k);
+  return sequence(net, decoded, input, {
+    conformance: () =>
+      preparation
+        ? undefined
+        : cantonError(
+            'LOCAL_VERDICT_FAILED_MODEL_CONFORMANCE_CHECK',
+            8,
+            'Rejected transaction due to a failed model conformance check: the transaction does not match the result of interpreting its command on this participant',
+            { definiteAnswer: true },
+          ),
+    onCommit: (update) => {
+      const ids = new Map<string, string>();
+      for (const e of update.events)
+        if (e.kind === 'created') ids.set(e.contract.contractId, e.contract.contractId);
+      preparation!.onCommit?.(update, ids);
+      net.preparations.delete(k);
+    },
+  });
+}
+
+/**
+ * What happens to a transaction once the participant submitted it, externally
+ * signed or authorised by the participant alike: deduplication by change id,
+ * the conformance check (execute only), the time windows, the activeness of its
+ * inputs, the commit and its completion. Every rejection is a completion too.
+ */
+function sequence(
+  net: SandboxNetwork,
+  p: PreparedTransaction,
+  input: { userId: string; submissionId: string; deduplicationPeriod?: DeduplicationPeriodJson | undefined },
+  opts: { conformance?: () => SandboxError | undefined; onCommit?: (update: Update) => void } = {},
+): ExecuteOutcome {
+  const { actAs, commandId } = p.metadata.submitterInfo;
   const changeId = changeIdOf(input.userId, actAs, commandId);
   const now = net.clock.now();
   const reject = (err: SandboxError): never => {
@@ -159,54 +192,44 @@ export function executeSubmission(net: SandboxNetwork, input: ExecuteInput): Exe
       updateId: undefined,
       status: completionStatus(err),
       recordTime: now,
-      synchronizerId: decoded.metadata.synchronizerId,
+      synchronizerId: p.metadata.synchronizerId,
     });
     throw err;
   };
+  const guard = (f: () => void) => {
+    try {
+      f();
+    } catch (e) {
+      if (e instanceof SandboxError) reject(e);
+      throw e;
+    }
+  };
   // A duplicate change id is rejected like any other post-submission rejection: with a completion.
-  try {
-    net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod });
-  } catch (e) {
-    if (e instanceof SandboxError) reject(e);
-    throw e;
-  }
-  const preparation = net.preparations.get(key(input.scheme, bytesToHex(hash)));
-  if (!preparation)
-    reject(
-      cantonError(
-        'LOCAL_VERDICT_FAILED_MODEL_CONFORMANCE_CHECK',
-        8,
-        'Rejected transaction due to a failed model conformance check: the transaction does not match the result of interpreting its command on this participant',
-        { definiteAnswer: true },
-      ),
-    );
-  const m = decoded.metadata;
-  try {
+  guard(() =>
+    net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod }),
+  );
+  const nonConformant = opts.conformance?.();
+  if (nonConformant) reject(nonConformant);
+  const m = p.metadata;
+  guard(() =>
     checkTimeWindows({
       recordTime: now,
       preparationTime: m.preparationTime,
       minLedgerEffectiveTime: m.minLedgerEffectiveTime,
       maxLedgerEffectiveTime: m.maxLedgerEffectiveTime,
       maxRecordTime: m.maxRecordTime,
-    });
-  } catch (e) {
-    if (e instanceof SandboxError) reject(e);
-    throw e;
-  }
-  const inactive = net.inactiveInputs(decoded);
+    }),
+  );
+  const inactive = net.inactiveInputs(p);
   if (inactive.length > 0) reject(inactiveContracts(inactive));
   let update: Update;
   try {
-    update = net.commitPrepared(decoded, { userId: input.userId, submissionId: input.submissionId }).update;
-    const ids = new Map<string, string>();
-    for (const e of update.events)
-      if (e.kind === 'created') ids.set(e.contract.contractId, e.contract.contractId);
-    preparation!.onCommit?.(update, ids);
+    update = net.commitPrepared(p, { userId: input.userId, submissionId: input.submissionId }).update;
+    opts.onCommit?.(update);
   } catch (e) {
     if (e instanceof InactiveContractError) reject(inactiveContracts(e.contractIds));
     throw e;
   }
-  net.preparations.delete(key(input.scheme, bytesToHex(hash)));
   const completion = net.store.complete({
     offset: update.offset,
     commandId,
@@ -309,69 +332,5 @@ export interface LocalSubmitInput {
  * are checked as for execute, and rejections are completions too.
  */
 export function submitLocal(net: SandboxNetwork, input: LocalSubmitInput): ExecuteOutcome {
-  const p = input.prepared;
-  const { actAs, commandId } = p.metadata.submitterInfo;
-  const changeId = changeIdOf(input.userId, actAs, commandId);
-  const now = net.clock.now();
-  const reject = (err: SandboxError): never => {
-    net.store.complete({
-      commandId,
-      submissionId: input.submissionId,
-      userId: input.userId,
-      actAs,
-      updateId: undefined,
-      status: completionStatus(err),
-      recordTime: now,
-      synchronizerId: p.metadata.synchronizerId,
-    });
-    throw err;
-  };
-  const guard = (f: () => void) => {
-    try {
-      f();
-    } catch (e) {
-      if (e instanceof SandboxError) reject(e);
-      throw e;
-    }
-  };
-  guard(() =>
-    net.dedup.check({ changeId, submissionId: input.submissionId, now, period: input.deduplicationPeriod }),
-  );
-  const m = p.metadata;
-  guard(() =>
-    checkTimeWindows({
-      recordTime: now,
-      preparationTime: m.preparationTime,
-      minLedgerEffectiveTime: m.minLedgerEffectiveTime,
-      maxLedgerEffectiveTime: m.maxLedgerEffectiveTime,
-      maxRecordTime: m.maxRecordTime,
-    }),
-  );
-  const inactive = net.inactiveInputs(p);
-  if (inactive.length > 0) reject(inactiveContracts(inactive));
-  let update: Update;
-  try {
-    update = net.commitPrepared(p, { userId: input.userId, submissionId: input.submissionId }).update;
-  } catch (e) {
-    if (e instanceof InactiveContractError) reject(inactiveContracts(e.contractIds));
-    throw e;
-  }
-  const completion = net.store.complete({
-    offset: update.offset,
-    commandId,
-    submissionId: input.submissionId,
-    userId: input.userId,
-    actAs,
-    updateId: update.updateId,
-    status: { code: 0, message: '' },
-    recordTime: update.recordTime,
-    synchronizerId: update.synchronizerId,
-  });
-  net.dedup.recordAccepted({
-    changeId,
-    submissionId: input.submissionId,
-    offset: completion.offset,
-    at: now,
-  });
-  return { update, completionOffset: completion.offset };
+  return sequence(net, input.prepared, input);
 }

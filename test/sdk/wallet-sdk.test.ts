@@ -335,6 +335,9 @@ describe('the official Wallet SDK against canton-signer sandbox', () => {
     const { stdout } = await run(process.execPath, [join(dir, 'wallet.mjs')], {
       env: { PATH: process.env.PATH ?? '', SANDBOX: sandbox.info.ledgerApi },
       timeout: 60_000,
+    }).catch((e: { message: string; stdout?: string }) => {
+      // The script's own output says where it stopped.
+      throw new Error(`${e.message}\n${(e.stdout ?? '').slice(-4000)}`);
     });
     // The SDK logs to standard output too; the script's own line is the last.
     expect(stdout.trimEnd().split('\n').at(-1)).toMatch(/^alice::1220[0-9a-f]{64} \[ '100\.0000000000' \]$/);
