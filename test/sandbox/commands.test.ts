@@ -8,12 +8,11 @@
  * receiver, and the refusals Canton gives (external submitter, wrong
  * controller, archived contract). Responses are checked against both specs.
  */
-import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashPreparedTransaction as visualizerHash } from '@canton-network/core-tx-visualizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprint } from '../../src/hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { base64ToBytes, bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import type { DecodedTransaction, Value } from '../../src/hashing/model.js';
@@ -26,6 +25,7 @@ import { LEDGER_API_USER, type SandboxNetwork, VALIDATOR_USER } from '../../src/
 import { preapprovalFee } from '../../src/sandbox/participant/interpret.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 import { VECTORS_DIR } from '../support/vectors.js';
 
 const specs = ['openapi-3.4.12.yaml', 'openapi-3.5.1.yaml'].map((f) =>
@@ -34,32 +34,13 @@ const specs = ['openapi-3.4.12.yaml', 'openapi-3.5.1.yaml'].map((f) =>
 const PING = '#canton-builtin-admin-workflow-ping:Canton.Internal.Ping:Ping';
 const DAY_US = 86_400_000_000n;
 
-interface TestParty {
-  id: string;
-  key: KeyObject;
-  fp: string;
-}
-
 let sb: RunningSandbox;
 let net: SandboxNetwork;
 let alice: TestParty;
 let bob: TestParty;
 
 function addParty(hint: string): TestParty {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const spki = new Uint8Array(publicKey.export({ type: 'spki', format: 'der' }));
-  const fp = fingerprint(spki);
-  const id = `${hint}::${fp}`;
-  net.parties.set(id, {
-    partyId: id,
-    namespace: fp,
-    keys: [{ fingerprint: fp, scheme: 'ed25519', spki }],
-    threshold: 1,
-    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-    via: 'ledger-api',
-  });
-  net.users.get(LEDGER_API_USER)!.actAs.add(id);
-  return { id, key: privateKey, fp };
+  return addExternalParty(net, hint);
 }
 
 type Json = Record<string, unknown>;

@@ -7,7 +7,7 @@
  * they execute, and their effects show (the holding, Scan's tap history, the
  * featured-app lookup, traffic-status purchases). Refusals match Daml's.
  */
-import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
 import { join } from 'node:path';
 import { AmuletService } from '@canton-network/core-amulet-service';
 import { ScanClient as SdkScanClient } from '@canton-network/core-splice-client';
@@ -16,7 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
 import { LedgerApiClient } from '../../src/canton/ledger-api/client.js';
 import type { Command } from '../../src/canton/ledger-api/schemas.js';
-import { fingerprint } from '../../src/hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
 import { hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
@@ -25,15 +24,10 @@ import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.
 import { trafficCost } from '../../src/sandbox/participant/interpret-devnet.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 
 const scanSpec = loadSpec(join(SPECS_DIR, 'splice-0.6.1/scan.yaml'));
 const ledgerSpec = loadSpec(join(SPECS_DIR, 'canton-ledger-api/openapi-3.5.1.yaml'));
-
-interface TestParty {
-  id: string;
-  key: KeyObject;
-  fp: string;
-}
 
 let sb: RunningSandbox;
 let net: SandboxNetwork;
@@ -45,20 +39,7 @@ let bob: TestParty;
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 function addParty(hint: string): TestParty {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const spki = new Uint8Array(publicKey.export({ type: 'spki', format: 'der' }));
-  const fp = fingerprint(spki);
-  const id = `${hint}::${fp}`;
-  net.parties.set(id, {
-    partyId: id,
-    namespace: fp,
-    keys: [{ fingerprint: fp, scheme: 'ed25519', spki }],
-    threshold: 1,
-    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-    via: 'ledger-api',
-  });
-  net.users.get(LEDGER_API_USER)!.actAs.add(id);
-  return { id, key: privateKey, fp };
+  return addExternalParty(net, hint);
 }
 
 /**

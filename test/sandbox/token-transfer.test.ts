@@ -9,7 +9,7 @@
  * Scan's history shows the transfers. Responses are checked against the
  * published OpenAPI documents.
  */
-import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CantonApiError } from '../../src/canton/errors.js';
@@ -26,7 +26,6 @@ import type {
   RegistryClient,
   TransferFactoryWithChoiceContext,
 } from '../../src/canton/validator/registry.js';
-import { fingerprint } from '../../src/hashing/canton-hash.js';
 import { bytesToBase64 } from '../../src/hashing/input.js';
 import { hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
 import { addAmounts, subAmounts } from '../../src/sandbox/amulet.js';
@@ -35,6 +34,7 @@ import { identifierString } from '../../src/sandbox/ledger/value-json.js';
 import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { loadSpec, SPECS_DIR, validateAgainst } from '../support/openapi.js';
+import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 
 const ledgerSpec = loadSpec(join(SPECS_DIR, 'canton-ledger-api/openapi-3.5.1.yaml'));
 const registrySpec = loadSpec(join(SPECS_DIR, 'splice-0.6.1/transfer-instruction-v1.yaml'));
@@ -44,12 +44,6 @@ const INSTRUCTION_IFACE =
   '#splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferInstruction';
 const FACTORY_IFACE =
   '#splice-api-token-transfer-instruction-v1:Splice.Api.Token.TransferInstructionV1:TransferFactory';
-
-interface TestParty {
-  id: string;
-  key: KeyObject;
-  fp: string;
-}
 
 interface Holding {
   cid: string;
@@ -66,20 +60,7 @@ let alice: TestParty;
 let bob: TestParty;
 
 function addParty(hint: string): TestParty {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const spki = new Uint8Array(publicKey.export({ type: 'spki', format: 'der' }));
-  const fp = fingerprint(spki);
-  const id = `${hint}::${fp}`;
-  net.parties.set(id, {
-    partyId: id,
-    namespace: fp,
-    keys: [{ fingerprint: fp, scheme: 'ed25519', spki }],
-    threshold: 1,
-    hosting: [{ participantUid: net.participantUid, permission: 'confirmation' }],
-    via: 'ledger-api',
-  });
-  net.users.get(LEDGER_API_USER)!.actAs.add(id);
-  return { id, key: privateKey, fp };
+  return addExternalParty(net, hint);
 }
 
 async function rejection(p: Promise<unknown>): Promise<CantonApiError> {
