@@ -983,3 +983,19 @@ describe.concurrent('a pipeline refusal: exit 1, one stderr line, and with --jso
     });
   });
 });
+
+describe('the command table: a command line naming a command loads only its module', () => {
+  it('each entry registers exactly the commands it names, and together they are every command', async () => {
+    const { buildProgram, COMMAND_MODULES } = await import('../src/cli/main.js');
+    const names = (p: { commands: readonly { name(): string }[] }) => p.commands.map((c) => c.name());
+    const all = names(await buildProgram([]));
+    expect(all).toEqual(COMMAND_MODULES.flatMap(([n]) => n));
+    expect(all).toContain('hash');
+    for (const [entry] of COMMAND_MODULES)
+      for (const name of entry)
+        expect(names(await buildProgram(['node', 'canton-signer', name]))).toEqual(entry);
+    // anything else (an option, help, an unknown word) gets every command, for the help and "did you mean"
+    for (const first of ['--help', 'help', 'hsah', undefined])
+      expect(names(await buildProgram(['node', 'canton-signer', ...(first ? [first] : [])]))).toEqual(all);
+  });
+});

@@ -7,6 +7,7 @@
  * explanation is kept apart in `detail` / `cantonError` / `spliceError`.
  */
 import { z } from 'zod';
+import { oneLine } from '../text/one-line.js';
 
 export type CantonService = 'ledger-api' | 'validator' | 'scan' | 'registry' | 'oauth';
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -203,10 +204,7 @@ export function upstreamSentence(e: CantonApiError): string {
   return `${head} — check ${e.service}'s state and logs, then retry`;
 }
 
-/** Collapse control characters so a message stays on one line. */
-export function oneLine(s: string): string {
-  return s.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ').trim();
-}
+export { oneLine };
 
 function truncate(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;

@@ -26,13 +26,10 @@ import {
   writePayload,
 } from './offline.js';
 import { CliExit } from './options.js';
+import { DEFAULT_TIMEOUT_S, DEFAULT_URL, TOKEN_ENV, URL_ENV } from './service-env.js';
 import { networkErrorText } from './system-errors.js';
 
-export const URL_ENV = 'CANTON_SIGNER_URL';
-export const TOKEN_ENV = 'CANTON_SIGNER_TOKEN';
-/** The service's default listen address (src/server/config.ts: listen.port 8080). */
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
-export const DEFAULT_TIMEOUT_S = 30;
+export { DEFAULT_TIMEOUT_S, DEFAULT_URL, TOKEN_ENV, URL_ENV };
 
 /** The frame files src/offline/qr.ts writes. */
 

@@ -17,31 +17,20 @@
  * the network, or a check here), 2 usage.
  */
 import { type Command, Option } from 'commander';
-import { openSigner } from '../keys/config.js';
 import { SCHEMES } from '../keys/schemes.js';
 import type { KeyDescription, Signer } from '../keys/signer.js';
 import { printable } from '../offline/printable.js';
-import {
-  type ApprovalDecision,
-  type ApprovalStatement,
-  approvalMessage,
-  type CredentialKind,
-  registrationMessage,
-  statementHash,
-  verifyApproval,
-} from '../policy/approval.js';
+import type { ApprovalDecision, ApprovalStatement, CredentialKind } from '../policy/approval.js';
 import type { PolicyAction, Requirement } from '../policy/evaluate.js';
-import {
-  clientFrom,
-  DEFAULT_TIMEOUT_S,
-  DEFAULT_URL,
-  type ServiceClient,
-  TOKEN_ENV,
-  URL_ENV,
-} from './air-gap.js';
+import type { ServiceClient } from './air-gap.js';
 import { UsageError } from './input.js';
 import { CliExit, keystoreFolder } from './options.js';
 import { print, printJson } from './output.js';
+import { DEFAULT_TIMEOUT_S, DEFAULT_URL, TOKEN_ENV, URL_ENV } from './service-env.js';
+
+// What the commands do is loaded when one runs: the help needs neither the HTTP client, the keystore nor
+// the approval signatures' Ed25519 code.
+const approvalCrypto = () => import('../policy/approval.js');
 
 /** What GET /v1/approvals/{id} serves. */
 export interface ApprovalView {
@@ -98,13 +87,14 @@ function checkId(what: string, id: string): string {
 }
 
 /** The service client, once a token is there: every approvals endpoint needs one. */
-function service(opts: ServiceOpts, who: string): ServiceClient {
+async function service(opts: ServiceOpts, who: string): Promise<ServiceClient> {
   // checked first: without a token every request would only be refused
   if (!process.env[TOKEN_ENV]?.trim())
     throw new CliExit(
       2,
       `no bearer token: set $${TOKEN_ENV} to ${who} token from your identity provider (a token is never taken from the command line)`,
     );
+  const { clientFrom } = await import('./air-gap.js');
   return clientFrom({
     ...(opts.url !== undefined ? { url: opts.url } : {}),
     ...(opts.timeout !== undefined ? { timeout: opts.timeout } : {}),
@@ -131,6 +121,7 @@ async function withApproverKey<T>(
   opts: KeyOpts & { key: string },
   fn: (signer: Signer, key: KeyDescription) => Promise<T>,
 ): Promise<T> {
+  const { openSigner } = await import('../keys/config.js');
   const signer = await openSigner({ keystore: keystoreFolder(opts.keystore), interactive: true });
   try {
     const key = await signer.describe(opts.key);
@@ -159,6 +150,7 @@ async function withApproverKey<T>(
 async function signWith(signer: Signer, key: KeyDescription, message: Uint8Array): Promise<string> {
   const out = await signer.sign(key.label, message);
   const signature = Buffer.from(out.bytes).toString('base64');
+  const { verifyApproval } = await approvalCrypto();
   if (!verifyApproval({ kind: 'ed25519', publicKey: hex(key.publicKeyRaw) }, message, signature))
     throw new CliExit(
       1,
@@ -221,6 +213,7 @@ async function fetchRequest(client: ServiceClient, id: string): Promise<Approval
     );
   if (view.statement.request !== id)
     throw refuse(`with the statement of another request (${printable(view.statement.request)})`);
+  const { statementHash } = await approvalCrypto();
   const computed = statementHash(view.statement);
   if (computed !== view.statementHash)
     throw refuse(
@@ -372,7 +365,7 @@ async function decide(id: string, decision: ApprovalDecision, opts: DecideOpts):
     throw new UsageError('--key: name the Ed25519 key of your approver credential (canton-signer keys list)');
   if (opts.key === undefined && opts.credential !== undefined)
     throw new UsageError('--credential is for a signed decision: give --key too');
-  const client = service(opts, 'an approver’s');
+  const client = await service(opts, 'an approver’s');
   const run = async (signer?: Signer, key?: KeyDescription) => {
     const view = await fetchRequest(client, id);
     if (!opts.json) print(summaryLines(view).join('\n'));
@@ -381,7 +374,11 @@ async function decide(id: string, decision: ApprovalDecision, opts: DecideOpts):
     if (decision === 'reject') body.reason = opts.reason as string;
     if (signer && key) {
       body.credentialId = await credentialFor(client, key, opts.credential);
-      body.signature = await signWith(signer, key, approvalMessage(view.statementHash, decision));
+      body.signature = await signWith(
+        signer,
+        key,
+        (await approvalCrypto()).approvalMessage(view.statementHash, decision),
+      );
     }
     const after = await client.call<ApprovalView>('POST', `/v1/approvals/${id}/${decision}`, {
       body: JSON.stringify(body),
@@ -439,7 +436,7 @@ export function registerApprovals(program: Command): void {
       )
       .option('--json', 'print {items: [...]} as JSON'),
   ).action(async (opts: ServiceOpts & { status: string; json?: boolean }) => {
-    const client = service(opts, 'an approver’s or admin’s');
+    const client = await service(opts, 'an approver’s or admin’s');
     const r = await client.call<{ items: ApprovalView[] }>('GET', '/v1/approvals', {
       query: { status: opts.status === 'all' ? undefined : opts.status },
     });
@@ -467,7 +464,7 @@ export function registerApprovals(program: Command): void {
       .option('--json', 'print the request as JSON'),
   ).action(async (id: string, opts: ServiceOpts & { json?: boolean }) => {
     checkId('the request id', id);
-    const view = await fetchRequest(service(opts, 'an approver’s or admin’s'), id);
+    const view = await fetchRequest(await service(opts, 'an approver’s or admin’s'), id);
     if (opts.json) return printJson(view);
     print(summaryLines(view).join('\n'));
   });
@@ -510,10 +507,10 @@ export function registerApprovals(program: Command): void {
       .option('--label <text>', 'a name for the credential, e.g. the device')
       .option('--json', 'print the credential as JSON'),
   ).action(async (opts: ServiceOpts & KeyOpts & { key: string; label?: string; json?: boolean }) => {
-    const client = service(opts, 'an approver’s');
+    const client = await service(opts, 'an approver’s');
     await withApproverKey(opts, async (signer, key) => {
       const credential = { kind: 'ed25519' as const, publicKey: hex(key.publicKeyRaw) };
-      const proof = await signWith(signer, key, registrationMessage(credential));
+      const proof = await signWith(signer, key, (await approvalCrypto()).registrationMessage(credential));
       const c = await client.call<CredentialView>('POST', '/v1/approvers/credentials', {
         body: JSON.stringify({
           ...credential,
@@ -535,7 +532,7 @@ export function registerApprovals(program: Command): void {
       .addOption(new Option('--status <status>', 'only these').choices([...CREDENTIAL_STATUSES]))
       .option('--json', 'print {items: [...]} as JSON'),
   ).action(async (opts: ServiceOpts & { status?: string; json?: boolean }) => {
-    const client = service(opts, 'an approver’s or admin’s');
+    const client = await service(opts, 'an approver’s or admin’s');
     const r = await client.call<{ items: CredentialView[] }>('GET', '/v1/approvers/credentials');
     const items = (Array.isArray(r.items) ? r.items : []).filter(
       (c) => opts.status === undefined || c.status === opts.status,
@@ -569,7 +566,7 @@ export function registerApprovals(program: Command): void {
         .option('--json', 'print the credential as JSON'),
     ).action(async (id: string, opts: ServiceOpts & { json?: boolean }) => {
       checkId('the credential id', id);
-      const c = await service(opts, 'an admin’s').call<CredentialView>(
+      const c = await (await service(opts, 'an admin’s')).call<CredentialView>(
         'POST',
         `/v1/approvers/credentials/${id}/${verb}`,
       );

@@ -13,7 +13,7 @@ import { partyHintProblem } from '../hashing/canton-hash.js';
 import { decimalUnits, isDecimal, NUMERIC_SCALE } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import { parseInstantMicros } from '../intent/time.js';
-import { keystoreDir } from '../keys/config.js';
+import { keystoreDir } from '../keys/keystore-dir.js';
 import { FilePartyBook, type PartyRecord } from '../store/parties.js';
 import { listOf } from '../text/english.js';
 import { UsageError } from './input.js';

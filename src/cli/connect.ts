@@ -19,8 +19,7 @@ import { ValidatorClient } from '../canton/validator/client.js';
 import type { FlowContext } from '../flows/context.js';
 import { isPartyId, resolveParty } from '../flows/names.js';
 import { openSigner } from '../keys/config.js';
-import { type LoadedPolicy, PolicyError, readPolicyFile } from '../policy/document.js';
-import { localGate } from '../policy/local.js';
+import type { LoadedPolicy } from '../policy/document.js';
 import { FileRecorder } from '../store/journal.js';
 import { FilePartyBook } from '../store/parties.js';
 import { UsageError } from './input.js';
@@ -261,8 +260,9 @@ export async function connect(
     ...(opts.requireV3 ? { requireScheme: 'v3' as const } : {}),
     ...(minWindowMs !== undefined ? { minWindowMs } : {}),
   };
+  // the policy engine (and its YAML reader) is loaded only for a command given a policy
   if (policy)
-    ctx.policy = localGate(policy, {
+    ctx.policy = (await import('../policy/local.js')).localGate(policy, {
       caller: { id: 'command-line', roles: [] },
       resolveName: async (n) => (ctx.scan ? (await resolveParty(ctx, n)).partyId : undefined),
     });
@@ -276,6 +276,7 @@ export async function connect(
 
 /** The policy file of --policy, or a usage error naming each field at fault (exit 2). */
 async function policyFile(path: string): Promise<LoadedPolicy> {
+  const { PolicyError, readPolicyFile } = await import('../policy/document.js');
   try {
     return await readPolicyFile(path);
   } catch (e) {

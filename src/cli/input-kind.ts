@@ -6,8 +6,8 @@
  * not read; input that may be a (malformed) transaction is left to the
  * decoder's precise refusal.
  */
-import { INSPECT_FORMAT } from '../hashing/inspect.js';
-import { REQUEST_FORMAT, RESPONSE_FORMAT } from '../offline/format.js';
+import { INSPECT_FORMAT } from '../hashing/inspect-format.js';
+import { REQUEST_FORMAT, RESPONSE_FORMAT } from '../offline/format-names.js';
 
 /** What `hash` and `inspect` take, said once for every refusal of this module. */
 export const EXPECTED_INPUT =

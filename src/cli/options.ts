@@ -2,7 +2,7 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { keystoreDir } from '../keys/config.js';
+import { keystoreDir } from '../keys/keystore-dir.js';
 import { INPUT_FORMATS, UsageError } from './input.js';
 
 /**

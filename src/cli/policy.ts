@@ -5,7 +5,7 @@
  * (exit 1). Nothing is contacted.
  */
 import type { Command } from 'commander';
-import { PolicyError, readPolicyFile } from '../policy/document.js';
+import type { readPolicyFile } from '../policy/document.js';
 import { CliExit } from './options.js';
 import { out } from './output.js';
 
@@ -17,6 +17,8 @@ export function registerPolicy(program: Command): void {
     .argument('<file>', 'the policy document')
     .option('--json', 'print the result as JSON')
     .action(async (file: string, opts: { json?: boolean }) => {
+      // loaded here: the other commands (and the help) need no YAML parser or policy schema
+      const { PolicyError, readPolicyFile } = await import('../policy/document.js');
       let loaded: Awaited<ReturnType<typeof readPolicyFile>>;
       try {
         loaded = await readPolicyFile(file);

@@ -13,6 +13,7 @@
 import type { RecognisedAction } from '../intent/model.js';
 import { recogniseActions } from '../intent/recognise.js';
 import { bytesToHex } from './input.js';
+import { INSPECT_FORMAT } from './inspect-format.js';
 import type {
   CreateNode,
   DecodedTransaction,
@@ -24,7 +25,7 @@ import type {
 } from './model.js';
 import { type HashingScheme, hashParts } from './transaction-hash.js';
 
-export const INSPECT_FORMAT = 'canton-signer/inspect@1';
+export { INSPECT_FORMAT };
 
 export type JsonValue = null | boolean | string | JsonValue[] | { [k: string]: JsonValue };
 

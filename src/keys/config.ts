@@ -5,9 +5,10 @@
  * CANTON_SIGNER_PKCS11_MODULE is set, the PKCS#11 backend. The PKCS#11 module
  * (a native addon) is loaded only when configured.
  */
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { KeyBackend } from './backend.js';
 import { FileBackend } from './file-backend.js';
+import { keystoreDir } from './keystore-dir.js';
 import { OfflineBackend } from './offline-backend.js';
 import { getSecret, PASSPHRASE } from './passphrase.js';
 import { Signer } from './signer.js';
@@ -28,9 +29,7 @@ export interface SignerConfig {
   env?: NodeJS.ProcessEnv;
 }
 
-export function keystoreDir(env: NodeJS.ProcessEnv = process.env, explicit?: string): string {
-  return resolve(explicit ?? env.CANTON_SIGNER_KEYSTORE ?? 'keystore');
-}
+export { keystoreDir };
 
 export async function openSigner(config: SignerConfig = {}): Promise<Signer> {
   const env = config.env ?? process.env;

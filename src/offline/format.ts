@@ -34,8 +34,10 @@ import { SCHEMES, verifySignature } from '../keys/schemes.js';
 import type { CantonSignature, Signer } from '../keys/signer.js';
 import { canonicalJson } from '../store/canonical.js';
 
-export const REQUEST_FORMAT = 'canton-signer/air-gap-request@1';
-export const RESPONSE_FORMAT = 'canton-signer/air-gap-response@1';
+import { REQUEST_FORMAT, RESPONSE_FORMAT } from './format-names.js';
+
+export { REQUEST_FORMAT, RESPONSE_FORMAT };
+
 /** Prefixed to the canonical JSON before hashing, so a digest of ours is never another protocol's. */
 const REQUEST_DOMAIN = 'canton-signer air-gap request v1\n';
 

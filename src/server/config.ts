@@ -14,6 +14,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { redactUrl } from '../store/db.js';
+import { DEFAULT_PARTIES_CLAIM, DEFAULT_ROLES_CLAIM } from './claims.js';
 
 // ---------------------------------------------------------------- algorithms
 
@@ -196,8 +197,7 @@ const publicKeySchema = z
     return out;
   });
 
-export const DEFAULT_ROLES_CLAIM = 'canton_signer_roles';
-export const DEFAULT_PARTIES_CLAIM = 'canton_signer_parties';
+export { DEFAULT_PARTIES_CLAIM, DEFAULT_ROLES_CLAIM };
 
 export const authSchema = z
   .strictObject({
