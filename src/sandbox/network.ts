@@ -51,6 +51,10 @@ export interface SandboxUser {
    * userId (as on a participant with authentication on, where every request carries one).
    */
   tokenOnly?: boolean;
+  /** CanReadAsAnyParty: reads as every party, also with a party-wildcard filter. */
+  readAsAnyParty?: boolean;
+  /** CanExecuteAsAnyParty: executes interactive submissions of every party. */
+  executeAsAnyParty?: boolean;
 }
 
 /** A prepared transaction the participant handed out, keyed by its hash. */

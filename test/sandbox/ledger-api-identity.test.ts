@@ -226,12 +226,28 @@ describe('parties', () => {
       'GetPartiesResponse',
     );
     expect(details.partyDetails.map((p) => p.party)).toEqual([a.partyDetails.party, sb.ctx.net.dso]);
-    // Party details are for participant admins, also of a party the user acts as.
-    refused(
-      await call('GET', `/v2/parties/${encodeURIComponent(a.partyDetails.party)}`, { token: PLAIN }),
-      403,
-      'PERMISSION_DENIED',
+    // Party lookups need participant admin or CanReadAsAnyParty, also for a party the user acts as.
+    const lookup = () =>
+      call('GET', `/v2/parties/${encodeURIComponent(a.partyDetails.party)}`, { token: PLAIN });
+    refused(await lookup(), 403, 'PERMISSION_DENIED');
+    refused(await call('GET', '/v2/parties', { token: PLAIN }), 403, 'PERMISSION_DENIED');
+    const anyParty = { userId: LEDGER_API_USER, rights: [{ kind: { CanReadAsAnyParty: { value: {} } } }] };
+    ok(
+      await call('POST', `/v2/users/${LEDGER_API_USER}/rights`, { body: anyParty }),
+      'GrantUserRightsResponse',
     );
+    ok(await lookup(), 'GetPartiesResponse');
+    // It also reads as every party: a wildcard filter on the ACS.
+    const acs = await call('POST', '/v2/state/active-contracts', {
+      token: PLAIN,
+      body: { eventFormat: { filtersForAnyParty: {} }, activeAtOffset: sb.ctx.net.store.ledgerEnd() },
+    });
+    expect(acs.status).toBe(200);
+    ok(
+      await call('PATCH', `/v2/users/${LEDGER_API_USER}/rights`, { body: anyParty }),
+      'RevokeUserRightsResponse',
+    );
+    refused(await lookup(), 403, 'PERMISSION_DENIED');
     // participant-id is its own route, not a party.
     expect((await call('GET', '/v2/parties/participant-id')).body).toEqual({
       participantId: sb.ctx.net.participantId,

@@ -67,19 +67,20 @@ export function participantAccess(ctx: SandboxContext): ParticipantAccess {
       throw E.permissionDenied(`user ${id} acts only with its bearer token: the request has none`);
     return user;
   };
-  const canRead = (u: SandboxUser, p: string) => u.actAs.has(p) || u.readAs.has(p);
+  const canRead = (u: SandboxUser, p: string) =>
+    u.readAsAnyParty === true || u.actAs.has(p) || u.readAs.has(p);
   /**
    * Reads (completions, updates, active contracts) need CanReadAs or CanActAs for every party
-   * asked about; a party-wildcard filter needs CanReadAsAnyParty, which the sandbox does not model:
-   * it grants that to participant admins only.
+   * asked about; a party-wildcard filter needs CanReadAsAnyParty (participant admins have it too).
    */
   const requireRead = (u: SandboxUser, parties: Iterable<string>, anyParty = false) => {
     for (const p of parties)
       if (!canRead(u, p)) throw E.permissionDenied(`user ${u.id} may not read as ${p}`);
-    if (anyParty && !u.admin)
+    if (anyParty && !u.admin && u.readAsAnyParty !== true)
       throw E.permissionDenied(`user ${u.id} may not read as any party (CanReadAsAnyParty)`);
   };
-  const canExecute = (u: SandboxUser, p: string) => u.actAs.has(p) || u.executeAs.has(p);
+  const canExecute = (u: SandboxUser, p: string) =>
+    u.executeAsAnyParty === true || u.actAs.has(p) || u.executeAs.has(p);
   const requireAdmin = (u: SandboxUser) => {
     if (!u.admin) throw E.permissionDenied('participant_admin right required');
   };

@@ -12,7 +12,7 @@ import {
 } from '../../canton/ledger-api/schemas.js';
 import type { SandboxContext } from '../context.js';
 import { cantonError, E } from '../errors.js';
-import type { SandboxNetwork } from '../network.js';
+import type { SandboxNetwork, SandboxUser } from '../network.js';
 import { allocateExternalParty, generateLedgerApiTopology } from '../topology.js';
 import { config, decode, participantAccess } from './access.js';
 
@@ -80,9 +80,14 @@ export function registerPartyRoutes(app: FastifyInstance, ctx: SandboxContext): 
     identityProviderId: '',
   });
   const known = (party: string) => net.parties.has(party) || net.localParties.has(party);
+  /** Party lookups need participant admin or CanReadAsAnyParty. */
+  const requirePartyReader = (u: SandboxUser) => {
+    if (!u.admin && u.readAsAnyParty !== true)
+      throw E.permissionDenied('participant_admin or CanReadAsAnyParty right required to look up parties');
+  };
 
   app.get('/v2/parties', config('listKnownParties'), async (req) => {
-    requireAdmin(userOf(req));
+    requirePartyReader(userOf(req));
     const q = req.query as Record<string, string | undefined>;
     const all = [...net.localParties, ...net.parties.keys()]
       .filter(
@@ -94,9 +99,9 @@ export function registerPartyRoutes(app: FastifyInstance, ctx: SandboxContext): 
   });
 
   // Details of the path's party and of the `parties` query's; unknown ones are left out, as Canton
-  // does. Party management is for participant admins, as on Canton.
+  // does.
   app.get('/v2/parties/:party', config('getParties'), async (req) => {
-    requireAdmin(userOf(req));
+    requirePartyReader(userOf(req));
     const path = (req.params as { party: string }).party;
     const extra = (req.query as { parties?: string | string[] }).parties;
     const asked = [path, ...(extra === undefined ? [] : Array.isArray(extra) ? extra : [extra])];

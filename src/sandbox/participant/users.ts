@@ -42,6 +42,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
   type RightJson = { kind: Record<string, { value: { party?: string } }> };
   const rightsOf = (u: SandboxUser): RightJson[] => [
     ...(u.admin ? [{ kind: { ParticipantAdmin: { value: {} } } }] : []),
+    ...(u.readAsAnyParty === true ? [{ kind: { CanReadAsAnyParty: { value: {} } } }] : []),
+    ...(u.executeAsAnyParty === true ? [{ kind: { CanExecuteAsAnyParty: { value: {} } } }] : []),
     ...[...u.actAs].map((party) => ({ kind: { CanActAs: { value: { party } } } })),
     ...[...u.readAs].map((party) => ({ kind: { CanReadAs: { value: { party } } } })),
     ...[...u.executeAs].map((party) => ({ kind: { CanExecuteAs: { value: { party } } } })),
@@ -73,6 +75,15 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
         if (u.admin !== grant) {
           u.admin = grant;
           changed.push({ kind: { ParticipantAdmin: { value: {} } } });
+        }
+        continue;
+      }
+      if (name === 'CanReadAsAnyParty' || name === 'CanExecuteAsAnyParty') {
+        const key = name === 'CanReadAsAnyParty' ? 'readAsAnyParty' : 'executeAsAnyParty';
+        if ((u[key] === true) !== grant) {
+          if (grant) u[key] = true;
+          else delete u[key];
+          changed.push({ kind: { [name]: { value: {} } } });
         }
         continue;
       }
