@@ -79,7 +79,7 @@ describe('who may act', () => {
     ]) {
       const e = await failure(run());
       expect(e).toBeInstanceOf(CantonApiError);
-      expect((e as CantonApiError).code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+      expect((e as CantonApiError).code).toBe('DAML_AUTHORIZATION_ERROR');
     }
     expect(sign).not.toHaveBeenCalled();
     await rejectOffer(env.ctx, bob.partyId, cid);

@@ -227,7 +227,7 @@ describe('AmuletRules_DevNet_Tap', () => {
         ExerciseCommand: { ...cmd, choiceArgument: { ...(cmd.choiceArgument as object), ...choiceArgument } },
       }) as Command;
     const zero = await refusal(prepare(alice, ex({ amount: '0.0000000000' }), disclosed as Disclosed));
-    expect(zero).toMatch(/FAILED_TO_PREPARE_TRANSACTION.*amount must be positive/);
+    expect(zero).toMatch(/DAML_INTERPRETATION_ERROR.*amount must be positive/);
     const wrong = await refusal(prepare(bob, ex({}), disclosed as Disclosed));
     expect(wrong).toMatch(/missing authorization from alice::/);
     const undisclosed = (disclosed as Disclosed).filter((d) => d.contractId !== cmd.contractId);

@@ -366,7 +366,7 @@ describe('two-step transfer (bob has no TransferPreapproval)', () => {
     expect(await unlockedTotal(bob)).toBe('100.0000000000');
   });
 
-  it('only the receiver accepts or rejects, only the sender withdraws: FAILED_TO_PREPARE_TRANSACTION', async () => {
+  it('only the receiver accepts or rejects, only the sender withdraws: DAML_AUTHORIZATION_ERROR', async () => {
     const cid = await offer('10');
     const ctx = await registry.getTransferInstructionAcceptContext(cid);
     for (const [who, choice] of [
@@ -389,7 +389,7 @@ describe('two-step transfer (bob has no TransferPreapproval)', () => {
         ),
       );
       expect(e.status).toBe(400);
-      expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+      expect(e.code).toBe('DAML_AUTHORIZATION_ERROR');
     }
     await instructionChoice(alice, cid, 'withdraw');
     expect(await unlockedTotal(alice)).toBe('900.0000000000');
@@ -405,22 +405,23 @@ describe('two-step transfer (bob has no TransferPreapproval)', () => {
 });
 
 describe('refusals, with Canton codes', () => {
-  it('amount above the inputs: FAILED_TO_PREPARE_TRANSACTION (400), an interpretation error', async () => {
+  it('amount above the inputs: DAML_INTERPRETATION_ERROR (400, category 9), as Canton reports a Daml error', async () => {
     const e = await rejection(prepareTransfer(alice, bob, { amount: '100000' }));
     expect(e.status).toBe(400);
-    expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+    expect(e.code).toBe('DAML_INTERPRETATION_ERROR');
+    expect(e.category).toBe('InvalidGivenCurrentSystemStateOther');
     expect(e.detail).toContain('Interpretation error');
   });
 
-  it('executeBefore in the past: FAILED_TO_PREPARE_TRANSACTION', async () => {
+  it('executeBefore in the past: DAML_INTERPRETATION_ERROR', async () => {
     const e = await rejection(
       prepareTransfer(alice, bob, { amount: '1', executeBefore: net.clock.now() - 1_000_000n }),
     );
-    expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+    expect(e.code).toBe('DAML_INTERPRETATION_ERROR');
     expect(e.detail).toContain('executeBefore');
   });
 
-  it('a (disclosed) holding of bob among the inputs: FAILED_TO_PREPARE_TRANSACTION', async () => {
+  it('a (disclosed) holding of bob among the inputs: refused while interpreting', async () => {
     const bobs = (await unlocked(bob))[0]!.cid;
     const c = net.store.get(bobs)!;
     const e = await rejection(
@@ -440,7 +441,7 @@ describe('refusals, with Canton codes', () => {
         },
       ),
     );
-    expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+    expect(e.code).toBe('DAML_INTERPRETATION_ERROR');
   });
 
   it('a holding of bob among the inputs, not disclosed: CONTRACT_NOT_FOUND (404), alice cannot see it', async () => {
@@ -625,7 +626,7 @@ describe('holding fees (Amulet values inputs as of the open round)', () => {
 
     const e = await rejection(prepareTransfer(carol, carol, { amount: '10', inputs: [tapped.contractId] }));
     expect(e.status).toBe(400);
-    expect(e.code).toBe('FAILED_TO_PREPARE_TRANSACTION');
+    expect(e.code).toBe('DAML_INTERPRETATION_ERROR');
     expect(e.detail).toContain('insufficient funds');
     expect(e.detail).toContain(`inputs hold ${value} as of round ${round}`);
 

@@ -19,7 +19,7 @@ import { cantonError, E, SandboxError } from '../errors.js';
 import type { Update } from '../ledger/store.js';
 import { isPostSubmission, submitLocal } from '../submission.js';
 import { config, decode, participantAccess } from './access.js';
-import { interpret } from './interpret.js';
+import { damlError, interpret } from './interpret.js';
 import { eventFilter, jsTransaction } from './render.js';
 
 const ForTransactionSchema = z.strictObject({
@@ -62,7 +62,7 @@ export function registerCommandRoutes(app: FastifyInstance, ctx: SandboxContext)
         local: true,
       });
     } catch (e) {
-      throw asCommandError(e);
+      throw damlError(e, (cause) => E.invalidArgument(cause));
     }
     return submitLocal(net, {
       prepared,
@@ -139,21 +139,6 @@ export function registerCommandRoutes(app: FastifyInstance, ctx: SandboxContext)
       throw E.invalidArgument('Source and target synchronizer are the same: nothing to reassign');
     },
   );
-}
-
-/**
- * The interpreter speaks prepare's language (FAILED_TO_PREPARE_TRANSACTION); a
- * classic submission reports the same failures as command interpretation
- * errors: missing authorization as DAML_AUTHORIZATION_ERROR, a failed Daml
- * check as DAML_INTERPRETATION_ERROR, anything else the sandbox does not
- * interpret as INVALID_ARGUMENT.
- */
-function asCommandError(e: unknown): unknown {
-  if (!(e instanceof SandboxError) || e.code !== 'FAILED_TO_PREPARE_TRANSACTION') return e;
-  const cause = String((e.body as { cause?: string }).cause ?? e.message);
-  if (cause.includes('missing authorization')) return cantonError('DAML_AUTHORIZATION_ERROR', 8, cause);
-  if (cause.startsWith('Interpretation error')) return cantonError('DAML_INTERPRETATION_ERROR', 9, cause);
-  return E.invalidArgument(cause);
 }
 
 /** The legacy tree form: the ledger-effects events keyed by node id. */

@@ -22,7 +22,7 @@ import {
   isPositive,
   subAmounts,
 } from '../amulet.js';
-import { cantonError, E, type SandboxError } from '../errors.js';
+import { cantonError, E, SandboxError } from '../errors.js';
 import { parseIsoMicros } from '../ledger/clock.js';
 import type { Contract } from '../ledger/store.js';
 import { big, str } from '../ledger/value-json.js';
@@ -68,6 +68,24 @@ export function parseTemplateId(s: unknown): { pkg: string; module: string; enti
 
 export const interpretationError = (what: string) =>
   E.failedToPrepare(`Interpretation error: Error: User failure: ${what}`);
+
+/**
+ * A failed interpretation as Canton reports it, on prepare and on a classic
+ * submission alike: a missing authorization is DAML_AUTHORIZATION_ERROR
+ * (category 8), a Daml error (a failed check, an expired deadline) is
+ * DAML_INTERPRETATION_ERROR (category 9, FAILED_PRECONDITION); any other
+ * refusal is what `other` makes of it (prepare keeps FAILED_TO_PREPARE_TRANSACTION).
+ */
+export function damlError(
+  e: unknown,
+  other: (cause: string) => SandboxError | undefined = () => undefined,
+): unknown {
+  if (!(e instanceof SandboxError) || e.code !== 'FAILED_TO_PREPARE_TRANSACTION') return e;
+  const cause = String((e.body as { cause?: string }).cause ?? e.message);
+  if (cause.includes('missing authorization')) return cantonError('DAML_AUTHORIZATION_ERROR', 8, cause);
+  if (cause.startsWith('Interpretation error')) return cantonError('DAML_INTERPRETATION_ERROR', 9, cause);
+  return other(cause) ?? e;
+}
 
 export const contractNotFound = (cid: string): SandboxError =>
   cantonError('CONTRACT_NOT_FOUND', 11, `Contract could not be found with id ${cid}`, {
