@@ -165,6 +165,32 @@ describe('users', () => {
     ).toMatch(/not known/);
     // The refused right left no half-created user behind.
     refused(await call('GET', '/v2/users/bob-user'), 404, 'USER_NOT_FOUND');
+    // A grant with one unknown party grants nothing, not even the rights listed before it.
+    ok(await call('POST', '/v2/users', { body: { user: { id: 'carol-user' } } }), 'CreateUserResponse');
+    const validatorParty = (
+      (await (await fetch(`${sb.urls.origin}/sandbox/info`)).json()) as {
+        validatorParty: string;
+      }
+    ).validatorParty;
+    expect(
+      refused(
+        await call('POST', '/v2/users/carol-user/rights', {
+          body: {
+            userId: 'carol-user',
+            rights: [
+              { kind: { CanActAs: { value: { party: validatorParty } } } },
+              { kind: { ParticipantAdmin: { value: {} } } },
+              { kind: { CanReadAs: { value: { party: 'nobody::1220ab' } } } },
+            ],
+          },
+        }),
+        400,
+        'INVALID_ARGUMENT',
+      ),
+    ).toMatch(/not known/);
+    expect(ok(await call('GET', '/v2/users/carol-user/rights'), 'ListUserRightsResponse')).toEqual({
+      rights: [],
+    });
     expect(
       refused(
         await call('PATCH', `/v2/users/${LEDGER_API_USER}`, {

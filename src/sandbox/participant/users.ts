@@ -57,8 +57,8 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
     rights: readonly { kind?: object | undefined }[],
     grant: boolean,
   ): RightJson[] => {
-    const changed: RightJson[] = [];
-    for (const r of rights) {
+    // Every right is checked before any is applied: a refused request changes nothing, as in Canton.
+    const parsed = rights.map((r) => {
       const [name, inner] = Object.entries(r.kind ?? {})[0] ?? [];
       const party = (inner as { value?: { party?: string } } | undefined)?.value?.party;
       const set =
@@ -69,17 +69,22 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
             : name === 'CanExecuteAs'
               ? u.executeAs
               : undefined;
-      if (name === 'ParticipantAdmin') {
+      if (name === 'ParticipantAdmin') return { name, party: undefined, set: undefined };
+      if (!set || party === undefined)
+        throw E.invalidArgument(`The sandbox does not model the user right ${name ?? '(none)'}`);
+      if (grant && !net.parties.has(party) && !net.localParties.has(party))
+        throw E.invalidArgument(`Party not known on this participant: ${party}`);
+      return { name, party, set };
+    });
+    const changed: RightJson[] = [];
+    for (const { name, party, set } of parsed) {
+      if (set === undefined || party === undefined) {
         if (u.admin !== grant) {
           u.admin = grant;
           changed.push({ kind: { ParticipantAdmin: { value: {} } } });
         }
         continue;
       }
-      if (!set || party === undefined)
-        throw E.invalidArgument(`The sandbox does not model the user right ${name ?? '(none)'}`);
-      if (grant && !net.parties.has(party) && !net.localParties.has(party))
-        throw E.invalidArgument(`Party not known on this participant: ${party}`);
       if (grant === set.has(party)) continue;
       if (grant) set.add(party);
       else set.delete(party);
