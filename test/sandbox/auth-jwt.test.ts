@@ -170,6 +170,24 @@ describe('the sandbox as an OIDC token issuer', () => {
     expect(JSON.parse(text).error).toBe('invalid_client');
     expect(text).not.toContain('not-the-secret');
   });
+
+  it('a token request whose parameters are not strings is invalid_request (400), not a server error', async () => {
+    for (const body of [
+      { grant_type: 'client_credentials', client_id: 'wallet', client_secret: { any: 1 } },
+      { grant_type: 'client_credentials', client_id: 'wallet', client_secret: 'wallet-s3cret', scope: 5 },
+      ['grant_type', 'client_credentials'],
+    ]) {
+      const res = await fetch(sb.urls.oauthToken, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(400);
+      const answer = (await res.json()) as { error: string; error_description: string };
+      expect(answer.error).toBe('invalid_request');
+      expect(answer.error_description).toMatch(/form of string parameters/);
+    }
+  });
 });
 
 describe('tokens the participant refuses', () => {
