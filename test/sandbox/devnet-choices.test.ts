@@ -247,6 +247,15 @@ describe('AmuletRules_DevNet_Tap', () => {
       }) as Command;
     const zero = await refusal(prepare(alice, ex({ amount: '0.0000000000' }), disclosed as Disclosed));
     expect(zero).toMatch(/FAILED_TO_PREPARE_TRANSACTION.*amount must be positive/);
+    // Numeric 10 holds 28 integer digits: a larger amount is no Daml value at all.
+    const huge = `1${'0'.repeat(28)}.0000000000`;
+    expect(await refusal(prepare(alice, ex({ amount: huge }), disclosed as Disclosed))).toMatch(
+      /FAILED_TO_PREPARE_TRANSACTION.*amount must be a Numeric 10/,
+    );
+    const largest = `${'9'.repeat(28)}.0000000000`;
+    expect(await refusal(prepare(alice, ex({ amount: `-${largest}` }), disclosed as Disclosed))).toMatch(
+      /amount must be positive/,
+    );
     const wrong = await refusal(prepare(bob, ex({}), disclosed as Disclosed));
     expect(wrong).toMatch(/missing authorization from alice::/);
     const undisclosed = (disclosed as Disclosed).filter((d) => d.contractId !== cmd.contractId);
