@@ -380,6 +380,15 @@ describe('AmuletRules_BuyMemberTraffic', () => {
       prepare(alice, ex({ trafficAmount: '1000000000' }), disclosed as Disclosed),
     );
     expect(tooMuch).toMatch(/ITR_InsufficientFunds/);
+    // Past Int64 (2^63 - 1) the amount is no Daml value; at Int64's largest it is simply unaffordable.
+    const overflow = await refusal(
+      prepare(alice, ex({ trafficAmount: '9999999999999999999' }), disclosed as Disclosed),
+    );
+    expect(overflow).toMatch(/FAILED_TO_PREPARE_TRANSACTION.*trafficAmount must be an Int64/);
+    const largest = await refusal(
+      prepare(alice, ex({ trafficAmount: '9223372036854775807' }), disclosed as Disclosed),
+    );
+    expect(largest).toMatch(/ITR_InsufficientFunds/);
     const notMine = net.tap(bob.id, '5000').contractId;
     const foreign = await refusal(
       prepare(alice, ex({ inputs: [{ tag: 'InputAmulet', value: notMine }] }), disclosed as Disclosed),
