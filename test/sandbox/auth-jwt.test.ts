@@ -246,6 +246,24 @@ describe('tokens the participant refuses', () => {
     );
   });
 
+  it('an opaque token or client id that names an Object property (constructor, toString) is unknown', async () => {
+    for (const token of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      await expectUnauthenticated(token, /unknown token/);
+      // The validator's scan proxy takes any verified caller: the name must not pass as one.
+      const proxy = await fetch(`${sb.urls.validator}/v0/scan-proxy/amulet-rules`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(proxy.status, token).toBe(401);
+      const res = await fetch(sb.urls.oauthToken, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: token, client_secret: 'x' }),
+      });
+      expect(res.status, token).toBe(401);
+      expect(((await res.json()) as { error: string }).error).toBe('invalid_client');
+    }
+  });
+
   it('a valid token for a user the participant does not have: 403 PERMISSION_DENIED, as Canton', async () => {
     const { access_token } = await tokenFor('ghost', 'ghost-s3cret');
     const r = await whoAmI(access_token);
