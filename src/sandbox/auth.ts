@@ -139,7 +139,7 @@ export class SandboxAuth {
       };
     const id = basic?.id ?? form.client_id ?? '';
     const secret = basic?.secret ?? form.client_secret ?? '';
-    const client = this.opts.clients?.[id];
+    const client = ownEntry(this.opts.clients, id);
     if (!client || !sameSecret(client.secret, secret))
       return {
         ok: false,
@@ -173,7 +173,7 @@ export class SandboxAuth {
     if (!m) return { ok: false, reason: 'malformed Authorization header' };
     const token = m[1]!;
     if (!looksLikeJwt(token)) {
-      const fixed = this.opts.tokens?.[token];
+      const fixed = ownEntry(this.opts.tokens, token);
       return fixed !== undefined ? { ok: true, userId: fixed } : { ok: false, reason: 'unknown token' };
     }
     return this.verify(token);
@@ -260,6 +260,11 @@ function safeSub(token: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** `record[key]` only when the record itself has it: a token named `constructor` is no entry. */
+function ownEntry<T>(record: Record<string, T> | undefined, key: string): T | undefined {
+  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 function sameSecret(a: string, b: string): boolean {

@@ -12,8 +12,23 @@ const oauth = { config: { service: 'oauth' } };
 
 export function registerOAuthRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   app.post(TOKEN_PATH, oauth, async (req, reply) => {
-    const form = (req.body ?? {}) as Record<string, string | undefined>;
-    const r = await ctx.auth.issue(form, basicAuth(req.headers.authorization), originOf(req));
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    // A form is flat strings; a JSON body with other values is a malformed request, not a crash.
+    if (
+      typeof form !== 'object' ||
+      Array.isArray(form) ||
+      Object.values(form).some((v) => typeof v !== 'string')
+    )
+      return reply.status(400).header('cache-control', 'no-store').send({
+        error: 'invalid_request',
+        error_description:
+          'the token request must be a form of string parameters (application/x-www-form-urlencoded)',
+      });
+    const r = await ctx.auth.issue(
+      form as Record<string, string>,
+      basicAuth(req.headers.authorization),
+      originOf(req),
+    );
     reply.header('cache-control', 'no-store');
     if (!r.ok) return reply.status(r.status).send(r.body);
     return r.body;

@@ -77,9 +77,22 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   };
   installAutomation(net);
   const app = Fastify({
-    // Fastify's request serializer logs method, url and addresses, never headers.
+    // Requests are logged as method and url, never headers.
     // Logs go to stderr: stdout is the command's output (`canton-signer sandbox --json`).
-    logger: opts.logger === true ? { level: 'info', stream: process.stderr } : false,
+    // The URL is logged with every query value blanked: a client may put a token or a secret there.
+    logger:
+      opts.logger === true
+        ? {
+            level: 'info',
+            stream: process.stderr,
+            serializers: {
+              req: (req: { method: string; url: string }) => ({
+                method: req.method,
+                url: blankQuery(req.url),
+              }),
+            },
+          }
+        : false,
     bodyLimit: 8 * 1024 * 1024,
     // Contract ids (138+ hex characters) and party ids (up to 255) are path parameters.
     // `ignoreDuplicateSlashes`: the SDK joins its WebSocket base URL (`ws://host:port/`) and `/v2/...`.
@@ -258,4 +271,16 @@ function overloaded(service: string | undefined, status: 429 | 503, retryAfterMs
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** `url` with the value of every query parameter replaced by `***` (names are kept). */
+function blankQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const names = url
+    .slice(q + 1)
+    .split('&')
+    .filter((p) => p !== '')
+    .map((p) => `${p.split('=')[0]}=***`);
+  return `${url.slice(0, q)}?${names.join('&')}`;
 }

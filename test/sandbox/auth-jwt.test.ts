@@ -170,6 +170,24 @@ describe('the sandbox as an OIDC token issuer', () => {
     expect(JSON.parse(text).error).toBe('invalid_client');
     expect(text).not.toContain('not-the-secret');
   });
+
+  it('a token request whose parameters are not strings is invalid_request (400), not a server error', async () => {
+    for (const body of [
+      { grant_type: 'client_credentials', client_id: 'wallet', client_secret: { any: 1 } },
+      { grant_type: 'client_credentials', client_id: 'wallet', client_secret: 'wallet-s3cret', scope: 5 },
+      ['grant_type', 'client_credentials'],
+    ]) {
+      const res = await fetch(sb.urls.oauthToken, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(400);
+      const answer = (await res.json()) as { error: string; error_description: string };
+      expect(answer.error).toBe('invalid_request');
+      expect(answer.error_description).toMatch(/form of string parameters/);
+    }
+  });
 });
 
 describe('tokens the participant refuses', () => {
@@ -226,6 +244,24 @@ describe('tokens the participant refuses', () => {
       await sandboxSigned({ aud: DEFAULT_AUDIENCE, exp: now() + 60 }),
       /no subject \(sub\)/,
     );
+  });
+
+  it('an opaque token or client id that names an Object property (constructor, toString) is unknown', async () => {
+    for (const token of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      await expectUnauthenticated(token, /unknown token/);
+      // The validator's scan proxy takes any verified caller: the name must not pass as one.
+      const proxy = await fetch(`${sb.urls.validator}/v0/scan-proxy/amulet-rules`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(proxy.status, token).toBe(401);
+      const res = await fetch(sb.urls.oauthToken, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: token, client_secret: 'x' }),
+      });
+      expect(res.status, token).toBe(401);
+      expect(((await res.json()) as { error: string }).error).toBe('invalid_client');
+    }
   });
 
   it('a valid token for a user the participant does not have: 403 PERMISSION_DENIED, as Canton', async () => {

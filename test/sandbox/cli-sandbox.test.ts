@@ -113,6 +113,11 @@ describe('canton-signer sandbox', () => {
       headers: { authorization: 'Bearer tok-9f8e7d' },
     });
     expect(ok.status).toBe(200);
+    // A client that puts its token or secret in the query (RFC 6750's access_token) is refused,
+    // and the logged URL keeps the parameter's name but not its value.
+    const inQuery = await fetch(`${info.ledgerApi}/v2/state/ledger-end?access_token=tok-9f8e7d`);
+    expect(inQuery.status).toBe(401);
+    await fetch(`${info.oauthToken}?client_secret=hmac-5e6f7a`, { method: 'POST' });
     // The discovery document names the token endpoint; an HS256 token over the secret for the
     // configured audience is accepted, one for the default audience is not.
     expect(info.audience).toBe('https://ledger.test.example');
@@ -135,6 +140,7 @@ describe('canton-signer sandbox', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(all).toContain('/v2/state/ledger-end'); // --log logged the requests …
+    expect(all).toContain('access_token=***');
     expect(all).not.toContain('tok-9f8e7d'); // … never the token
     expect(all).not.toContain('hmac-5e6f7a'); // … nor the secret
   });

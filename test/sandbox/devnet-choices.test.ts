@@ -228,6 +228,15 @@ describe('AmuletRules_DevNet_Tap', () => {
       }) as Command;
     const zero = await refusal(prepare(alice, ex({ amount: '0.0000000000' }), disclosed as Disclosed));
     expect(zero).toMatch(/DAML_INTERPRETATION_ERROR.*amount must be positive/);
+    // Numeric 10 holds 28 integer digits: a larger amount is no Daml value at all.
+    const huge = `1${'0'.repeat(28)}.0000000000`;
+    expect(await refusal(prepare(alice, ex({ amount: huge }), disclosed as Disclosed))).toMatch(
+      /FAILED_TO_PREPARE_TRANSACTION.*amount must be a Numeric 10/,
+    );
+    const largest = `${'9'.repeat(28)}.0000000000`;
+    expect(await refusal(prepare(alice, ex({ amount: `-${largest}` }), disclosed as Disclosed))).toMatch(
+      /amount must be positive/,
+    );
     const wrong = await refusal(prepare(bob, ex({}), disclosed as Disclosed));
     expect(wrong).toMatch(/missing authorization from alice::/);
     const undisclosed = (disclosed as Disclosed).filter((d) => d.contractId !== cmd.contractId);
@@ -352,6 +361,15 @@ describe('AmuletRules_BuyMemberTraffic', () => {
       prepare(alice, ex({ trafficAmount: '1000000000' }), disclosed as Disclosed),
     );
     expect(tooMuch).toMatch(/ITR_InsufficientFunds/);
+    // Past Int64 (2^63 - 1) the amount is no Daml value; at Int64's largest it is simply unaffordable.
+    const overflow = await refusal(
+      prepare(alice, ex({ trafficAmount: '9999999999999999999' }), disclosed as Disclosed),
+    );
+    expect(overflow).toMatch(/FAILED_TO_PREPARE_TRANSACTION.*trafficAmount must be an Int64/);
+    const largest = await refusal(
+      prepare(alice, ex({ trafficAmount: '9223372036854775807' }), disclosed as Disclosed),
+    );
+    expect(largest).toMatch(/ITR_InsufficientFunds/);
     const notMine = net.tap(bob.id, '5000').contractId;
     const foreign = await refusal(
       prepare(alice, ex({ inputs: [{ tag: 'InputAmulet', value: notMine }] }), disclosed as Disclosed),

@@ -165,6 +165,32 @@ describe('users', () => {
     ).toMatch(/not known/);
     // The refused right left no half-created user behind.
     refused(await call('GET', '/v2/users/bob-user'), 404, 'USER_NOT_FOUND');
+    // A grant with one unknown party grants nothing, not even the rights listed before it.
+    ok(await call('POST', '/v2/users', { body: { user: { id: 'carol-user' } } }), 'CreateUserResponse');
+    const validatorParty = (
+      (await (await fetch(`${sb.urls.origin}/sandbox/info`)).json()) as {
+        validatorParty: string;
+      }
+    ).validatorParty;
+    expect(
+      refused(
+        await call('POST', '/v2/users/carol-user/rights', {
+          body: {
+            userId: 'carol-user',
+            rights: [
+              { kind: { CanActAs: { value: { party: validatorParty } } } },
+              { kind: { ParticipantAdmin: { value: {} } } },
+              { kind: { CanReadAs: { value: { party: 'nobody::1220ab' } } } },
+            ],
+          },
+        }),
+        400,
+        'INVALID_ARGUMENT',
+      ),
+    ).toMatch(/not known/);
+    expect(ok(await call('GET', '/v2/users/carol-user/rights'), 'ListUserRightsResponse')).toEqual({
+      rights: [],
+    });
     expect(
       refused(
         await call('PATCH', `/v2/users/${LEDGER_API_USER}`, {
@@ -256,6 +282,50 @@ describe('parties', () => {
 });
 
 describe('contracts', () => {
+  it('every read route refuses a party the user has no right for, and the any-party filter to a non-admin', async () => {
+    const dso = sb.ctx.net.dso;
+    const ledgerEnd = (
+      ok(await call('GET', '/v2/state/ledger-end'), 'GetLedgerEndResponse') as {
+        offset: number;
+      }
+    ).offset;
+    const byParty = { filtersByParty: { [dso]: {} } };
+    const anyParty = { filtersForAnyParty: {} };
+    for (const eventFormat of [byParty, anyParty]) {
+      const updateFormat = {
+        includeTransactions: { eventFormat, transactionShape: 'TRANSACTION_SHAPE_ACS_DELTA' },
+      };
+      const reads: [string, string, unknown][] = [
+        ['POST', '/v2/updates', { beginExclusive: 0, endInclusive: ledgerEnd, updateFormat }],
+        ['POST', '/v2/updates/flats', { beginExclusive: 0, endInclusive: ledgerEnd, filter: eventFormat }],
+        ['POST', '/v2/updates/trees', { beginExclusive: 0, endInclusive: ledgerEnd, filter: eventFormat }],
+        ['POST', '/v2/updates/update-by-offset', { offset: 1, updateFormat }],
+        ['POST', '/v2/updates/update-by-id', { updateId: 'x', updateFormat }],
+        [
+          'POST',
+          '/v2/updates/transaction-by-id',
+          { updateId: 'x', transactionFormat: updateFormat.includeTransactions },
+        ],
+        ['POST', '/v2/events/events-by-contract-id', { contractId: '00ab', eventFormat }],
+        ['POST', '/v2/state/active-contracts', { activeAtOffset: ledgerEnd, eventFormat }],
+      ];
+      for (const [method, path, body] of reads)
+        expect(
+          refused(await call(method, path, { token: PLAIN, body }), 403, 'PERMISSION_DENIED'),
+          path,
+        ).toMatch(/may not read as/);
+    }
+    expect(
+      refused(
+        await call('GET', `/v2/updates/transaction-tree-by-offset/1?parties=${encodeURIComponent(dso)}`, {
+          token: PLAIN,
+        }),
+        403,
+        'PERMISSION_DENIED',
+      ),
+    ).toMatch(/may not read as/);
+  });
+
   it('reads the ACS in the legacy {filter, verbose} form, and refuses a request naming no party', async () => {
     const party = sb.ctx.net.validatorParty;
     const offset = sb.ctx.net.store.ledgerEnd();

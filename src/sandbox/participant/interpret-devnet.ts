@@ -245,12 +245,18 @@ function textArg(o: Json, name: string): string {
   return v;
 }
 
+const INT64_MAX = 2n ** 63n - 1n;
+const INT64_MIN = -(2n ** 63n);
+
 /** A Daml Int64 in JSON: a decimal string (or a safe integer number). */
 function intArg(o: Json, name: string): bigint {
   const v = o[name];
   if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
-  if (typeof v === 'string' && /^-?(0|[1-9]\d{0,18})$/.test(v)) return BigInt(v);
+  if (typeof v === 'string' && /^-?(0|[1-9]\d{0,18})$/.test(v)) {
+    const n = BigInt(v);
+    if (n >= INT64_MIN && n <= INT64_MAX) return n;
+  }
   throw E.failedToPrepare(
-    `field ${name} must be an Int64 (a decimal integer string), got ${JSON.stringify(v)}`,
+    `field ${name} must be an Int64 (a decimal integer string from -2^63 to 2^63 - 1), got ${JSON.stringify(v)}`,
   );
 }

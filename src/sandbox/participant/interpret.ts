@@ -618,8 +618,11 @@ export function partyArg(o: Json, name: string): string {
 
 export function decimalArg(o: Json, name: string): string {
   const v = o[name];
-  if (typeof v !== 'string' || !/^-?(0|[1-9]\d*)(\.\d{1,10})?$/.test(v))
-    throw E.failedToPrepare(`field ${name} must be a Numeric 10 decimal string, got ${JSON.stringify(v)}`);
+  // Numeric 10: at most 38 digits, 10 of them after the point, so at most 28 before it.
+  if (typeof v !== 'string' || !/^-?(0|[1-9]\d{0,27})(\.\d{1,10})?$/.test(v))
+    throw E.failedToPrepare(
+      `field ${name} must be a Numeric 10 decimal string (at most 28 digits before the point and 10 after), got ${JSON.stringify(v)}`,
+    );
   return v;
 }
 

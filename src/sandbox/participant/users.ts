@@ -59,9 +59,19 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
     rights: readonly { kind?: object | undefined }[],
     grant: boolean,
   ): RightJson[] => {
-    const changed: RightJson[] = [];
-    for (const r of rights) {
+    // Every right is checked before any is applied: a refused request changes nothing, as in Canton.
+    type Flag = 'admin' | 'readAsAnyParty' | 'executeAsAnyParty';
+    const FLAGS: Record<string, Flag> = {
+      ParticipantAdmin: 'admin',
+      CanReadAsAnyParty: 'readAsAnyParty',
+      CanExecuteAsAnyParty: 'executeAsAnyParty',
+    };
+    type Parsed =
+      | { name: string; flag: Flag }
+      | { name: string; flag?: undefined; party: string; set: Set<string> };
+    const parsed = rights.map((r): Parsed => {
       const [name, inner] = Object.entries(r.kind ?? {})[0] ?? [];
+      if (name !== undefined && Object.hasOwn(FLAGS, name)) return { name, flag: FLAGS[name]! };
       const party = (inner as { value?: { party?: string } } | undefined)?.value?.party;
       const set =
         name === 'CanActAs'
@@ -71,30 +81,26 @@ export function registerUserRoutes(app: FastifyInstance, ctx: SandboxContext): v
             : name === 'CanExecuteAs'
               ? u.executeAs
               : undefined;
-      if (name === 'ParticipantAdmin') {
-        if (u.admin !== grant) {
-          u.admin = grant;
-          changed.push({ kind: { ParticipantAdmin: { value: {} } } });
-        }
-        continue;
-      }
-      if (name === 'CanReadAsAnyParty' || name === 'CanExecuteAsAnyParty') {
-        const key = name === 'CanReadAsAnyParty' ? 'readAsAnyParty' : 'executeAsAnyParty';
-        if ((u[key] === true) !== grant) {
-          if (grant) u[key] = true;
-          else delete u[key];
-          changed.push({ kind: { [name]: { value: {} } } });
-        }
-        continue;
-      }
       if (!set || party === undefined)
         throw E.invalidArgument(`The sandbox does not model the user right ${name ?? '(none)'}`);
       if (grant && !net.parties.has(party) && !net.localParties.has(party))
         throw E.invalidArgument(`Party not known on this participant: ${party}`);
-      if (grant === set.has(party)) continue;
-      if (grant) set.add(party);
-      else set.delete(party);
-      changed.push({ kind: { [name!]: { value: { party } } } });
+      return { name: name!, party, set };
+    });
+    const changed: RightJson[] = [];
+    for (const r of parsed) {
+      if (r.flag !== undefined) {
+        if ((u[r.flag] === true) === grant) continue;
+        if (r.flag === 'admin') u.admin = grant;
+        else if (grant) u[r.flag] = true;
+        else delete u[r.flag];
+        changed.push({ kind: { [r.name]: { value: {} } } });
+        continue;
+      }
+      if (grant === r.set.has(r.party)) continue;
+      if (grant) r.set.add(r.party);
+      else r.set.delete(r.party);
+      changed.push({ kind: { [r.name]: { value: { party: r.party } } } });
     }
     return changed;
   };
