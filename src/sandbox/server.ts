@@ -107,14 +107,15 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   // A participant reads every request body as JSON, whatever its Content-Type says or when it has
   // none (the Wallet SDK's ledger client sends only Authorization); form posts keep their parser.
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+  // Fastify's own JSON parser, which refuses `__proto__` and `constructor.prototype` keys.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new PlainError('Invalid value for: body (the request body is not JSON)'), undefined);
-    }
+    json(req, text, (err, parsed) => {
+      if (err) done(new PlainError('Invalid value for: body (the request body is not JSON)'), undefined);
+      else done(null, parsed);
+    });
   });
 
   app.addHook('onRequest', async (req, reply) => {

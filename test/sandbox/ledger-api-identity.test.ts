@@ -403,9 +403,11 @@ describe('contracts', () => {
     expect(gone.archived.archivedEvent.contractId).toBe(round.contractId);
   });
 
-  it('a body that is not JSON is the JSON API 400', async () => {
-    const r = await call('POST', '/v2/state/active-contracts', { contentType: null, body: 'not json' });
-    expect(r.status).toBe(400);
-    expect(String(r.body)).toMatch(/not JSON/);
+  it('a body that is not JSON, or JSON with a __proto__ key, is the JSON API 400', async () => {
+    for (const body of ['not json', '{"__proto__": {"admin": true}, "activeAtOffset": 0}']) {
+      const r = await call('POST', '/v2/state/active-contracts', { contentType: null, body });
+      expect(r.status).toBe(400);
+      expect(String(r.body)).toMatch(/not JSON/);
+    }
   });
 });
