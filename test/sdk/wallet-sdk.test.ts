@@ -339,8 +339,10 @@ describe('the official Wallet SDK against canton-signer sandbox', () => {
       // The script's own output says where it stopped.
       throw new Error(`${e.message}\n${(e.stdout ?? '').slice(-4000)}`);
     });
-    // The SDK logs to standard output too; the script's own line is the last.
-    expect(stdout.trimEnd().split('\n').at(-1)).toMatch(/^alice::1220[0-9a-f]{64} \[ '100\.0000000000' \]$/);
+    // The SDK logs to standard output too, asynchronously (before or after the script's own line).
+    const own = stdout.split('\n').filter((line) => line.startsWith('alice::'));
+    expect(own).toHaveLength(1);
+    expect(own[0]).toMatch(/^alice::1220[0-9a-f]{64} \[ '100\.0000000000' \]$/);
   }, 60_000);
 
   it('streams updates and completions over WebSocket', async () => {
