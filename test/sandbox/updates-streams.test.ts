@@ -361,6 +361,86 @@ describe('single transactions and updates', () => {
   });
 });
 
+describe('pages of updates (3.5 get-updates-page)', () => {
+  it('pages ascending and descending with tokens, tails the ledger without an end, refuses a token of another request', async () => {
+    // Three updates alice sees, beyond the one committed at the start.
+    for (let i = 0; i < 3; i++) await propose();
+    const updateFormat = {
+      includeTransactions: {
+        eventFormat: { filtersByParty: { [alice.id]: {} }, verbose: false },
+        transactionShape: 'TRANSACTION_SHAPE_ACS_DELTA',
+      },
+    };
+    const seen = (page: Json) =>
+      (page.updates as Json[]).map((u) => u.update.Transaction.value.offset as number);
+    const mine = sb.ctx.net.store
+      .updates(0, ledgerEnd())
+      .filter((u) => u.events.some((e) => e.contract.stakeholders.includes(alice.id)))
+      .map((u) => u.offset);
+    expect(mine.length).toBeGreaterThanOrEqual(4);
+
+    const up: number[] = [];
+    let token = '';
+    let pages = 0;
+    for (; pages < 10; pages++) {
+      const r = await post('/v2/updates/get-updates-page', {
+        updateFormat,
+        maxPageSize: 2,
+        endOffsetInclusive: ledgerEnd(),
+        pageToken: token,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      // A 3.5 endpoint: only the 3.5.1 document has its shape.
+      expect(validateAgainst(specs[1]!.spec, 'JsGetUpdatesPageResponse', r.body)).toEqual([]);
+      up.push(...seen(r.body));
+      token = r.body.nextPageToken ?? '';
+      if (token === '') break;
+    }
+    expect(up).toEqual(mine);
+
+    const down: number[] = [];
+    token = '';
+    for (let i = 0; i < 10; i++) {
+      const r = await post('/v2/updates/get-updates-page', {
+        updateFormat,
+        maxPageSize: 3,
+        descendingOrder: true,
+        pageToken: token,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      down.push(...seen(r.body));
+      token = r.body.nextPageToken ?? '';
+      if (token === '') break;
+    }
+    expect(down).toEqual([...mine].reverse());
+
+    // Without an end, the last page still has a token: the next update is read from it.
+    const tail = await post('/v2/updates/get-updates-page', { updateFormat, maxPageSize: 100 });
+    expect(seen(tail.body)).toEqual(mine);
+    expect(tail.body.nextPageToken).not.toBe('');
+    await propose();
+    const next = await post('/v2/updates/get-updates-page', {
+      updateFormat,
+      maxPageSize: 100,
+      pageToken: tail.body.nextPageToken,
+    });
+    const fresh = sb.ctx.net.store
+      .updates(mine.at(-1)!, ledgerEnd())
+      .filter((u) => u.events.some((e) => e.contract.stakeholders.includes(alice.id)))
+      .map((u) => u.offset);
+    expect(fresh.length).toBeGreaterThan(0);
+    expect(seen(next.body)).toEqual(fresh);
+
+    const other = await post('/v2/updates/get-updates-page', {
+      updateFormat,
+      beginOffsetExclusive: 1,
+      pageToken: tail.body.nextPageToken,
+    });
+    expect(other.status).toBe(400);
+    expect(other.body.cause).toMatch(/pageToken does not belong to this request/);
+  });
+});
+
 describe('WebSocket streams', () => {
   it('updates: the SDK request form, the auth subprotocol answered, a live update after subscribing, a bounded stream closes normally', async () => {
     const validator = sb.ctx.net.validatorParty;

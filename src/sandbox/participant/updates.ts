@@ -40,6 +40,18 @@ const legacyLookup = {
 const TransactionByIdSchema = z.strictObject({ updateId: z.string().min(1), ...legacyLookup });
 const TransactionByOffsetSchema = z.strictObject({ offset: Offset, ...legacyLookup });
 
+const UpdatesPageSchema = z.strictObject({
+  beginOffsetExclusive: z.number().int().min(0).optional(),
+  endOffsetInclusive: z.number().int().min(0).optional(),
+  maxPageSize: z.number().int().min(0).optional(),
+  updateFormat: UpdateFormatSchema,
+  descendingOrder: z.boolean().optional(),
+  pageToken: z.string().optional(),
+});
+/** Default and largest `maxPageSize` of a page of updates. */
+const UPDATES_PAGE_DEFAULT = 100;
+const UPDATES_PAGE_MAX = 1000;
+
 /** Longest an open-ended HTTP list waits for something new. */
 const MAX_IDLE_MS = 30_000;
 
@@ -175,6 +187,78 @@ export function registerUpdateRoutes(app: FastifyInstance, ctx: SandboxContext):
       body.updateFormat,
       `at offset ${body.offset}`,
     );
+  });
+
+  // A page of updates (3.5): no waiting; the token carries where the next page starts and the
+  // request's bounds, which later pages must repeat.
+  app.post('/v2/updates/get-updates-page', config('getUpdatesPage'), async (req) => {
+    const body = decode(UpdatesPageSchema, req.body);
+    const view = updateView({ updateFormat: body.updateFormat }, 'updates');
+    const reads = readsOf(view);
+    requireRead(userOf(req), reads.parties, reads.anyParty);
+    const size =
+      body.maxPageSize === undefined || body.maxPageSize === 0 ? UPDATES_PAGE_DEFAULT : body.maxPageSize;
+    if (size > UPDATES_PAGE_MAX)
+      throw E.invalidArgument(`maxPageSize ${size} is above this participant's limit of ${UPDATES_PAGE_MAX}`);
+    const ledgerEnd = net.store.ledgerEnd();
+    const begin = body.beginOffsetExclusive ?? 0;
+    const end = body.endOffsetInclusive ?? ledgerEnd;
+    if (body.endOffsetInclusive !== undefined && body.endOffsetInclusive > ledgerEnd)
+      throw offsetAfterLedgerEnd(body.endOffsetInclusive, ledgerEnd);
+    if (end < begin)
+      throw E.invalidArgument(`endOffsetInclusive (${end}) is before beginOffsetExclusive (${begin})`);
+    const descending = body.descendingOrder === true;
+    const bounds = `${begin}:${body.endOffsetInclusive ?? ''}:${descending}`;
+    let at: number | undefined;
+    if (body.pageToken !== undefined && body.pageToken !== '') {
+      const [b, a] = Buffer.from(body.pageToken, 'base64url').toString('utf8').split('@');
+      at = Number(a);
+      if (b !== bounds || !Number.isInteger(at))
+        throw E.invalidArgument(
+          "pageToken does not belong to this request: repeat the first request's offsets, format and order",
+        );
+    }
+    const token = (offset: number) => Buffer.from(`${bounds}@${offset}`).toString('base64url');
+    const picked: Json[] = [];
+    if (!descending) {
+      const from = at ?? begin;
+      let last = from;
+      for (const u of net.store.updates(from, end)) {
+        const el = updateElement(u, view, net.dso);
+        last = u.offset;
+        if (el) picked.push(el);
+        if (picked.length >= size) break;
+      }
+      const full = picked.length >= size;
+      const highest = full ? last : end;
+      // Without an end the last page keeps a token, to tail the ledger from where it stopped.
+      const next = full || body.endOffsetInclusive === undefined ? token(highest) : '';
+      return {
+        updates: picked,
+        lowestPageOffsetExclusive: from,
+        highestPageOffsetInclusive: highest,
+        nextPageToken: next,
+      };
+    }
+    const to = at === undefined ? end : at - 1;
+    const all = net.store.updates(begin, to);
+    let lowest = begin;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const u = all[i] as Update;
+      const el = updateElement(u, view, net.dso);
+      if (el) picked.push(el);
+      if (picked.length >= size) {
+        lowest = u.offset - 1;
+        break;
+      }
+    }
+    const full = picked.length >= size && lowest > begin;
+    return {
+      updates: picked,
+      lowestPageOffsetExclusive: lowest,
+      highestPageOffsetInclusive: to,
+      nextPageToken: full ? token(lowest + 1) : '',
+    };
   });
 
   app.post('/v2/updates/update-by-id', config('updateById'), async (req) => {
