@@ -19,7 +19,7 @@ import { cantonError, E, SandboxError } from '../errors.js';
 import type { Update } from '../ledger/store.js';
 import { isPostSubmission, submitLocal } from '../submission.js';
 import { config, decode, participantAccess } from './access.js';
-import { damlError, interpret } from './interpret.js';
+import { interpret } from './interpret.js';
 import { eventFilter, jsTransaction } from './render.js';
 
 const ForTransactionSchema = z.strictObject({
@@ -62,7 +62,10 @@ export function registerCommandRoutes(app: FastifyInstance, ctx: SandboxContext)
         local: true,
       });
     } catch (e) {
-      throw damlError(e, (cause) => E.invalidArgument(cause));
+      // A classic submission has no prepare step: what prepare calls a failed preparation is an invalid request here.
+      if (e instanceof SandboxError && e.code === 'FAILED_TO_PREPARE_TRANSACTION')
+        throw E.invalidArgument(String((e.body as { cause?: string }).cause ?? e.message));
+      throw e;
     }
     return submitLocal(net, {
       prepared,

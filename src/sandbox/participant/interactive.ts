@@ -22,7 +22,7 @@ import {
 } from '../submission.js';
 import { tamper } from '../tamper.js';
 import { config, decode, participantAccess } from './access.js';
-import { damlError, interpret } from './interpret.js';
+import { interpret } from './interpret.js';
 import { eventFilter, jsTransaction } from './render.js';
 
 const SCHEME: Record<string, HashingScheme> = {
@@ -49,19 +49,14 @@ export function registerInteractiveRoutes(app: FastifyInstance, ctx: SandboxCont
       ? 'v2'
       : SCHEME[body.hashingSchemeVersion ?? 'HASHING_SCHEME_VERSION_V2']!;
     const maxRecordTime = body.maxRecordTime === undefined ? undefined : parseIsoMicros(body.maxRecordTime);
-    let prepared: ReturnType<typeof interpret>;
-    try {
-      prepared = interpret(net, {
-        command: body.commands[0],
-        actAs: body.actAs,
-        commandId: body.commandId,
-        disclosedContracts: body.disclosedContracts ?? [],
-        synchronizerId: body.synchronizerId,
-        maxRecordTime,
-      });
-    } catch (e) {
-      throw damlError(e);
-    }
+    let prepared = interpret(net, {
+      command: body.commands[0],
+      actAs: body.actAs,
+      commandId: body.commandId,
+      disclosedContracts: body.disclosedContracts ?? [],
+      synchronizerId: body.synchronizerId,
+      maxRecordTime,
+    });
     let claimedHash: Uint8Array | undefined;
     const t = ctx.faults.take('ledger-api.prepare', 'tamper');
     if (t?.kind === 'tamper') {

@@ -18,11 +18,13 @@ import { numericUnits } from '../prepared/common.js';
 import { buyMemberTraffic, devNetFeatureApp, devNetTap } from '../prepared/devnet.js';
 import {
   contractNotFound,
+  damlInterpretationError,
   decimalArg,
   envelope,
   interpretationError,
   isObj,
   type Json,
+  missingAuthorization,
   type PrepareCommand,
   parseTemplateId,
   partyArg,
@@ -199,10 +201,7 @@ function amuletRulesTarget(net: SandboxNetwork, req: PrepareCommand, actor: stri
 }
 
 function controllerIs(actor: string, controller: string, role: string): void {
-  if (actor !== controller)
-    throw E.failedToPrepare(
-      `Interpretation error: missing authorization from ${controller} (the ${role}, the choice's controller): submit as ${controller}`,
-    );
+  if (actor !== controller) throw missingAuthorization(controller, `${role}, the choice's controller`);
 }
 
 function requireDevNet(rules: Contract): void {
@@ -235,8 +234,8 @@ function openRoundArg(
 }
 
 const invalidTransfer = (reason: string) =>
-  E.failedToPrepare(
-    `Interpretation error: Error: Unhandled Daml exception: Splice.AmuletRules:InvalidTransfer{reason = ${reason}}`,
+  damlInterpretationError(
+    `Error: Unhandled Daml exception: Splice.AmuletRules:InvalidTransfer{reason = ${reason}}`,
   );
 
 function textArg(o: Json, name: string): string {

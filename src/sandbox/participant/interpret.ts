@@ -22,7 +22,7 @@ import {
   isPositive,
   subAmounts,
 } from '../amulet.js';
-import { cantonError, E, SandboxError } from '../errors.js';
+import { cantonError, E, type SandboxError } from '../errors.js';
 import { parseIsoMicros } from '../ledger/clock.js';
 import type { Contract } from '../ledger/store.js';
 import { big, str } from '../ledger/value-json.js';
@@ -66,26 +66,24 @@ export function parseTemplateId(s: unknown): { pkg: string; module: string; enti
   return { pkg: parts[0]!, module: parts[1]!, entity: parts[2]! };
 }
 
-export const interpretationError = (what: string) =>
-  E.failedToPrepare(`Interpretation error: Error: User failure: ${what}`);
-
 /**
- * A failed interpretation as Canton reports it, on prepare and on a classic
- * submission alike: a missing authorization is DAML_AUTHORIZATION_ERROR
- * (category 8), a Daml error (a failed check, an expired deadline) is
- * DAML_INTERPRETATION_ERROR (category 9, FAILED_PRECONDITION); any other
- * refusal is what `other` makes of it (prepare keeps FAILED_TO_PREPARE_TRANSACTION).
+ * The interpreter's refusals, as Canton reports them on prepare and on a
+ * classic submission alike: a failed Daml check (an expired deadline, an
+ * assertion) is DAML_INTERPRETATION_ERROR (category 9, FAILED_PRECONDITION);
+ * a submitter that is not the choice's controller or the contract's signatory
+ * is DAML_AUTHORIZATION_ERROR (category 8). Anything else the interpreter
+ * refuses is FAILED_TO_PREPARE_TRANSACTION.
  */
-export function damlError(
-  e: unknown,
-  other: (cause: string) => SandboxError | undefined = () => undefined,
-): unknown {
-  if (!(e instanceof SandboxError) || e.code !== 'FAILED_TO_PREPARE_TRANSACTION') return e;
-  const cause = String((e.body as { cause?: string }).cause ?? e.message);
-  if (cause.includes('missing authorization')) return cantonError('DAML_AUTHORIZATION_ERROR', 8, cause);
-  if (cause.startsWith('Interpretation error')) return cantonError('DAML_INTERPRETATION_ERROR', 9, cause);
-  return other(cause) ?? e;
-}
+export const damlInterpretationError = (cause: string) =>
+  cantonError('DAML_INTERPRETATION_ERROR', 9, `Interpretation error: ${cause}`);
+export const interpretationError = (what: string) => damlInterpretationError(`Error: User failure: ${what}`);
+/** `role` names what the party is to the contract or choice (`signatory`, `receiver`, …). */
+export const missingAuthorization = (party: string, role?: string) =>
+  cantonError(
+    'DAML_AUTHORIZATION_ERROR',
+    8,
+    `Interpretation error: missing authorization from ${party}${role === undefined ? '' : ` (the ${role})`}`,
+  );
 
 export const contractNotFound = (cid: string): SandboxError =>
   cantonError('CONTRACT_NOT_FOUND', 11, `Contract could not be found with id ${cid}`, {
@@ -165,8 +163,7 @@ function create(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: Js
       (k) => !['receiver', 'provider', 'expectedDso'].includes(k) && a[k] !== null,
     );
     if (extra.length > 0) throw E.failedToPrepare(`Unexpected fields: ${extra.join(', ')}`);
-    if (receiver !== actor)
-      throw E.failedToPrepare(`Interpretation error: missing authorization from ${receiver} (the signatory)`);
+    if (receiver !== actor) throw missingAuthorization(receiver, 'signatory');
     if (expectedDso !== undefined && expectedDso !== net.dso)
       throw interpretationError('expectedDso mismatch');
     return transferPreapprovalProposalCreate({
@@ -212,9 +209,6 @@ function exercise(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: 
 
 const isPing = (t: { module: string; entity: string }) =>
   t.module === 'Canton.Internal.Ping' && t.entity === 'Ping';
-
-const missingAuthorization = (party: string, role: string) =>
-  E.failedToPrepare(`Interpretation error: missing authorization from ${party} (the ${role})`);
 
 // ---- Canton.Internal.Ping ------------------------------------------------------------------------
 
@@ -387,7 +381,7 @@ function factoryTransfer(
   if (!Array.isArray(inputIds) || inputIds.some((x) => typeof x !== 'string'))
     throw E.invalidField('choiceArgument.transfer.inputHoldingCids', 'must be a list of contract ids');
   const reason = metaValue(tr.meta, 'splice.lfdecentralizedtrust.org/reason') ?? '';
-  if (sender !== actor) throw E.failedToPrepare(`Interpretation error: missing authorization from ${sender}`);
+  if (sender !== actor) throw missingAuthorization(sender);
   if (admin !== net.dso) throw interpretationError(`expectedAdmin ${admin} is not the DSO party ${net.dso}`);
   if (!isObj(instrument) || instrument.admin !== net.dso || instrument.id !== 'Amulet')
     throw interpretationError('instrumentId must be {admin: DSO, id: "Amulet"}');
@@ -500,10 +494,7 @@ function instructionChoice(
   const now = net.clock.now();
   const kind = choice.slice('TransferInstruction_'.length);
   const expected = kind === 'Withdraw' ? transfer.sender : transfer.receiver;
-  if (actor !== expected)
-    throw E.failedToPrepare(
-      `Interpretation error: missing authorization from ${expected} (the ${kind === 'Withdraw' ? 'sender' : 'receiver'})`,
-    );
+  if (actor !== expected) throw missingAuthorization(expected, kind === 'Withdraw' ? 'sender' : 'receiver');
   if (kind === 'Accept' && transfer.executeBefore <= now)
     throw interpretationError('the transfer instruction has expired (executeBefore passed)');
   const ctx = contextValues(arg);
