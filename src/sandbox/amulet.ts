@@ -163,18 +163,22 @@ export function balanceOf(store: LedgerStore, owner: string, asOfRound: bigint):
 
 // ---- rounds -----------------------------------------------------------------------
 
+/** An OpenMiningRound contract as the transaction builders take it. */
+export function openRoundOf(c: Contract): OpenRound {
+  return {
+    contractId: c.contractId,
+    createdAt: c.createdAt,
+    number: big(c.argument, 'round', 'number') ?? 0n,
+    amuletPrice: str(c.argument, 'amuletPrice') ?? AMULET_PRICE,
+    opensAt: big(c.argument, 'opensAt') ?? 0n,
+    targetClosesAt: big(c.argument, 'targetClosesAt') ?? 0n,
+  };
+}
+
 export function openRounds(store: LedgerStore): (OpenRound & { contract: Contract })[] {
   return store
     .activeContracts('Splice.Round:OpenMiningRound')
-    .map((c) => ({
-      contract: c,
-      contractId: c.contractId,
-      createdAt: c.createdAt,
-      number: big(c.argument, 'round', 'number') ?? 0n,
-      amuletPrice: str(c.argument, 'amuletPrice') ?? AMULET_PRICE,
-      opensAt: big(c.argument, 'opensAt') ?? 0n,
-      targetClosesAt: big(c.argument, 'targetClosesAt') ?? 0n,
-    }))
+    .map((c) => ({ contract: c, ...openRoundOf(c) }))
     .sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
 }
 

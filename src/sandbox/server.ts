@@ -23,7 +23,7 @@ import { FaultController } from './faults.js';
 import { SandboxNetwork, type SandboxNetworkOptions } from './network.js';
 import { registerOAuthRoutes } from './oauth.js';
 import { PlainError, registerParticipantRoutes } from './participant/routes.js';
-import { subprotocolToken } from './participant/streams.js';
+import { requestAuthorization } from './participant/streams.js';
 import { ScanHistory } from './scan/history.js';
 import { registerScanProxyRoutes, registerScanRoutes } from './scan/routes.js';
 import { registerRegistryRoutes } from './validator/registry.js';
@@ -131,9 +131,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     // token endpoint take no bearer token.
     if (req.routeOptions.config?.public === true) return;
     if (service === undefined || service === 'sandbox' || service === 'oauth' || service === 'scan') return;
-    // A WebSocket upgrade carries its token as the `jwt.token.<token>` subprotocol instead.
-    const wsToken = req.headers.authorization === undefined ? subprotocolToken(req) : undefined;
-    const r = await ctx.auth.check(wsToken === undefined ? req.headers.authorization : `Bearer ${wsToken}`);
+    const r = await ctx.auth.check(requestAuthorization(req));
     if (!r.ok)
       throw service === 'ledger-api'
         ? E.unauthenticated(r.reason)

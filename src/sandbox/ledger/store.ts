@@ -213,7 +213,6 @@ export class LedgerStore {
       this.archived.set(a.contractId, c);
       events.push({ kind: 'archived', nodeId: a.nodeId, contract: c });
     }
-    const archivedIds = new Set(input.archives.map((a) => a.contractId));
     // Created in node order, as a replay of the update log would list them.
     const creates = [...input.creates].sort((a, b) => a.nodeId - b.nodeId);
     for (const n of creates) {
@@ -244,7 +243,7 @@ export class LedgerStore {
       const at = { update, nodeId: e.nodeId };
       const known = this.byContract.get(e.contract.contractId) ?? {};
       if (e.kind === 'created') known.created = at;
-      else if (archivedIds.has(e.contract.contractId)) known.archived = at;
+      else known.archived = at;
       this.byContract.set(e.contract.contractId, known);
     }
     this.notify();

@@ -1,8 +1,8 @@
 /**
  * What every participant route shares: request decoding with the JSON API's
  * 400 text/plain answer, the route config (service and fault-matching name),
- * the streamed-read query parameters, and who the caller is and what the
- * caller's user may read, act, execute or administer.
+ * the streamed-read query parameters, paging of the list endpoints, and who
+ * the caller is and what the caller's user may read, act, execute or administer.
  */
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
@@ -37,6 +37,38 @@ export function streamQuery(req: FastifyRequest): { limit: number; idleMs: numbe
   if (!Number.isInteger(idleMs) || idleMs < 0)
     throw E.invalidArgument('stream_idle_timeout_ms must be a non-negative integer');
   return { limit, idleMs };
+}
+
+/** A page size and the token of the last id of the previous page, as the list endpoints take them. */
+export function pageOf(
+  q: Record<string, string | undefined>,
+  max: number,
+): { size: number; after: string | undefined } {
+  const size = q.pageSize === undefined || q.pageSize === '' || q.pageSize === '0' ? max : Number(q.pageSize);
+  if (!Number.isInteger(size) || size < 0)
+    throw E.invalidArgument(`pageSize must be a non-negative integer, got ${q.pageSize}`);
+  let after: string | undefined;
+  if (q.pageToken !== undefined && q.pageToken !== '') {
+    after = Buffer.from(q.pageToken, 'base64url').toString('utf8');
+    if (after === '') throw E.invalidArgument('pageToken is not a token this participant issued');
+  }
+  return { size: Math.min(size, max), after };
+}
+
+/** One page of sorted ids after `after`, with the token of the next page when there is one. */
+export function page<T>(
+  sorted: readonly T[],
+  idOf: (t: T) => string,
+  p: { size: number; after: string | undefined },
+): { items: T[]; nextPageToken: string } {
+  const start = p.after === undefined ? 0 : sorted.findIndex((t) => idOf(t) > p.after!);
+  const from = start < 0 ? sorted.length : start;
+  const items = sorted.slice(from, from + p.size);
+  const more = from + p.size < sorted.length;
+  return {
+    items,
+    nextPageToken: more && items.length > 0 ? Buffer.from(idOf(items.at(-1)!)).toString('base64url') : '',
+  };
 }
 
 export interface ParticipantAccess {

@@ -8,10 +8,10 @@
  */
 import type { PreparedTransaction } from '../../hashing/model.js';
 import { fromUnits } from '../../intent/decimal.js';
-import { addAmounts, amuletDso, gte, holdingView, isPositive } from '../amulet.js';
+import { addAmounts, amuletDso, gte, holdingView, isPositive, openRoundOf } from '../amulet.js';
 import { E } from '../errors.js';
 import type { Contract } from '../ledger/store.js';
-import { big, path, str } from '../ledger/value-json.js';
+import { path, str } from '../ledger/value-json.js';
 import type { SandboxNetwork } from '../network.js';
 import type { OpenRound } from '../prepared/amulet-inputs.js';
 import { numericUnits } from '../prepared/common.js';
@@ -223,14 +223,7 @@ function openRoundArg(
   if (c?.templateId.entityName !== 'OpenMiningRound' || str(c.argument, 'dso') !== net.dso)
     throw contractNotFound(id);
   requireVisible(req, actor, c);
-  return {
-    contractId: c.contractId,
-    createdAt: c.createdAt,
-    number: big(c.argument, 'round', 'number')!,
-    amuletPrice: str(c.argument, 'amuletPrice')!,
-    opensAt: big(c.argument, 'opensAt')!,
-    targetClosesAt: big(c.argument, 'targetClosesAt')!,
-  };
+  return openRoundOf(c);
 }
 
 const invalidTransfer = (reason: string) =>

@@ -20,6 +20,7 @@ import {
   HOLDING_FEE_RATE,
   holdingView,
   isPositive,
+  openRoundOf,
   subAmounts,
 } from '../amulet.js';
 import { cantonError, E, type SandboxError } from '../errors.js';
@@ -396,14 +397,7 @@ function factoryTransfer(
     throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
   requireVisible(req, actor, round);
   const rules = amuletRulesOf(net, req, actor, ctx);
-  const openRound = {
-    contractId: round.contractId,
-    createdAt: round.createdAt,
-    number: big(round.argument, 'round', 'number')!,
-    amuletPrice: str(round.argument, 'amuletPrice')!,
-    opensAt: big(round.argument, 'opensAt')!,
-    targetClosesAt: big(round.argument, 'targetClosesAt')!,
-  };
+  const openRound = openRoundOf(round);
   const inputs = (inputIds as string[]).map((id) => {
     const c = net.store.get(id);
     const v = c && c.templateId.entityName === 'Amulet' ? holdingView(c, openRound.number) : undefined;
@@ -503,14 +497,7 @@ function instructionChoice(
   if (!roundId || !round) throw contractNotFound(roundId ?? '(open-round missing from the choice context)');
   requireVisible(req, actor, round);
   const rules = amuletRulesOf(net, req, actor, ctx);
-  const openRound = {
-    contractId: round.contractId,
-    createdAt: round.createdAt,
-    number: big(round.argument, 'round', 'number')!,
-    amuletPrice: str(round.argument, 'amuletPrice')!,
-    opensAt: big(round.argument, 'opensAt')!,
-    targetClosesAt: big(round.argument, 'targetClosesAt')!,
-  };
+  const openRound = openRoundOf(round);
   const input = {
     ...envelope(net, req, actor),
     dso: amuletDso(net.dso, rules, openRound),

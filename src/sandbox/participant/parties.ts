@@ -14,7 +14,7 @@ import type { SandboxContext } from '../context.js';
 import { cantonError, E } from '../errors.js';
 import type { SandboxNetwork, SandboxUser } from '../network.js';
 import { allocateExternalParty, generateLedgerApiTopology } from '../topology.js';
-import { config, decode, participantAccess } from './access.js';
+import { config, decode, page, pageOf, participantAccess } from './access.js';
 
 /** Canton's default `partyManagement.maxPartiesPageSize`. */
 export const MAX_PARTIES_PAGE_SIZE = 10_000;
@@ -31,38 +31,6 @@ const AllocatePartyRequestSchema = z.object({
   synchronizerId: z.string().optional(),
   userId: z.string().optional(),
 });
-
-/** A page size and the token of the last id of the previous page, as the list endpoints take them. */
-export function pageOf(
-  q: Record<string, string | undefined>,
-  max: number,
-): { size: number; after: string | undefined } {
-  const size = q.pageSize === undefined || q.pageSize === '' || q.pageSize === '0' ? max : Number(q.pageSize);
-  if (!Number.isInteger(size) || size < 0)
-    throw E.invalidArgument(`pageSize must be a non-negative integer, got ${q.pageSize}`);
-  let after: string | undefined;
-  if (q.pageToken !== undefined && q.pageToken !== '') {
-    after = Buffer.from(q.pageToken, 'base64url').toString('utf8');
-    if (after === '') throw E.invalidArgument('pageToken is not a token this participant issued');
-  }
-  return { size: Math.min(size, max), after };
-}
-
-/** One page of sorted ids after `after`, with the token of the next page when there is one. */
-export function page<T>(
-  sorted: readonly T[],
-  idOf: (t: T) => string,
-  p: { size: number; after: string | undefined },
-): { items: T[]; nextPageToken: string } {
-  const start = p.after === undefined ? 0 : sorted.findIndex((t) => idOf(t) > p.after!);
-  const from = start < 0 ? sorted.length : start;
-  const items = sorted.slice(from, from + p.size);
-  const more = from + p.size < sorted.length;
-  return {
-    items,
-    nextPageToken: more && items.length > 0 ? Buffer.from(idOf(items.at(-1)!)).toString('base64url') : '',
-  };
-}
 
 export function topologyCtx(net: SandboxNetwork) {
   return { participantUid: net.participantId, synchronizerId: net.synchronizerId };

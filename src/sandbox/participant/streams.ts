@@ -34,8 +34,18 @@ const RECHECK_MS = 1_000;
 /** How long a closing handshake may take on shutdown before the socket is cut. */
 const CLOSE_GRACE_MS = 200;
 
+/**
+ * The `Authorization` a request authenticates with: its header, or for a WebSocket upgrade
+ * without one, the token of its `jwt.token.<token>` subprotocol as a bearer token.
+ */
+export function requestAuthorization(req: FastifyRequest): string | undefined {
+  if (req.headers.authorization !== undefined) return req.headers.authorization;
+  const token = subprotocolToken(req);
+  return token === undefined ? undefined : `Bearer ${token}`;
+}
+
 /** The bearer token a WebSocket upgrade carries in its subprotocols, if any. */
-export function subprotocolToken(req: FastifyRequest): string | undefined {
+function subprotocolToken(req: FastifyRequest): string | undefined {
   const offered = req.headers['sec-websocket-protocol'];
   if (typeof offered !== 'string') return undefined;
   for (const p of offered.split(',')) {
@@ -59,8 +69,7 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: SandboxContext):
    * (ACCESS_TOKEN_EXPIRED), and so do read rights the user no longer has (STALE_STREAM_AUTHORIZATION).
    */
   const stillAuthorized = async (req: FastifyRequest, authorize: () => void) => {
-    const token = subprotocolToken(req);
-    const header = token === undefined ? req.headers.authorization : `Bearer ${token}`;
+    const header = requestAuthorization(req);
     if (header !== undefined && !(await ctx.auth.check(header)).ok)
       throw cantonError(
         'ACCESS_TOKEN_EXPIRED',

@@ -12,8 +12,7 @@ import {
 import type { SandboxContext } from '../context.js';
 import { cantonError, E } from '../errors.js';
 import type { SandboxUser } from '../network.js';
-import { config, decode, participantAccess } from './access.js';
-import { page, pageOf } from './parties.js';
+import { config, decode, page, pageOf, participantAccess } from './access.js';
 
 /** Canton's default `userManagement.maxUsersPageSize`. */
 export const MAX_USERS_PAGE_SIZE = 1000;
