@@ -7,7 +7,9 @@ import { type Db, type OpenDatabaseOptions, openDatabase } from './db.js';
 import { AirGapRepo } from './repos/air-gap.js';
 import { ApprovalRepo } from './repos/approvals.js';
 import { ArtifactRepo } from './repos/artifacts.js';
+import { EventRepo } from './repos/events.js';
 import { KeyRepo } from './repos/keys.js';
+import { LeaseRepo } from './repos/leases.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
 import { DbRecorder } from './repos/recorder.js';
@@ -21,7 +23,9 @@ export * from './migrations.js';
 export * from './repos/air-gap.js';
 export * from './repos/approvals.js';
 export * from './repos/artifacts.js';
+export * from './repos/events.js';
 export * from './repos/keys.js';
+export * from './repos/leases.js';
 export * from './repos/parties.js';
 export * from './repos/policy.js';
 export * from './repos/recorder.js';
@@ -37,6 +41,9 @@ export interface Store {
   recorder: DbRecorder;
   policy: PolicyRepo;
   approvals: ApprovalRepo;
+  /** The event outbox (webhooks, `GET /v1/events`). */
+  events: EventRepo;
+  leases: LeaseRepo;
   close(): Promise<void>;
 }
 
@@ -58,6 +65,8 @@ export function storeOn(db: Db, actor = 'system'): Store {
     recorder: new DbRecorder(db, { actor }),
     policy: new PolicyRepo(db, { actor }),
     approvals: new ApprovalRepo(db, { actor }),
+    events: new EventRepo(db),
+    leases: new LeaseRepo(db),
     close: () => db.close(),
   };
 }

@@ -43,6 +43,11 @@
  * requests (at most one pending per subject) with the approvals given, the
  * approvers' credentials, and the withdrawal state `awaiting_approval`
  * (repos/policy.ts, repos/approvals.ts, repos/withdrawals.ts).
+ * Migration 8 adds the event outbox (`events`: what happened, written in the
+ * transaction of the change itself, numbered without gaps in commit order;
+ * append-only) and named leases (`leases`: one holder at a time of a task
+ * that must not run twice, with a fencing number that grows at each change
+ * of holder) (repos/events.ts, repos/leases.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -610,7 +615,36 @@ const M007: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007];
+const M008: Migration = {
+  version: 8,
+  name: 'event outbox and named leases',
+  statements: [
+    `CREATE TABLE events (
+      seq             bigint PRIMARY KEY CHECK (seq > 0),
+      id              uuid NOT NULL UNIQUE,
+      type            text NOT NULL CHECK (type ~ '^[a-z][a-z_]*(\\.[a-z][a-z_]*)+$'),
+      subject         text NOT NULL CHECK (length(subject) BETWEEN 1 AND 600),
+      data            jsonb NOT NULL,
+      created_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX events_subject ON events (subject, seq)`,
+    `CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION 'events are append-only (% refused)', TG_OP USING ERRCODE = 'insufficient_privilege';
+    END $$`,
+    `CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON events
+      FOR EACH ROW EXECUTE FUNCTION events_append_only()`,
+    `CREATE TABLE leases (
+      name            text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_.:-]{0,199}$'),
+      owner           text NOT NULL CHECK (length(owner) BETWEEN 1 AND 200),
+      fence           bigint NOT NULL CHECK (fence > 0),
+      expires_at      timestamptz(3) NOT NULL,
+      acquired_at     timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';
