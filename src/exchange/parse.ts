@@ -121,7 +121,10 @@ export type OfferEvent =
 export interface Unexplained {
   party: string;
   instrument: Instrument;
+  /** Signed decimal: the change of all the party's holdings of the instrument. */
   amount: string;
+  /** Signed decimal: the change of its locked holdings (a lock released outside any movement). */
+  locked: string;
   nodeIds: number[];
 }
 
@@ -137,7 +140,10 @@ export interface ParsedTransaction {
   movements: Movement[];
   /** TransferInstruction views created/consumed where sender or receiver is a book party. */
   offers: OfferEvent[];
-  /** Net holding changes of book parties NOT under any movement (per party+instrument). */
+  /**
+   * Net holding changes of book parties NOT under any movement (per party+instrument); an entry
+   * is left out only when both its amount and its locked change are zero.
+   */
   unexplained: Unexplained[];
   /**
    * Holdings this transaction archives that were neither created in it nor found in
@@ -316,9 +322,14 @@ function outputTag(ev: ExercisedEvent): string | undefined {
 /**
  * Memo, sender and burned amount of a movement: the result meta first, then the choice argument's
  * `transfer.meta`, `extraArgs.meta` and `meta` (a factory transfer's reason travels in its
- * argument). The sender falls back to the argument's `transfer.sender`.
+ * argument). The sender falls back to the argument's `transfer.sender`, then to the `sender` meta
+ * of the first exercise inside that carries one (an offer's accept names no sender itself; the
+ * registry's transfer under it does).
  */
-function labelsOf(ev: ExercisedEvent): { memo?: string; sender?: string; burned?: string } {
+function labelsOf(
+  ev: ExercisedEvent,
+  inside: readonly ExercisedEvent[],
+): { memo?: string; sender?: string; burned?: string } {
   const arg = isRec(ev.choiceArgument) ? ev.choiceArgument : {};
   const transfer = isRec(arg.transfer) ? arg.transfer : undefined;
   const merged: Record<string, string> = {
@@ -327,7 +338,10 @@ function labelsOf(ev: ExercisedEvent): { memo?: string; sender?: string; burned?
     ...metaValues(arg.meta),
     ...metaValues(resultOf(ev).meta),
   };
-  const sender = merged[SENDER_KEY] ?? strAt(transfer, 'sender');
+  const sender =
+    merged[SENDER_KEY] ??
+    strAt(transfer, 'sender') ??
+    inside.map((e) => metaValues(resultOf(e).meta)[SENDER_KEY]).find((v) => v !== undefined);
   const out: { memo?: string; sender?: string; burned?: string } = {};
   if (merged[REASON_KEY] !== undefined) out.memo = merged[REASON_KEY];
   if (sender !== undefined) out.sender = sender;
@@ -532,10 +546,13 @@ export function parseTransaction(tx: JsTransaction, input: ParseInput): ParsedTr
     until = last;
     const inside = ours.filter((c) => c.nodeId >= n.nodeId && c.nodeId <= last);
     for (const c of inside) covered.add(c.nodeId);
+    const nested = nodes.flatMap((m) =>
+      m.kind === 'exercised' && m.nodeId > n.nodeId && m.nodeId <= last ? [m.ev] : [],
+    );
     movements.push({
       nodeId: n.nodeId,
       kind: root.kind,
-      ...labelsOf(ev),
+      ...labelsOf(ev, nested),
       choice: ev.choice,
       ...(root.instruction ? { instructionCid: ev.contractId } : {}),
       deltas: net(inside).map(({ party, instrument, amount, locked }) => ({
@@ -547,9 +564,7 @@ export function parseTransaction(tx: JsTransaction, input: ParseInput): ParsedTr
     });
   }
 
-  const unexplained = net(ours.filter((c) => !covered.has(c.nodeId)))
-    .filter((u) => !isZero(u.amount))
-    .map(({ party, instrument, amount, nodeIds }) => ({ party, instrument, amount, nodeIds }));
+  const unexplained = net(ours.filter((c) => !covered.has(c.nodeId)));
 
   return {
     updateId: tx.updateId,

@@ -142,7 +142,7 @@ describe('parsing what the sandbox commits', () => {
     const [p] = (await ingest(carol)).filter((t) => t.offset === c.createdOffset);
     expect(p!.movements).toEqual([]);
     expect(p!.unexplained).toEqual([
-      { party: carol.id, instrument: amulet(), amount: '5.0000000000', nodeIds: [0] },
+      { party: carol.id, instrument: amulet(), amount: '5.0000000000', locked: '0.0000000000', nodeIds: [0] },
     ]);
     expect(p!.holdings).toEqual([expect.objectContaining({ op: 'create', contractId: c.contractId })]);
   });
@@ -206,6 +206,7 @@ describe('parsing what the sandbox commits', () => {
       expect.objectContaining({
         nodeId: 0,
         kind: 'transfer',
+        sender: alice.id,
         instructionCid: cid,
         choice: 'TransferInstruction_Accept',
         deltas: [{ party: carol.id, instrument: amulet(), amount: '50.0000000000', locked: '0.0000000000' }],
@@ -269,10 +270,19 @@ describe('parsing what the sandbox commits', () => {
     expect(consumed).toEqual([
       expect.objectContaining({ instructionCid: cid, choice: 'Archive', outcome: 'unknown' }),
     ]);
-    // The sender's lock came back, outside any marked exercise: unexplained for alice.
+    // The sender's lock came back outside any marked exercise: unexplained for alice, all of it in
+    // the locked column (her amount is unchanged).
     const aliceFresh = await ingest(alice);
     expect(aliceFresh.some((t) => t.updateId === offered.updateId)).toBe(true);
-    expect(aliceFresh.flatMap((t) => t.unexplained)).toEqual([]); // amount unchanged (lock released in place)
+    expect(aliceFresh.flatMap((t) => t.unexplained)).toEqual([
+      {
+        party: alice.id,
+        instrument: amulet(),
+        amount: '0.0000000000',
+        locked: '-10.0000000000',
+        nodeIds: [1, 2],
+      },
+    ]);
   });
 
   it("each party's parsed history adds up to what it holds", async () => {

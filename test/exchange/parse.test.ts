@@ -150,6 +150,8 @@ describe('DA sample: transfer instruction accepted (no tx-kind on the accept; a 
       {
         nodeId: 0,
         kind: 'transfer',
+        // Not on the accept itself: from the registry's AmuletRules_Transfer under it (node 5).
+        sender,
         burned: '22.0',
         choice: 'TransferInstruction_Accept',
         instructionCid: instruction,
@@ -327,7 +329,9 @@ describe('hand-made transactions', () => {
       ],
       [3, 'merge-split', undefined, undefined, [[B, '1.0000000000']]],
     ]);
-    expect(p.unexplained).toEqual([{ party: B, instrument: CC, amount: '0.5000000000', nodeIds: [5] }]);
+    expect(p.unexplained).toEqual([
+      { party: B, instrument: CC, amount: '0.5000000000', locked: '0.0000000000', nodeIds: [5] },
+    ]);
   });
 
   it('the result meta wins over the argument; a tx-kind in the sender-written argument meta is no marker', () => {
@@ -344,7 +348,9 @@ describe('hand-made transactions', () => {
     ]);
     const p = parseTransaction(t, { parties: new Set([B]), known: none });
     expect(p.movements.map((m) => [m.nodeId, m.memo])).toEqual([[2, 'result']]);
-    expect(p.unexplained).toEqual([{ party: B, instrument: CC, amount: '3.0000000000', nodeIds: [1] }]);
+    expect(p.unexplained).toEqual([
+      { party: B, instrument: CC, amount: '3.0000000000', locked: '0.0000000000', nodeIds: [1] },
+    ]);
   });
 
   it('a lock nets zero in amount and shows in locked; instruments are kept apart', () => {
@@ -463,7 +469,7 @@ const { op } = fc.letrec<{ op: Op }>((tie) => ({
 
 const dec = (n: number) => (n / 1e4).toFixed(4);
 
-describe('property: movements + unexplained = net holding change, per book party and instrument', () => {
+describe('property: movements + unexplained = net holding change (all and locked), per book party and instrument', () => {
   it('holds for random nestings of creates, archives (known or transient) and marked/unmarked exercises', () => {
     fc.assert(
       fc.property(
@@ -492,6 +498,9 @@ describe('property: movements + unexplained = net holding change, per book party
             if (!BOOK.has(h.owner)) return;
             const k = JSON.stringify([h.owner, h.instrument]);
             expected.set(k, [...(expected.get(k) ?? []), signed]);
+            // The locked column: the same, over locked holdings only.
+            const l = JSON.stringify([h.owner, h.instrument, 'locked']);
+            if (h.locked) expected.set(l, [...(expected.get(l) ?? []), signed]);
           };
           let next = 0;
           const emit = (o: Op): void => {
@@ -534,19 +543,22 @@ describe('property: movements + unexplained = net holding change, per book party
           const p = parseTransaction(tx(events), { parties: BOOK, known });
 
           const got = new Map<string, string[]>();
-          const add = (party: string, inst: Instrument, amount: string) => {
+          const add = (party: string, inst: Instrument, amount: string, locked: string) => {
             const k = JSON.stringify([party, inst]);
             got.set(k, [...(got.get(k) ?? []), amount]);
+            const l = JSON.stringify([party, inst, 'locked']);
+            got.set(l, [...(got.get(l) ?? []), locked]);
           };
-          for (const m of p.movements) for (const d of m.deltas) add(d.party, d.instrument, d.amount);
-          for (const u of p.unexplained) add(u.party, u.instrument, u.amount);
+          for (const m of p.movements)
+            for (const d of m.deltas) add(d.party, d.instrument, d.amount, d.locked);
+          for (const u of p.unexplained) add(u.party, u.instrument, u.amount, u.locked);
           const fromHoldings = new Map<string, string[]>();
           for (const h of p.holdings) {
             const k = JSON.stringify([h.owner, h.instrument]);
-            fromHoldings.set(k, [
-              ...(fromHoldings.get(k) ?? []),
-              h.op === 'create' ? h.amount : `-${h.amount}`,
-            ]);
+            const signed = h.op === 'create' ? h.amount : `-${h.amount}`;
+            fromHoldings.set(k, [...(fromHoldings.get(k) ?? []), signed]);
+            const l = JSON.stringify([h.owner, h.instrument, 'locked']);
+            if (h.locked) fromHoldings.set(l, [...(fromHoldings.get(l) ?? []), signed]);
           }
           for (const k of new Set([...expected.keys(), ...got.keys(), ...fromHoldings.keys()])) {
             const want = addDecimals(['0', ...(expected.get(k) ?? [])])!;
