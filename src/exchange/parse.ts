@@ -383,10 +383,12 @@ function offerCreated(n: Node & { kind: 'created' }, parties: ReadonlySet<string
 
 /**
  * How an instruction ended, from the consuming choice: a Completed or Pending result says so; a
- * Reject or Withdraw is that whatever its result (Amulet answers both with `_Failed`); a Failed
- * result of any other choice is `failed`; an Accept/Update without a result tag is `pending`; a
- * choice named for expiry is `expired`; anything else (a bare `Archive`) is `unknown` — the
- * caller compares the record time with the offer's `executeBefore` to tell an expiry.
+ * Reject or Withdraw is that whatever its result (Amulet answers both with `_Failed`); an Update
+ * answering `_Failed` is an expiry (Amulet's admin expires an instruction past `executeBefore`
+ * that way); a Failed result of any other choice is `failed`; an Accept/Update without a result
+ * tag is `pending`; a choice named for expiry is `expired`; anything else (a bare `Archive`) is
+ * `unknown` — the caller compares the record time with the offer's `executeBefore` to tell an
+ * expiry.
  */
 export function outcomeOf(ev: ExercisedEvent): { outcome: OfferOutcome; nextInstructionCid?: string } {
   const tag = outputTag(ev);
@@ -401,6 +403,8 @@ export function outcomeOf(ev: ExercisedEvent): { outcome: OfferOutcome; nextInst
   const choice = ev.choice;
   if (choice.endsWith('_Reject')) return { outcome: 'rejected' };
   if (choice.endsWith('_Withdraw')) return { outcome: 'withdrawn' };
+  // Amulet expires an instruction with an Update by the admin after executeBefore, answering Failed.
+  if (choice.endsWith('_Update') && tag === 'TransferInstructionResult_Failed') return { outcome: 'expired' };
   if (tag === 'TransferInstructionResult_Failed') return { outcome: 'failed' };
   if (choice.endsWith('_Accept') || choice.endsWith('_Update')) return { outcome: 'pending' };
   if (/expire/i.test(choice)) return { outcome: 'expired' };

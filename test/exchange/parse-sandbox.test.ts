@@ -3,7 +3,7 @@
  * ingestion reads them (POST /v2/updates, one filter per book party: wildcard plus Holding and
  * TransferInstruction interface views, ledger effects, verbose): DevNet tap (mint), an
  * automation tap (no marker: unexplained), a direct transfer through a preapproval, offers
- * accepted, rejected, withdrawn and expired, a merge. At the end each party's parsed history
+ * accepted, rejected, withdrawn and expired (the DSO's TransferInstruction_Update), a merge. At the end each party's parsed history
  * adds up to what it holds: movements plus unexplained equal its ACS balance, and the holdings
  * list replays to its active holdings.
  */
@@ -258,31 +258,35 @@ describe('parsing what the sandbox commits', () => {
     expect(p.holdings.filter((h) => h.op === 'archive').length).toBeGreaterThanOrEqual(2);
   });
 
-  it("an offer past its deadline, archived by the sandbox's expiry: consumed, outcome unknown (no expiry choice to tell)", async () => {
+  it("an offer past its deadline, expired by the DSO's automation (TransferInstruction_Update, Failed): outcome expired, the lock back to the sender", async () => {
     const offered = await kit.transfer(alice, carol, '10', 'deposit-carol-4');
     const cid = await pendingOffer(carol);
     await ingest(carol);
+    await ingest(alice);
     sb.ctx.net.clock.advance(2 * 3_600_000);
     step(sb.ctx.net);
     expect(await kit.instructions(carol)).toEqual([]);
     const fresh = await ingest(carol);
-    const consumed = fresh.flatMap((t) => t.offers).filter((o) => o.op === 'consumed');
-    expect(consumed).toEqual([
-      expect.objectContaining({ instructionCid: cid, choice: 'Archive', outcome: 'unknown' }),
-    ]);
-    // The sender's lock came back outside any marked exercise: unexplained for alice, all of it in
-    // the locked column (her amount is unchanged).
-    const aliceFresh = await ingest(alice);
-    expect(aliceFresh.some((t) => t.updateId === offered.updateId)).toBe(true);
-    expect(aliceFresh.flatMap((t) => t.unexplained)).toEqual([
+    expect(fresh.flatMap((t) => t.offers)).toEqual([
       {
-        party: alice.id,
-        instrument: amulet(),
-        amount: '0.0000000000',
-        locked: '-10.0000000000',
-        nodeIds: [1, 2],
+        op: 'consumed',
+        nodeId: 0,
+        instructionCid: cid,
+        choice: 'TransferInstruction_Update',
+        outcome: 'expired',
       },
     ]);
+    const [expiry] = fresh;
+    expect(expiry!.movements.map((m) => [m.kind, m.instructionCid, m.deltas])).toEqual([
+      ['merge-split', cid, []],
+    ]);
+    // The sender's side of the same transaction: her lock released, her amount unchanged.
+    const aliceSide = (await ingest(alice)).find((t) => t.updateId === expiry!.updateId)!;
+    expect(aliceSide.movements[0]!.deltas).toEqual([
+      { party: alice.id, instrument: amulet(), amount: '0.0000000000', locked: '-10.0000000000' },
+    ]);
+    expect(aliceSide.unexplained).toEqual([]);
+    expect(books.get(alice.id)!.parsed.some((t) => t.updateId === offered.updateId)).toBe(true);
   });
 
   it("each party's parsed history adds up to what it holds", async () => {

@@ -372,7 +372,7 @@ describe('hand-made transactions', () => {
     ]);
   });
 
-  it('offer outcomes: result tag first, then Reject/Withdraw by name, Failed, Accept without tag, expiry, else unknown', () => {
+  it('offer outcomes: result tag first, then Reject/Withdraw by name, a failed Update is an expiry, Failed, Accept without tag, expiry by name, else unknown', () => {
     const ex = (choice: string, result: unknown = {}) => {
       const e = exercise(0, 0, 'i', choice, { consuming: true, ifaces: [INSTR_IFACE], result });
       return (e as { ExercisedEvent: Parameters<typeof outcomeOf>[0] }).ExercisedEvent;
@@ -400,6 +400,9 @@ describe('hand-made transactions', () => {
     });
     expect(outcomeOf(ex('TransferInstruction_Accept'))).toEqual({ outcome: 'pending' });
     expect(outcomeOf(ex('TransferInstruction_Update'))).toEqual({ outcome: 'pending' });
+    expect(outcomeOf(ex('TransferInstruction_Update', out('TransferInstructionResult_Failed')))).toEqual({
+      outcome: 'expired',
+    });
     expect(outcomeOf(ex('SomeRegistry_ExpireInstruction'))).toEqual({ outcome: 'expired' });
     expect(outcomeOf(ex('Archive'))).toEqual({ outcome: 'unknown' });
   });

@@ -112,7 +112,7 @@ describe('ledger effects carry interface views and implemented interfaces', () =
     for (const c of created) expect(c.interfaceViews).toEqual([]);
   });
 
-  it("the network's own transactions (a tap, an expiry): views on creates, implemented interfaces on archives", async () => {
+  it("the network's own transactions: a tap's create has its view; an expiry is the DSO's TransferInstruction_Update, naming TransferInstruction", async () => {
     const tapped = sb.ctx.net.tap(bob.id, '7');
     const tap = await effects(bob, tapped.createdOffset, true);
     expect(tap.created[0]!.interfaceViews).toEqual([
@@ -127,8 +127,10 @@ describe('ledger effects carry interface views and implemented interfaces', () =
     sb.ctx.net.clock.advance(2 * 3_600_000);
     step(sb.ctx.net);
     const expiry = await effects(bob, sb.ctx.net.store.ledgerEnd(), true);
-    const archived = expiry.exercised.find((e) => e.contractId === cid)!;
-    expect(archived.choice).toBe('Archive');
-    expect(archived.implementedInterfaces).toEqual([INSTRUCTION_ID]);
+    const expired = expiry.exercised.find((e) => e.contractId === cid)!;
+    expect(expired.choice).toBe('TransferInstruction_Update');
+    expect(expired.consuming).toBe(true);
+    expect(expired.implementedInterfaces).toEqual([INSTRUCTION_ID]);
+    expect(expired.exerciseResult.output.tag).toBe('TransferInstructionResult_Failed');
   });
 });
