@@ -22,6 +22,7 @@ import type { Contract, NewContract } from './ledger/store.js';
 import { InactiveContractError } from './ledger/store.js';
 import { big, field, str } from './ledger/value-json.js';
 import { interfacesOf, type SandboxNetwork } from './network.js';
+import { instructionExpiry } from './participant/interpret.js';
 import { contractWithState, preapprovalOf } from './validator/routes.js';
 
 /** A TransferCommand's status as Scan reports it (`TransferCommandContractStatus`). */
@@ -49,6 +50,9 @@ function records(net: SandboxNetwork): Map<string, CommandRecord> {
   }
   return m;
 }
+
+/** The user the SV automation's own submissions are recorded under. */
+const DSO_AUTOMATION_USER = 'sv-automation';
 
 /** Installs the automation on a network (once per network). */
 export function installAutomation(net: SandboxNetwork): void {
@@ -257,12 +261,18 @@ export function transferCommandStatus(net: SandboxNetwork, sender: string, nonce
 // ---- (c) expiry of transfer instructions -----------------------------------------------------------
 
 /**
- * After `executeBefore` the instruction can no longer be accepted: the automation
- * archives it and its LockedAmulet and returns the amulet to the sender unchanged.
+ * After `executeBefore` the instruction can no longer be accepted: the DSO's automation
+ * expires it as Splice does, with `TransferInstruction_Update` (the LockedAmulet unlocked back
+ * to the sender, result `_Failed`). An instruction whose locked amulet is gone is archived.
  */
 function expireInstruction(net: SandboxNetwork, instr: Contract): void {
   const executeBefore = big(instr.argument, 'transfer', 'executeBefore');
   if (executeBefore === undefined || net.clock.now() < executeBefore) return;
+  const prepared = instructionExpiry(net, instr.contractId);
+  if (prepared) {
+    net.commitPrepared(prepared, { userId: DSO_AUTOMATION_USER, submissionId: `sv-expire-${randomUUID()}` });
+    return;
+  }
   const lockedId = str(instr.argument, 'lockedAmulet');
   const locked = lockedId ? net.store.get(lockedId) : undefined;
   const archives = [instr.contractId];

@@ -31,6 +31,7 @@ import type { SandboxNetwork } from '../network.js';
 import { numericUnits, type TokenTransfer } from '../prepared/common.js';
 import {
   transferInstructionAccept,
+  transferInstructionExpire,
   transferInstructionReject,
   transferInstructionWithdraw,
 } from '../prepared/instruction.js';
@@ -551,6 +552,41 @@ export function localInstructionAnswer(
   };
   return instructionChoice(net, req, receiver, cid, `TransferInstruction_${kind}`, {
     extraArgs: { context: { values }, meta: { values: {} } },
+  });
+}
+
+/**
+ * The DSO's expiry of transfer instruction `cid` after its `executeBefore` (the SV automation):
+ * `TransferInstruction_Update` returning the locked amount to the sender. Undefined when the
+ * instruction has no locked amulet left to return.
+ */
+export function instructionExpiry(net: SandboxNetwork, cid: string): PreparedTransaction | undefined {
+  const instr = net.store.get(cid);
+  if (instr?.templateId.entityName !== 'AmuletTransferInstruction') throw contractNotFound(cid);
+  const transfer = transferOf(instr);
+  if (net.clock.now() < transfer.executeBefore)
+    throw interpretationError('the transfer instruction has not expired (executeBefore is still ahead)');
+  const lockedId = str(instr.argument, 'lockedAmulet');
+  const locked = lockedId ? net.store.get(lockedId) : undefined;
+  if (!locked) return undefined;
+  const lv = holdingView(locked, 0n)!;
+  const req: PrepareCommand = {
+    command: {},
+    actAs: [net.dso],
+    commandId: `sv-expire-instruction-${randomUUID()}`,
+    disclosedContracts: [],
+  };
+  return transferInstructionExpire({
+    ...envelope(net, req, net.dso),
+    dso: amuletDso(net.dso, net.amuletRules(), net.latestRound()),
+    transfer,
+    instruction: { contractId: instr.contractId, createdAt: instr.createdAt },
+    lockedAmulet: {
+      contractId: locked.contractId,
+      createdAt: locked.createdAt,
+      createdRound: lv.createdRound,
+      rate: lv.rate,
+    },
   });
 }
 

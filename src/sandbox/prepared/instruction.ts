@@ -52,7 +52,7 @@ export interface InstructionInput extends Envelope {
 
 export type AcceptInput = InstructionInput & LedgerTimeBounds;
 
-type Kind = 'Accept' | 'Reject' | 'Withdraw';
+type Kind = 'Accept' | 'Reject' | 'Withdraw' | 'Update';
 
 const REASON = 'splice.lfdecentralizedtrust.org/reason';
 const TX_KIND = 'splice.lfdecentralizedtrust.org/tx-kind';
@@ -65,6 +65,14 @@ export function transferInstructionReject(i: InstructionInput): PreparedTransact
 }
 export function transferInstructionWithdraw(i: InstructionInput): PreparedTransaction {
   return build(i, 'Withdraw');
+}
+/**
+ * The instruction's expiry as Splice's Amulet does it: `TransferInstruction_Update` by the
+ * instrument admin (the DSO) once `executeBefore` passed, no extra actors; the lock goes back to
+ * the sender and the result is `TransferInstructionResult_Failed`, as for a reject.
+ */
+export function transferInstructionExpire(i: InstructionInput): PreparedTransaction {
+  return build(i, 'Update');
 }
 
 function build(i: InstructionInput, kind: Kind): PreparedTransaction {
@@ -139,10 +147,11 @@ function build(i: InstructionInput, kind: Kind): PreparedTransaction {
     output = variant(tiType('TransferInstructionResult_Output'), 'TransferInstructionResult_Failed', unit);
   }
   const root = exerciseNode(instructionRef, {
-    actingParties: [kind === 'Withdraw' ? t.sender : t.receiver],
+    actingParties: [kind === 'Withdraw' ? t.sender : kind === 'Update' ? dso : t.receiver],
     interfaceId: ID.transferInstructionIface,
     choiceId: `TransferInstruction_${kind}`,
     chosenValue: record(tiType(`TransferInstruction_${kind}`), [
+      ...(kind === 'Update' ? [['extraActors', list([])] as [string, Value]] : []),
       [
         'extraArgs',
         extraArgs({
