@@ -5,7 +5,7 @@
  * deposit` without `--url` reads it, and ignores a note whose process is gone.
  */
 import { readFileSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { chmod, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export const DEV_SANDBOX_NOTE = 'dev-sandbox.json';
@@ -20,6 +20,8 @@ export async function writeDevSandboxNote(dataDir: string, origin: string): Prom
   const file = devSandboxNotePath(dataDir);
   const doc = { format: FORMAT, url: origin, pid: process.pid };
   await writeFile(file, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
+  // A note left by an earlier start keeps its mode through writeFile: owner-only either way.
+  await chmod(file, 0o600);
   return file;
 }
 
