@@ -124,6 +124,18 @@ describe('updatesStream (WebSocket)', () => {
     expect(after.done).toBe(true);
   });
 
+  it('a slow reader with a one-message buffer gets every item, in order (the socket is paused and resumed)', async () => {
+    const end = ledgerEnd();
+    const all = await collect(client.updatesStream(request(alice.id, 0, end)));
+    const slow: Update[] = [];
+    for await (const u of client.updatesStream(request(alice.id, 0, end), { highWaterMark: 1 })) {
+      slow.push(u);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(slow.map(updateOffset)).toEqual(all.map(updateOffset));
+    expect(slow.length).toBeGreaterThan(2);
+  });
+
   it('a read the user may not make: the JsCantonError the server sends, as CantonApiError', async () => {
     const err = await collect(client.updatesStream(request(sb.ctx.net.validatorParty, 0))).catch(
       (e: unknown) => e,
