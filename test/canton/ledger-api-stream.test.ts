@@ -149,6 +149,16 @@ describe('updatesStream (WebSocket)', () => {
     expect(e.message).not.toContain('user-token');
   });
 
+  it('a start past the ledger end (a participant restored to before it): OFFSET_AFTER_LEDGER_END, not retryable', async () => {
+    const err = await collect(client.updatesStream(request(alice.id, ledgerEnd() + 100))).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(CantonApiError);
+    expect((err as CantonApiError).code).toBe('OFFSET_AFTER_LEDGER_END');
+    expect((err as CantonApiError).category).toBe('InvalidGivenCurrentSystemStateSeekAfterEnd');
+    expect((err as CantonApiError).retryable).toBe(false);
+  });
+
   it('a refused token: 401 after one fresh token was tried, never the token in the error', async () => {
     let invalidated = 0;
     const bad: AuthProvider = {
