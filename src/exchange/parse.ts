@@ -5,7 +5,8 @@
  * `ParseInput.known`, which the caller fills beforehand for the ids {@link archivedHoldingIds}
  * names (the ingestion looks them up by contract id; a 404 means "not ours" and stays absent).
  *
- * Recognition is by the token standard's own markers, never by a registry's choice names:
+ * Recognition is by the token standard's own markers and interface choices, never by a
+ * registry's own choice names (Canton Coin's `TransferPreapproval_Send` is found by its tx-kind):
  * - a Holding is a created event with a `Splice.Api.Token.HoldingV1:Holding` interface view (any
  *   package id), archived by a consuming exercise (or archived event) whose
  *   `implementedInterfaces` include Holding;

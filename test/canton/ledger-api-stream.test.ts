@@ -124,6 +124,18 @@ describe('updatesStream (WebSocket)', () => {
     expect(after.done).toBe(true);
   });
 
+  it('a slow reader with a one-message buffer gets every item, in order (the socket is paused and resumed)', async () => {
+    const end = ledgerEnd();
+    const all = await collect(client.updatesStream(request(alice.id, 0, end)));
+    const slow: Update[] = [];
+    for await (const u of client.updatesStream(request(alice.id, 0, end), { highWaterMark: 1 })) {
+      slow.push(u);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(slow.map(updateOffset)).toEqual(all.map(updateOffset));
+    expect(slow.length).toBeGreaterThan(2);
+  });
+
   it('a read the user may not make: the JsCantonError the server sends, as CantonApiError', async () => {
     const err = await collect(client.updatesStream(request(sb.ctx.net.validatorParty, 0))).catch(
       (e: unknown) => e,
@@ -135,6 +147,16 @@ describe('updatesStream (WebSocket)', () => {
     expect(e.retryable).toBe(false);
     expect(e.message).toContain('/v2/updates');
     expect(e.message).not.toContain('user-token');
+  });
+
+  it('a start past the ledger end (a participant restored to before it): OFFSET_AFTER_LEDGER_END, not retryable', async () => {
+    const err = await collect(client.updatesStream(request(alice.id, ledgerEnd() + 100))).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(CantonApiError);
+    expect((err as CantonApiError).code).toBe('OFFSET_AFTER_LEDGER_END');
+    expect((err as CantonApiError).category).toBe('InvalidGivenCurrentSystemStateSeekAfterEnd');
+    expect((err as CantonApiError).retryable).toBe(false);
   });
 
   it('a refused token: 401 after one fresh token was tried, never the token in the error', async () => {

@@ -437,6 +437,40 @@ describe('hand-made transactions', () => {
   });
 });
 
+describe('ACS-delta shape (created and archived events, no exercises)', () => {
+  const A = 'alice::1220aa';
+  it('archived events implementing Holding are archives; without a movement every change is unexplained', () => {
+    const t = tx([
+      {
+        ArchivedEvent: {
+          offset: 9,
+          nodeId: 3,
+          contractId: 'old',
+          templateId: 'pkg:Some.Token:Coin',
+          witnessParties: [A],
+          packageName: 'some-token',
+          implementedInterfaces: [HOLDING_IFACE],
+        },
+      },
+      createHolding(5, 'new', A, '4.0'),
+      createHolding(6, 'theirs', 'other::1220', '1.0'),
+    ]);
+    const known = new Map([
+      ['old', { contractId: 'old', owner: A, instrument: CC, amount: '6.0', locked: false }],
+    ]);
+    expect(archivedHoldingIds(t)).toEqual(['old']);
+    const p = parseTransaction(t, { parties: new Set([A]), known });
+    expect(p.holdings.map((h) => [h.op, h.contractId])).toEqual([
+      ['archive', 'old'],
+      ['create', 'new'],
+    ]);
+    expect(p.unexplained).toEqual([
+      { party: A, instrument: CC, amount: '-2.0000000000', locked: '0.0000000000', nodeIds: [3, 5] },
+    ]);
+    expect(p.movements).toEqual([]);
+  });
+});
+
 // ---- the netting property ---------------------------------------------------------------------------
 
 const PARTIES = ['p0::1220', 'p1::1220', 'other::1220'];
