@@ -19,6 +19,9 @@
  * 4xx are retried too: a receiver that answers 401 or 404 is usually being
  * (re)configured, and a dead letter is redelivered by hand anyway.
  *
+ * A user name and password in a receiver's URL are sent as HTTP Basic
+ * authorization (and never shown: the API shows the URL without them).
+ *
  * Nothing here is on the path of a withdrawal or of ingestion: the loops run
  * apart, each attempt has a timeout, and at most `concurrency` requests are
  * in flight. `appendEvents` kicks the loops (store/event-hook.ts) before its
@@ -108,6 +111,24 @@ function describeFailure(e: unknown, timeoutMs: number): string {
   return 'request failed';
 }
 
+/**
+ * The receiver with a user name and password in its URL moved to a Basic
+ * `authorization` header (fetch refuses a URL with credentials).
+ */
+function withoutCredentials(r: ReceiverSettings): ReceiverSettings & { authorization?: string } {
+  const u = new URL(r.url);
+  if (u.username === '' && u.password === '') return r;
+  const user = decodeURIComponent(u.username);
+  const pass = decodeURIComponent(u.password);
+  u.username = '';
+  u.password = '';
+  return {
+    ...r,
+    url: u.toString(),
+    authorization: `Basic ${Buffer.from(`${user}:${pass}`, 'utf8').toString('base64')}`,
+  };
+}
+
 class Semaphore {
   private free: number;
   private readonly waiting: (() => void)[] = [];
@@ -146,7 +167,7 @@ export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDe
     wanted = 0;
     private wantedSince = 0;
 
-    constructor(readonly r: ReceiverSettings) {}
+    constructor(readonly r: ReceiverSettings & { authorization?: string }) {}
 
     kick(seq?: number): void {
       if (seq !== undefined && seq > this.wanted) {
@@ -222,7 +243,11 @@ export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDe
     private async send(d: ClaimedDelivery): Promise<void> {
       const { r } = this;
       const body = webhookBody(d.event);
-      const headers = { ...webhookHeaders(r.secrets, d.event, body), 'user-agent': USER_AGENT };
+      const headers: Record<string, string> = {
+        ...webhookHeaders(r.secrets, d.event, body),
+        'user-agent': USER_AGENT,
+        ...(r.authorization ? { authorization: r.authorization } : {}),
+      };
       let status: number | undefined;
       let error: string | undefined;
       try {
@@ -275,7 +300,7 @@ export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDe
     }
   }
 
-  const loops = opts.receivers.map((r) => new Loop(r));
+  const loops = opts.receivers.map((r) => new Loop(withoutCredentials(r)));
 
   return {
     owner,
