@@ -3,9 +3,12 @@
  * migrated) → signer (file keystore, PKCS#11 when configured) → Canton
  * clients (the configured URLs, or a built-in sandbox network when
  * `network.sandbox` is true) → flow context whose party book and recorder are
- * the store's → metrics → withdrawal worker → HTTP app. `close()` stops in
+ * the store's → metrics → withdrawal worker → webhook deliverer (when
+ * receivers are configured; their secrets are read from the environment
+ * first, a missing one stops the start) → HTTP app. `close()` stops in
  * order: no new requests, in-flight requests finished (fastify's close), the
- * worker's steps in progress finished, then the clients, keys and database.
+ * worker's steps in progress finished, the deliverer stopped (its claims
+ * released), then the clients, keys and database.
  * Tests inject any of the pieces; `beforeStart` runs before the worker starts
  * (dev mode hosts its parties on the fresh sandbox there).
  */

@@ -166,7 +166,7 @@ export async function eventsRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         tags: ['events'],
         summary: 'One event, by its id or its seq',
         params: s(z.object({ id: z.string().min(1).max(64) })),
-        response: { 200: out(EventView, 'the event') },
+        response: { 200: out(EventView, 'the event (found by its id or its seq)') },
       },
     },
     async (request) => {
