@@ -76,6 +76,8 @@ export interface WebhookDeliverer {
 /** How long a kicked loop waits for the kicking event's transaction to commit. */
 const KICK_WAIT_MS = 2000;
 const KICK_STEP_MS = 15;
+/** The shortest wait between two passes that found nothing to send. */
+const MIN_IDLE_MS = 100;
 const USER_AGENT = 'canton-signer-webhooks/1';
 
 /** The request body: the event as `GET /v1/events/{id}` shows it. */
@@ -228,7 +230,8 @@ export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDe
           if (claimed.length > 0) continue;
           const due = await repo.nextDue(this.r.name);
           const until = due === undefined ? opts.pollMs : Date.parse(due) - Date.now() + 5;
-          await this.sleep(Math.min(opts.pollMs, Math.max(until, 0)));
+          // Not sooner than MIN_IDLE_MS: a due delivery another instance's claims hold back is not busy-polled.
+          await this.sleep(Math.min(opts.pollMs, Math.max(until, MIN_IDLE_MS)));
         } catch (e) {
           if (stopping.signal.aborted) break;
           opts.logger?.warn(

@@ -200,3 +200,20 @@ describe('the webhooks configuration', () => {
     expect(message).not.toContain(WHSEC);
   });
 });
+
+describe('the service start', () => {
+  it('stops with a ConfigError naming the variable of a missing secret, before opening anything', async () => {
+    const { createService } = await import('../../src/server/service.js');
+    const config = configSchema.parse({
+      network: { sandbox: true },
+      auth: { issuer: 'i', audience: 'a', sharedSecret: 'x'.repeat(32), algorithms: ['HS256'] },
+      database: { dataDir: '/nonexistent/never-opened' },
+      webhooks: { receivers: [{ name: 'exchange', url: 'https://x.test/h', secretEnv: ['WH_MISSING'] }] },
+    });
+    const start = createService({ config, env: {} });
+    await expect(start).rejects.toBeInstanceOf(ConfigError);
+    await expect(start).rejects.toThrow(
+      'webhooks.receivers[0].secretEnv[0] (WH_MISSING): WH_MISSING is not set',
+    );
+  });
+});
