@@ -25,6 +25,7 @@ import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
 import { auditAccessRefusal } from './routes/context.js';
+import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
 import { offersRoutes } from './routes/offers.js';
@@ -234,6 +235,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await airGapRoutes(v1, deps);
       await policyRoutes(v1, deps);
       await approvalsRoutes(v1, deps);
+      await eventsRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

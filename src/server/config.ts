@@ -13,6 +13,8 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { EVENT_PATTERN } from '../events/catalogue.js';
+import { parseSecret, type WebhookSecret } from '../events/signature.js';
 import { redactUrl } from '../store/db.js';
 import { DEFAULT_PARTIES_CLAIM, DEFAULT_ROLES_CLAIM } from './claims.js';
 
@@ -240,6 +242,97 @@ const databaseSchema = z
   })
   .prefault({});
 
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+export const webhookReceiverSchema = z.strictObject({
+  /** How the receiver is named in the API, metrics and the database (its cursor). */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a name: 1-64 letters, digits, ".", "_" or "-"'),
+  url: httpUrl(),
+  /** The event types it gets: exact types, families (`deposit.*`) or `*` (default: every event). */
+  events: z
+    .array(z.string().regex(EVENT_PATTERN, 'an event type (withdrawal.committed), a family (deposit.*) or *'))
+    .min(1, 'must not be empty')
+    .default(['*']),
+  /** Environment variables holding the signing secret(s): the current one, and the next during a rotation. */
+  secretEnv: z
+    .array(z.string().regex(ENV_NAME, 'an environment variable name'))
+    .min(1, 'name the environment variable holding the secret')
+    .max(2, 'at most two secrets (the current and the next)'),
+  /** How long one attempt may take (ms) before it counts as failed. */
+  timeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  enabled: z.boolean().default(true),
+});
+
+export const webhooksSchema = z
+  .strictObject({
+    receivers: z.array(webhookReceiverSchema).default([]),
+    retry: z
+      .strictObject({
+        /** How long a failing delivery is retried before it is dead (s; default 3 days). */
+        horizonSeconds: z.number().int().min(1).max(31_536_000).default(259_200),
+        /** The first retry's delay (s); doubled at each failure, with jitter. */
+        initialSeconds: z.number().min(0.01).max(86_400).default(5),
+        /** The longest delay between two attempts (s). */
+        maxIntervalSeconds: z.number().min(0.01).max(86_400).default(3600),
+      })
+      .prefault({}),
+    /** Requests in flight at once across receivers (each receiver gets one at a time, in order). */
+    concurrency: z.number().int().min(1).max(256).default(8),
+    /** How often the outbox and due retries are looked at without a kick (ms). */
+    pollMs: z.number().int().min(50).max(600_000).default(2000),
+  })
+  .superRefine((w, ctx) => {
+    const seen = new Set<string>();
+    w.receivers.forEach((r, i) => {
+      if (seen.has(r.name))
+        ctx.addIssue({ code: 'custom', path: ['receivers', i, 'name'], message: `${r.name} is named twice` });
+      seen.add(r.name);
+    });
+  })
+  .prefault({});
+
+export type WebhooksConfig = z.output<typeof webhooksSchema>;
+export type WebhookReceiverConfig = z.output<typeof webhookReceiverSchema>;
+
+/**
+ * The signing secrets of each enabled receiver, read from the environment
+ * variables its `secretEnv` names. A variable unset, or too short, is a
+ * ConfigError naming the variable (never its value).
+ */
+export function loadWebhookSecrets(
+  cfg: WebhooksConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Map<string, WebhookSecret[]> {
+  const out = new Map<string, WebhookSecret[]>();
+  const problems: ConfigProblem[] = [];
+  cfg.receivers.forEach((r, i) => {
+    if (!r.enabled) return;
+    const secrets: WebhookSecret[] = [];
+    r.secretEnv.forEach((name, j) => {
+      const path = `webhooks.receivers[${i}].secretEnv[${j}]`;
+      const v = env[name];
+      if (v === undefined || v === '') {
+        problems.push({
+          path,
+          env: name,
+          message: `${name} is not set: it must hold receiver ${r.name}'s secret`,
+        });
+        return;
+      }
+      try {
+        secrets.push(parseSecret(v));
+      } catch (e) {
+        problems.push({ path, env: name, message: `${name} ${(e as Error).message}` });
+      }
+    });
+    out.set(r.name, secrets);
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}
+
 export const configSchema = z
   .strictObject({
     listen: z
@@ -323,6 +416,8 @@ export const configSchema = z
           .default('approvals-seal'),
       })
       .prefault({}),
+    /** Webhooks: events POSTed to the exchange's receivers, signed (docs/exchange.md). */
+    webhooks: webhooksSchema,
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));
@@ -464,6 +559,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'policy.file', env: ['CANTON_SIGNER_POLICY_FILE'], kind: 'path' },
   { path: 'policy.sealKey', env: ['CANTON_SIGNER_POLICY_SEAL_KEY'], kind: 'string' },
+  { path: 'webhooks.concurrency', env: ['CANTON_SIGNER_WEBHOOKS_CONCURRENCY'], kind: 'number' },
+  { path: 'webhooks.pollMs', env: ['CANTON_SIGNER_WEBHOOKS_POLL_MS'], kind: 'number' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
 ];
 

@@ -4,6 +4,7 @@
  * recorder and party book on the store), the metrics and the worker. One
  * object, built once by service.ts; routes never open anything themselves.
  */
+import type { WebhookDeliverer } from '../events/webhooks.js';
 import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
@@ -25,6 +26,8 @@ export interface ServiceDeps {
   worker: WithdrawalWorker;
   /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
+  /** The webhook deliverer (kicked after a redeliver), when receivers are configured and workers run. */
+  webhooks?: WebhookDeliverer;
   /**
    * True once the store, the keys and the network answered; readiness reports it. A failing
    * check has a fixed `code` only: its detail is logged, never answered.

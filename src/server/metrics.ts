@@ -7,7 +7,11 @@
  * flow and outcome; key backend (HSM) errors by code; withdrawals by state,
  * the age of the oldest pending withdrawal per state and committed
  * withdrawals by delivery and approval requests pending (all read from the
- * store when scraped); policy decisions by outcome and rule. Labels never carry ids, parties or anything unbounded.
+ * store when scraped); policy decisions by outcome and rule; webhook
+ * delivery attempts by receiver and outcome, dead deliveries and the age of
+ * the oldest pending delivery per receiver (read from the store). Labels
+ * never carry ids, parties or anything unbounded (receiver names come from
+ * the configuration).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -57,6 +61,14 @@ export class ServiceMetrics {
     labelNames: ['outcome', 'rule'] as const,
     registers: [this.registry],
   });
+  readonly webhookAttempts = new Counter({
+    name: 'canton_signer_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by receiver and outcome (delivered, failed: retried later, dead: given up)',
+    labelNames: ['receiver', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookDead: Gauge<'receiver'>;
+  readonly webhookOldestPending: Gauge<'receiver'>;
   readonly approvalsPending: Gauge;
   readonly withdrawals: Gauge<'state'>;
   readonly oldestPending: Gauge<'state'>;
@@ -68,6 +80,8 @@ export class ServiceMetrics {
       oldestPendingAges?: () => Promise<Record<string, number>>;
       withdrawalsByDelivery?: () => Promise<Record<string, number>>;
       approvalsPending?: () => Promise<number>;
+      /** Per webhook receiver: dead deliveries and seconds since the oldest pending one became pending. */
+      webhookStatus?: () => Promise<{ name: string; dead: number; oldestPendingSeconds: number }[]>;
       defaults?: boolean;
     } = {},
   ) {
@@ -101,6 +115,27 @@ export class ServiceMetrics {
       async collect() {
         if (!byDelivery) return;
         for (const [delivery, v] of Object.entries(await byDelivery())) this.set({ delivery }, v);
+      },
+    });
+    const webhooks = opts.webhookStatus;
+    this.webhookDead = new Gauge({
+      name: 'canton_signer_webhook_dead_deliveries',
+      help: 'Webhook deliveries given up (dead letters), per receiver: redeliver them with the API',
+      labelNames: ['receiver'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!webhooks) return;
+        for (const r of await webhooks()) this.set({ receiver: r.name }, r.dead);
+      },
+    });
+    this.webhookOldestPending = new Gauge({
+      name: 'canton_signer_webhook_oldest_pending_seconds',
+      help: 'Seconds since the oldest pending webhook delivery of each receiver became pending (0: none)',
+      labelNames: ['receiver'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!webhooks) return;
+        for (const r of await webhooks()) this.set({ receiver: r.name }, r.oldestPendingSeconds);
       },
     });
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'canton_signer_' });

@@ -3,9 +3,12 @@
  * migrated) → signer (file keystore, PKCS#11 when configured) → Canton
  * clients (the configured URLs, or a built-in sandbox network when
  * `network.sandbox` is true) → flow context whose party book and recorder are
- * the store's → metrics → withdrawal worker → HTTP app. `close()` stops in
+ * the store's → metrics → withdrawal worker → webhook deliverer (when
+ * receivers are configured; their secrets are read from the environment
+ * first, a missing one stops the start) → HTTP app. `close()` stops in
  * order: no new requests, in-flight requests finished (fastify's close), the
- * worker's steps in progress finished, then the clients, keys and database.
+ * worker's steps in progress finished, the deliverer stopped (its claims
+ * released), then the clients, keys and database.
  * Tests inject any of the pieces; `beforeStart` runs before the worker starts
  * (dev mode hosts its parties on the fresh sandbox there).
  */
@@ -15,6 +18,7 @@ import { authFromEnv, staticBearer } from '../canton/auth.js';
 import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
+import { createWebhookDeliverer, type WebhookDeliverer } from '../events/webhooks.js';
 import type { FlowContext } from '../flows/context.js';
 import { resolveParty } from '../flows/names.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
@@ -32,7 +36,7 @@ import { openStore, type Store } from '../store/index.js';
 import type { ApprovalRequest } from '../store/repos/approvals.js';
 import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
 import { createVerifier, type Verifier } from './auth.js';
-import { redactUrl, type ServiceConfig } from './config.js';
+import { loadWebhookSecrets, redactUrl, type ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import { ServiceMetrics } from './metrics.js';
 import { resumeApproved } from './routes/resume.js';
@@ -203,6 +207,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const { config } = opts;
   const env = opts.env ?? process.env;
   const log = opts.logger ?? serviceLogger(config);
+  // A receiver's secret missing or too short stops the start, naming the variable.
+  const webhookSecrets = loadWebhookSecrets(config.webhooks, env);
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async () => {
     for (const c of opened.reverse()) await c().catch(() => {});
@@ -244,6 +250,16 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       oldestPendingAges: () => store.withdrawals.oldestPendingAges(),
       withdrawalsByDelivery: () => store.withdrawals.countByDelivery(),
       approvalsPending: () => store.approvals.countPending(),
+      ...(config.webhooks.receivers.length > 0
+        ? {
+            webhookStatus: async () =>
+              (await store.webhooks.status()).map((r) => ({
+                name: r.name,
+                dead: r.counts.dead,
+                oldestPendingSeconds: r.oldestPendingSeconds,
+              })),
+          }
+        : {}),
     });
     instrumentSigner(signer, metrics);
     await recordHeldKeys(signer, store, log);
@@ -333,6 +349,30 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
           log.warn({ withdrawal: id, err: String(e) }, 'could not resume an approved withdrawal'),
       );
     };
+    // Events to the exchange's receivers: apart from withdrawals and ingestion, started with the worker.
+    const enabled = config.webhooks.receivers.filter((r) => r.enabled);
+    const webhooks: WebhookDeliverer | undefined =
+      opts.worker === false || enabled.length === 0
+        ? undefined
+        : createWebhookDeliverer({
+            repo: store.webhooks,
+            receivers: enabled.map((r) => ({
+              name: r.name,
+              url: r.url,
+              events: r.events,
+              secrets: webhookSecrets.get(r.name) ?? [],
+              timeoutMs: r.timeoutMs,
+            })),
+            retry: {
+              horizonMs: config.webhooks.retry.horizonSeconds * 1000,
+              initialMs: config.webhooks.retry.initialSeconds * 1000,
+              maxIntervalMs: config.webhooks.retry.maxIntervalSeconds * 1000,
+            },
+            concurrency: config.webhooks.concurrency,
+            pollMs: config.webhooks.pollMs,
+            logger: log,
+            observe: (receiver, outcome) => metrics.webhookAttempts.inc({ receiver, outcome }),
+          });
     const deps: ServiceDeps = {
       config,
       store,
@@ -342,6 +382,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       metrics,
       worker,
       airGap,
+      ...(webhooks ? { webhooks } : {}),
       async ready() {
         // Anyone may ask: the answer names a failing check by a fixed code; why it failed
         // (a host name, a database user) goes only to the (redacting) log.
@@ -382,6 +423,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     if (opts.worker !== false) {
       await worker.start();
       delivery.start();
+      await webhooks?.start();
     }
     let closed = false;
     return {
@@ -405,6 +447,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         }
         await worker.stop();
         await delivery.stop();
+        await webhooks?.stop();
         await closeOpened();
       },
     };

@@ -13,6 +13,7 @@ import { LeaseRepo } from './repos/leases.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
 import { DbRecorder } from './repos/recorder.js';
+import { WebhookRepo } from './repos/webhooks.js';
 import { WithdrawalRepo } from './repos/withdrawals.js';
 
 export * from './audit.js';
@@ -29,6 +30,7 @@ export * from './repos/leases.js';
 export * from './repos/parties.js';
 export * from './repos/policy.js';
 export * from './repos/recorder.js';
+export * from './repos/webhooks.js';
 export * from './repos/withdrawals.js';
 
 export interface Store {
@@ -44,6 +46,8 @@ export interface Store {
   /** The event outbox (webhooks, `GET /v1/events`). */
   events: EventRepo;
   leases: LeaseRepo;
+  /** The webhook deliverer's cursors and deliveries. */
+  webhooks: WebhookRepo;
   close(): Promise<void>;
 }
 
@@ -67,6 +71,7 @@ export function storeOn(db: Db, actor = 'system'): Store {
     approvals: new ApprovalRepo(db, { actor }),
     events: new EventRepo(db),
     leases: new LeaseRepo(db),
+    webhooks: new WebhookRepo(db, { actor }),
     close: () => db.close(),
   };
 }

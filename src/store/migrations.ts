@@ -48,6 +48,8 @@
  * append-only) and named leases (`leases`: one holder at a time of a task
  * that must not run twice, with a fencing number that grows at each change
  * of holder) (repos/events.ts, repos/leases.ts).
+ * Migration 10 adds the webhook deliverer's cursors (`webhook_receivers`)
+ * and deliveries (`webhook_deliveries`, src/store/repos/webhooks.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
@@ -644,7 +646,42 @@ const M008: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008];
+const M010: Migration = {
+  version: 10,
+  name: 'webhook receivers and deliveries',
+  statements: [
+    // One row per configured receiver: how far its cursor has read the outbox.
+    `CREATE TABLE webhook_receivers (
+      name            text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'),
+      after_seq       bigint NOT NULL DEFAULT 0 CHECK (after_seq >= 0),
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    // One row per (receiver, event it subscribes to): pending until delivered or dead.
+    `CREATE TABLE webhook_deliveries (
+      receiver        text NOT NULL REFERENCES webhook_receivers (name),
+      event_seq       bigint NOT NULL REFERENCES events (seq),
+      state           text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'dead')),
+      attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+      since           timestamptz(3) NOT NULL DEFAULT now(),
+      next_attempt_at timestamptz(3) NOT NULL DEFAULT now(),
+      last_attempt_at timestamptz(3),
+      last_status     integer,
+      last_error      text CHECK (length(last_error) <= 500),
+      delivered_at    timestamptz(3),
+      claimed_by      text,
+      claimed_until   timestamptz(3),
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now(),
+      PRIMARY KEY (receiver, event_seq)
+    )`,
+    `CREATE INDEX webhook_deliveries_due ON webhook_deliveries (receiver, next_attempt_at, event_seq)
+      WHERE state = 'pending'`,
+    `CREATE INDEX webhook_deliveries_state ON webhook_deliveries (state, receiver, event_seq)`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008, M010];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

@@ -48,6 +48,8 @@ const TABLES = [
   'schema_migrations',
   'signatures',
   'submissions',
+  'webhook_deliveries',
+  'webhook_receivers',
   'withdrawals',
 ];
 

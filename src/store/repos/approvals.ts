@@ -25,6 +25,13 @@
  * `approval.requested`, `approval.superseded`, `approval.approve`,
  * `approval.reject`, `approval.closed`, `approval.result`,
  * `approver.registered`, `approver.activated`, `approver.revoked`.
+ *
+ * Events (the outbox, events.ts), appended last in the same transaction,
+ * `data` the request as `GET /v1/approvals/{id}` shows it minus what the
+ * policy layer computes (`missing`, `summary`, `transaction`):
+ * `approval.required` when a request is opened, and when it ends
+ * `approval.approved`, `approval.rejected`, `approval.expired`,
+ * `approval.cancelled` or `approval.superseded`.
  */
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
@@ -38,6 +45,7 @@ import {
   DuplicateCredentialError,
   NotFoundError,
 } from '../errors.js';
+import { appendEvents, type EventInput } from './events.js';
 
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'superseded' | 'cancelled';
 /** Per approver group, how many distinct approvers (src/policy/evaluate.ts `Requirement`). */
@@ -139,6 +147,51 @@ function compact<T extends object>(row: Record<string, unknown>): T {
 
 const requestFromRow = (r: RequestRow): ApprovalRequest => compact<ApprovalRequest>(r);
 
+/**
+ * An approval request as the REST API shows it (the fields of the server's
+ * approval view that the store holds, same names): the `data` of its events.
+ */
+async function approvalEvent(tx: Queryable, type: string, r: ApprovalRequest): Promise<EventInput> {
+  const answers = (
+    await tx.query<{
+      approver: string;
+      decision: ApprovalDecision;
+      credentialId: string | null;
+      reason: string | null;
+      at: string;
+    }>(
+      `SELECT approver, decision, credential_id AS "credentialId", reason, created_at AS at
+         FROM approvals WHERE request_id = $1 ORDER BY created_at, id`,
+      [r.id],
+    )
+  ).rows;
+  return {
+    type,
+    subject: `approval:${r.id}`,
+    data: {
+      id: r.id,
+      subject: r.subject,
+      status: r.status,
+      statement: r.statement,
+      statementHash: r.statementHash,
+      requirement: r.requirement,
+      approvals: answers.map((a) => ({
+        approver: a.approver,
+        decision: a.decision,
+        ...(a.credentialId ? { credentialId: a.credentialId } : {}),
+        ...(a.reason ? { reason: a.reason } : {}),
+        at: a.at,
+      })),
+      expiresAt: r.expiresAt,
+      createdAt: r.createdAt,
+      ...(r.decidedAt ? { decidedAt: r.decidedAt } : {}),
+      ...(r.decidedBy ? { decidedBy: r.decidedBy } : {}),
+      ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.result !== undefined && r.result !== null ? { result: r.result } : {}),
+    },
+  };
+}
+
 const APPROVAL_COLUMNS = `id, request_id AS "requestId", approver, credential_id AS "credentialId", decision,
   reason, signature, created_at AS "createdAt"`;
 
@@ -238,17 +291,20 @@ export class ApprovalRepo {
       ).rows[0];
       if (cur && cur.statementHash === req.statementHash) return requestFromRow(cur);
       const audit: AuditEntry[] = [];
+      const events: EventInput[] = [];
       if (cur) {
         if (cur.id === id)
           throw new BadRequestError(
             'id',
             `request ${id} is the pending request of ${subject} with another statement: a changed statement needs a new request id`,
           );
-        await tx.query(
+        const gone = await tx.query<RequestRow>(
           `UPDATE approval_requests SET status = 'superseded', decided_at = now(), decided_by = $2, reason = $3
-            WHERE id = $1`,
+            WHERE id = $1 RETURNING ${REQUEST_COLUMNS}`,
           [cur.id, req.requester, `superseded by request ${id}`],
         );
+        if (gone.rows[0])
+          events.push(await approvalEvent(tx, 'approval.superseded', requestFromRow(gone.rows[0])));
         audit.push({
           actor: req.requester,
           action: 'approval.superseded',
@@ -284,6 +340,8 @@ export class ApprovalRepo {
         },
       });
       await appendAuditBatch(tx, audit);
+      events.push(await approvalEvent(tx, 'approval.required', r));
+      await appendEvents(tx, events);
       return r;
     });
   }
@@ -495,6 +553,7 @@ export class ApprovalRepo {
           },
         },
       ]);
+      await appendEvents(tx, [await approvalEvent(tx, `approval.${to}`, closed)]);
       return closed;
     });
   }
@@ -526,6 +585,9 @@ export class ApprovalRepo {
             details: { request: x.id, statementHash: x.statementHash, policyVersion: version },
           })),
         );
+      const events: EventInput[] = [];
+      for (const x of rows) events.push(await approvalEvent(tx, 'approval.superseded', x));
+      await appendEvents(tx, events);
       return rows;
     });
   }

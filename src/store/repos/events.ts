@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db.js';
+import { eventsAppended } from '../event-hook.js';
 
 export interface EventInput {
   /** Dotted, lower case: `deposit.credited`, `withdrawal.committed`, … */
@@ -83,7 +84,10 @@ export async function appendEvents(tx: Queryable, events: readonly EventInput[])
      RETURNING ${COLUMNS}`,
     [JSON.stringify(rows)],
   );
-  return r.rows.map(fromRow).sort((a, b) => a.seq - b.seq);
+  const out = r.rows.map(fromRow).sort((a, b) => a.seq - b.seq);
+  const last = out.at(-1);
+  if (last) eventsAppended(last.seq);
+  return out;
 }
 
 export interface EventQuery {

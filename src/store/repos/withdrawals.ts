@@ -60,6 +60,15 @@
  * `returned` the offer ended without delivery (rejected, expired, withdrawn
  * or failed: `offer.outcome`) and the amount is back with the sender.
  * Rows committed before delivery was tracked have none.
+ *
+ * Events (the outbox, events.ts), appended last in the transaction of the
+ * change, `data` the withdrawal as `GET /v1/withdrawals/{id}` shows it
+ * (`withdrawalEventData`): `withdrawal.received` when one is created,
+ * `withdrawal.<state>` at every move of the state machine (a move to the
+ * same state, e.g. re-prepared, again), and for delivery
+ * `withdrawal.offered`, `withdrawal.delivered`, `withdrawal.returned` (the
+ * delivery state it moved to; `pending` is entered with `committed`, whose
+ * event shows it). `noteError` changes no state and emits nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
@@ -73,6 +82,7 @@ import {
   WithdrawalStateError,
 } from '../errors.js';
 import { Failed, GroupCommit } from '../group-commit.js';
+import { appendEvents, type EventInput } from './events.js';
 
 export const WITHDRAWAL_STATES = [
   'received',
@@ -321,6 +331,37 @@ function fromRow(r: Row): Withdrawal {
   return w;
 }
 
+/**
+ * The withdrawal as the REST API shows it (the same fields, names and
+ * omissions as the server's `withdrawalView`): the `data` of its events.
+ */
+export function withdrawalEventData(w: Withdrawal): Record<string, unknown> {
+  const executeBefore = w.options.executeBefore;
+  return {
+    id: w.id,
+    state: w.state,
+    party: w.party,
+    receiver: w.receiver,
+    amount: w.amount,
+    ...(w.instrument ? { instrument: { ...w.instrument } } : {}),
+    ...(w.memo !== undefined ? { memo: w.memo } : {}),
+    ...(typeof executeBefore === 'string' ? { executeBefore } : {}),
+    commandId: w.commandId,
+    attempts: w.attempts,
+    ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
+    ...(w.updateId !== undefined ? { updateId: w.updateId } : {}),
+    ...(w.delivery !== undefined ? { delivery: w.delivery } : {}),
+    ...(w.offer !== undefined ? { offer: { ...w.offer } } : {}),
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+  };
+}
+
+/** The event of withdrawal `w` under `type` (`withdrawal.<state>`, `withdrawal.delivered`, …). */
+function withdrawalEvent(type: string, w: Withdrawal): EventInput {
+  return { type, subject: `withdrawal:${w.id}`, data: withdrawalEventData(w) };
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface TransitionPatch {
@@ -506,6 +547,7 @@ async function insertBatch(
   }
   const outcomes: (CreateResult | Failed)[] = [];
   const audit: AuditEntry[] = [];
+  const events: EventInput[] = [];
   for (const p of batch) {
     const s = slot(p.caller, p.key);
     const mine = created.get(s);
@@ -518,6 +560,7 @@ async function insertBatch(
     const w = fromRow(row);
     const isNew = mine !== undefined && first.get(s) === p;
     outcomes.push({ withdrawal: w, created: isNew });
+    if (isNew) events.push(withdrawalEvent('withdrawal.received', w));
     if (isNew)
       audit.push({
         actor: p.actor,
@@ -533,6 +576,8 @@ async function insertBatch(
       });
   }
   await appendAuditBatch(tx, audit);
+  // Last: the outbox's lock is held until the commit.
+  await appendEvents(tx, events);
   return outcomes;
 }
 
@@ -588,6 +633,8 @@ async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<
   const out: (Withdrawal | Failed)[] = new Array(batch.length);
   const order = batch.map((_, i) => i).sort((a, b) => compareIds(batch[a]?.id ?? '', batch[b]?.id ?? ''));
   const audit: AuditEntry[] = [];
+  // In the order the rows were moved (a withdrawal moved twice in one batch: in submission order).
+  const events: EventInput[] = [];
   for (const i of order) {
     const m = batch[i] as PendingMove;
     const { patch } = m;
@@ -635,9 +682,13 @@ async function moveBatch(tx: Queryable, batch: readonly PendingMove[]): Promise<
         ...((m.opts.details ?? {}) as Record<string, Json>),
       },
     });
+    // A move of the state machine is an event; a note of the latest error (`action`) is not.
+    if (m.action === undefined) events.push(withdrawalEvent(`withdrawal.${m.to}`, w));
     out[i] = w;
   }
   await appendAuditBatch(tx, audit);
+  // Last: one statement for the batch; the outbox's lock is held until the commit.
+  await appendEvents(tx, events);
   return out;
 }
 
@@ -1018,6 +1069,7 @@ export class WithdrawalRepo {
           },
         },
       ]);
+      await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
       return w;
     });
   }
