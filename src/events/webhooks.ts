@@ -60,7 +60,7 @@ export interface WebhookDelivererOptions {
   logger?: DelivererLogger;
   /** Called after each attempt (metrics). */
   observe?: (receiver: string, outcome: DeliveryOutcome) => void;
-  /** Deliveries claimed at once per receiver (default 20). */
+  /** Deliveries claimed at once per receiver (default 5: a claim lasts as long as sending them all may, so a crashed instance's claims lapse within 5 × (timeoutMs + 1 s) + 5 s). */
   batch?: number;
   random?: () => number;
 }
@@ -154,7 +154,7 @@ class Semaphore {
 export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDeliverer {
   const owner = opts.owner ?? `deliverer-${randomUUID()}`;
   const repo = opts.repo;
-  const batch = opts.batch ?? 20;
+  const batch = opts.batch ?? 5;
   const random = opts.random ?? Math.random;
   const sem = new Semaphore(opts.concurrency);
   const stopping = new AbortController();
