@@ -19,9 +19,9 @@
  * The same with two service instances at once, one of them killed at a time.
  * Needs dist/ (`npm test` builds first; locally `npm run build`).
  */
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,13 +34,19 @@ import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
 import type { Signer } from '../../src/keys/signer.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
-import { MemoryRecorder } from '../../src/store/journal.js';
 import { openPostgres } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
+import { MemoryRecorder } from '../../src/store/journal.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { hostParty, testSigner } from '../support/flow-env.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
-import { LISTENING, policyServeConfig, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import {
+  LISTENING,
+  policyServeConfig,
+  type ServeProcess,
+  startServe,
+  stopAll,
+} from '../support/serve-process.js';
 import { mintToken } from '../support/service.js';
 
 const hasPg = await requirePostgres();
@@ -205,7 +211,10 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
         exchange: {
           ingestion: { pollMs: 100 },
           deposits: { attribution: [{ name: 'accounts', match: 'prefix', value: 'acct-' }] },
-          autoAccept: { rules: [{ name: 'known', party: '*', requireAccount: true, action: 'accept' }], otherwise: 'reject' },
+          autoAccept: {
+            rules: [{ name: 'known', party: '*', requireAccount: true, action: 'accept' }],
+            otherwise: 'reject',
+          },
           automationPollMs: 300,
         },
         webhooks: {
@@ -222,7 +231,11 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
   function serve(file: string): ServeProcess {
     return startServe(['--config', file], {
       cwd: dir,
-      env: { CANTON_SIGNER_PASSPHRASE: PASSPHRASE, CRASH_HOOK_SECRET: SECRET, CANTON_SIGNER_LOG_LEVEL: 'info' },
+      env: {
+        CANTON_SIGNER_PASSPHRASE: PASSPHRASE,
+        CRASH_HOOK_SECRET: SECRET,
+        CANTON_SIGNER_LOG_LEVEL: 'info',
+      },
     });
   }
 
@@ -238,9 +251,12 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
       urls[i] = (await p.waitFor(LISTENING, 60_000))[1]!;
     };
     for (let i = 0; i < instances; i++) await start(i);
-    const token = await mintToken(['operator', 'withdrawer', 'auditor', 'admin'], { parties: [treasury.partyId] });
+    const token = await mintToken(['operator', 'withdrawer', 'auditor', 'admin'], {
+      parties: [treasury.partyId],
+    });
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const alive = () => urls.filter((_, i) => procs[i]?.child.exitCode === null && procs[i]?.child.signalCode === null);
+    const alive = () =>
+      urls.filter((_, i) => procs[i]?.child.exitCode === null && procs[i]?.child.signalCode === null);
 
     // The killer: every 0.8–2.5 s one instance dies by SIGKILL and is started again.
     let killing = true;
@@ -290,7 +306,12 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     const withdrawing = (async () => {
       for (let n = 0; n < withdrawals; n++) {
         const key = `crash-${seed}-${n}`;
-        const body = JSON.stringify({ party: treasury.partyId, receiver: shop, amount: '1.5', memo: `w-${n}` });
+        const body = JSON.stringify({
+          party: treasury.partyId,
+          receiver: shop,
+          amount: '1.5',
+          memo: `w-${n}`,
+        });
         const id = await until(async () => {
           const url = alive()[0];
           if (!url) return undefined;
@@ -320,8 +341,6 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     expect(kills).toBeGreaterThan(2);
 
     // Everything settles with the instances left alive.
-    const end = (await store.ledger.ledgerEndOf?.()) ?? undefined;
-    void end;
     const q = <T>(sql: string, p: unknown[] = []) => store.db.query<T>(sql, p).then((r) => r.rows);
     await until(async () => {
       const [c] = await q<{ n: number }>(
@@ -343,12 +362,19 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     }, 'every two-step deposit answered');
     const head = await store.events.head();
     await until(
-      async () => (Array.from({ length: head }, (_, k) => k + 1).every((s) => hooks.seen.has(s)) ? true : undefined),
+      async () =>
+        Array.from({ length: head }, (_, k) => k + 1).every((s) => hooks.seen.has(s)) ? true : undefined,
       'every event delivered',
     );
 
     // One deposit row per customer transfer, none twice.
-    const rows = await q<{ update_id: string; state: string; account: string | null; kind: string; amount: string }>(
+    const rows = await q<{
+      update_id: string;
+      state: string;
+      account: string | null;
+      kind: string;
+      amount: string;
+    }>(
       `SELECT update_id, state, account, kind, amount::text FROM deposits WHERE update_id = ANY($1::text[])`,
       [sent.map((s) => s.updateId)],
     );
@@ -373,9 +399,12 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     for (const s of sent) if (s.offset <= cursor!.offset) expect(byUpdate.has(s.updateId)).toBe(true);
 
     // One transfer left for each withdrawal; the treasury's books agree with the ledger.
-    const recon = await fetch(`${alive()[0]}/v1/parties/${encodeURIComponent(treasury.partyId)}/reconciliation`, {
-      headers: auth,
-    }).then((r) => r.json() as Promise<{ instruments: { differences: unknown[] }[] }>);
+    const recon = await fetch(
+      `${alive()[0]}/v1/parties/${encodeURIComponent(treasury.partyId)}/reconciliation`,
+      {
+        headers: auth,
+      },
+    ).then((r) => r.json() as Promise<{ instruments: { differences: unknown[] }[] }>);
     for (const i of recon.instruments) expect(i.differences).toEqual([]);
     expect(hooks.badSignatures).toBe(0);
     return { kills, events: head, deliveries: hooks.deliveries };
@@ -391,5 +420,3 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     console.log(`[exchange-crash] two instances: ${JSON.stringify(r)}`);
   }, 300_000);
 });
-
-void randomUUID;
