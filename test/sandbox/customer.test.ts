@@ -400,6 +400,42 @@ describe('canton-signer sandbox deposit', () => {
     ]);
   });
 
+  it('sandbox respond: the customer accepts an offer from a party, or says there is none', async () => {
+    const hank = addExternalParty(net, 'hank');
+    net.tap(hank.id, '9');
+    await post('/sandbox/customer/allocate', { name: 'customer' });
+    const offer = await post('/sandbox/customer/transfer-out', {
+      from: hank.id,
+      to: 'customer',
+      amount: '4',
+    });
+    expect(offer.body.mode).toBe('two-step');
+    const r = await runCli(['sandbox', 'respond', '--accept', '--from', 'hank', '--url', sb.urls.origin]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      `customer::${net.participantId.split('::')[1]} accepted 4.0000000000 CC from ${hank.id} (TransferInstruction ${offer.body.instructionCid}): update ${net.store.updateByOffset(net.store.ledgerEnd())!.updateId} at offset ${net.store.ledgerEnd()}\n`,
+    );
+    expect(net.store.get(offer.body.instructionCid)).toBeUndefined();
+    const again = await runCli([
+      'sandbox',
+      'respond',
+      '--reject',
+      '--from',
+      hank.id,
+      '--url',
+      sb.urls.origin,
+    ]);
+    expect([again.status, again.stderr]).toEqual([
+      2,
+      expect.stringMatching(/reject refused by the sandbox: no pending transfer offer/),
+    ]);
+    const neither = await runCli(['sandbox', 'respond', '--url', sb.urls.origin]);
+    expect([neither.status, neither.stderr]).toEqual([
+      2,
+      expect.stringContaining('give one of --accept and --reject'),
+    ]);
+  });
+
   it('without --url: the sandbox npm start noted in ./dev/data while it runs', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'canton-signer-customer-'));
     try {
