@@ -2,7 +2,8 @@
  * `canton-signer sandbox deposit`: a customer outside the book sends a party
  * a deposit on a running sandbox (`POST /sandbox/customer/deposit`), one step
  * through the receiver's TransferPreapproval when it has one, else as a
- * two-step transfer offer. Where the sandbox is: --url, else
+ * two-step transfer offer; `sandbox respond`: a customer accepts or rejects an
+ * offer a party sent it (`POST /sandbox/customer/respond`). Where the sandbox is: --url, else
  * CANTON_SIGNER_SANDBOX_URL, else the one `npm start` noted in its data
  * folder (./dev/data, or CANTON_SIGNER_DATA_DIR) while it runs, else
  * http://127.0.0.1:7575 (CANTON_SIGNER_SANDBOX_PORT), where `canton-signer
@@ -22,6 +23,25 @@ interface DepositCliOptions {
   customer?: string;
   url?: string;
   json?: boolean;
+}
+
+interface RespondCliOptions {
+  accept?: boolean;
+  reject?: boolean;
+  instruction?: string;
+  customer?: string;
+  from?: string;
+  url?: string;
+  json?: boolean;
+}
+
+interface RespondAnswer {
+  updateId: string;
+  offset: number;
+  instructionCid: string;
+  sender: string;
+  receiver: string;
+  amount: string;
 }
 
 interface DepositAnswer {
@@ -69,49 +89,91 @@ export function registerSandboxCustomer(sandbox: Command): void {
       const { amountArg } = await import('./args.js');
       const amount = amountArg(opts.amount, '--amount');
       if (opts.twoStep && opts.oneStep) throw new UsageError('--one-step and --two-step: give one of them');
-      if (opts.url !== undefined && !/^https?:\/\/[^/]+\/?$/.test(opts.url))
-        throw new UsageError(
-          `--url: expected the sandbox's origin, e.g. http://127.0.0.1:7575; got ${opts.url}`,
-        );
-      const { url, from } = await sandboxOrigin(opts.url);
-      const body = {
+      const answer = await postControl(opts.url, '/sandbox/customer/deposit', 'deposit', {
         to: opts.to,
         amount,
         mode: opts.twoStep ? 'two-step' : opts.oneStep ? 'one-step' : 'auto',
         ...(opts.customer !== undefined ? { customer: opts.customer } : {}),
         ...(opts.memo !== undefined ? { memo: opts.memo } : {}),
-      };
-      const origin = url.replace(/\/$/, '');
-      let res: Response;
-      try {
-        res = await fetch(`${origin}/sandbox/customer/deposit`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(30_000),
-        });
-      } catch (e) {
-        const c = (e as { cause?: { code?: string; message?: string } }).cause;
-        const cause = c?.code ?? c?.message ?? (e as Error).message;
-        throw new CliExit(
-          1,
-          `cannot reach the sandbox at ${origin} (${from}): ${cause}: start it (npm start, or npx canton-signer sandbox), or give --url`,
-        );
-      }
-      const text = await res.text();
-      let answer: unknown;
-      try {
-        answer = JSON.parse(text);
-      } catch {
-        answer = undefined;
-      }
-      if (!res.ok) {
-        const a = answer as { error?: string; cause?: string; code?: string } | undefined;
-        const why = a?.error ?? (a?.code ? `${a.code}: ${a.cause}` : text.slice(0, 300));
-        throw new CliExit(res.status < 500 ? 2 : 1, `deposit refused by the sandbox: ${why}`);
-      }
+      });
       out(opts.json, answer, `${depositLine(answer as DepositAnswer)}\n`);
     });
+
+  sandbox
+    .command('respond')
+    .description('A customer accepts or rejects a transfer offer a party sent it, on a running sandbox')
+    .option('--accept', 'accept the offer: the amount becomes the customer’s')
+    .option('--reject', 'reject it: the amount goes back to the sender')
+    .option('--instruction <cid>', 'the offer (TransferInstruction contract id)')
+    .option(
+      '--customer <name>',
+      'without --instruction: the oldest pending offer to this customer',
+      'customer',
+    )
+    .option('--from <party>', 'without --instruction: only offers from this party (id or hint)')
+    .option('--url <origin>', 'the sandbox (as for sandbox deposit)')
+    .option('--json', 'print the answer as JSON')
+    .action(async (_opts: RespondCliOptions, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<RespondCliOptions>();
+      if (opts.accept === opts.reject) throw new UsageError('give one of --accept and --reject');
+      const action = opts.accept ? 'accept' : 'reject';
+      const a = (await postControl(opts.url, '/sandbox/customer/respond', action, {
+        action,
+        ...(opts.instruction !== undefined
+          ? { instructionCid: opts.instruction }
+          : { customer: opts.customer, ...(opts.from !== undefined ? { from: opts.from } : {}) }),
+      })) as RespondAnswer;
+      const line = `${a.receiver} ${action}ed ${a.amount} CC from ${a.sender} (TransferInstruction ${a.instructionCid}): update ${a.updateId} at offset ${a.offset}\n`;
+      out(opts.json, a, line);
+    });
+}
+
+/**
+ * POSTs `body` to the sandbox control `path` and returns its answer. A sandbox
+ * that does not answer is exit 1 naming where the URL came from; a refusal
+ * (4xx) is exit 2 with the sandbox's reason.
+ */
+async function postControl(
+  explicitUrl: string | undefined,
+  path: string,
+  what: string,
+  body: unknown,
+): Promise<unknown> {
+  if (explicitUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(explicitUrl))
+    throw new UsageError(
+      `--url: expected the sandbox's origin, e.g. http://127.0.0.1:7575; got ${explicitUrl}`,
+    );
+  const { url, from } = await sandboxOrigin(explicitUrl);
+  const origin = url.replace(/\/$/, '');
+  let res: Response;
+  try {
+    res = await fetch(`${origin}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (e) {
+    const c = (e as { cause?: { code?: string; message?: string } }).cause;
+    const cause = c?.code ?? c?.message ?? (e as Error).message;
+    throw new CliExit(
+      1,
+      `cannot reach the sandbox at ${origin} (${from}): ${cause}: start it (npm start, or npx canton-signer sandbox), or give --url`,
+    );
+  }
+  const text = await res.text();
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    answer = undefined;
+  }
+  if (!res.ok) {
+    const a = answer as { error?: string; cause?: string; code?: string } | undefined;
+    const why = a?.error ?? (a?.code ? `${a.code}: ${a.cause}` : text.slice(0, 300));
+    throw new CliExit(res.status < 500 ? 2 : 1, `${what} refused by the sandbox: ${why}`);
+  }
+  return answer;
 }
 
 /** One line saying what happened. */

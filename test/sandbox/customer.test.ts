@@ -244,10 +244,31 @@ describe('POST /sandbox/customer/transfer-out (test-only)', () => {
     expect([m?.[SENDER], m?.[REASON]]).toEqual([dave.id, 'stolen']);
     const archived = exercises(tx).filter((x) => x.consuming && x.contractId === tapped.contractId);
     expect(archived).toHaveLength(1);
+    // The whole holding moved: no change amulet (not even one of 0) is created for dave.
+    const owners = creates(tx).map((c) => c.createArgument.owner ?? c.createArgument.amulet?.owner);
+    expect(owners).not.toContain(dave.id);
     // The intruder holds it now.
     const intruder = await post('/sandbox/customer/allocate', { name: 'intruder' });
     expect([intruder.body.party, intruder.body.created]).toEqual([r.body.receiver, false]);
     expect(intruder.body.preapproval).toMatch(/^00/);
+  });
+
+  it('two step when the receiver has no preapproval: the whole holding is locked in the offer, no change', async () => {
+    const gina = addExternalParty(net, 'gina');
+    net.tap(gina.id, '8');
+    expect((await post('/sandbox/customer/allocate', { name: 'customer' })).status).toBe(200);
+    const r = await post('/sandbox/customer/transfer-out', { from: gina.id, to: 'customer' });
+    expect([r.status, r.body.mode, r.body.amount]).toEqual([200, 'two-step', '8.0000000000']);
+    const b = balanceOf(net.store, gina.id, net.latestRound().number);
+    expect([b.totalUnlocked, b.totalLocked]).toEqual(['0.0000000000', '8.0000000000']);
+    const tx = await txFor(gina.id, r.body.offset);
+    const root = exercises(tx)[0]!;
+    expect(root.choice).toBe('TransferFactory_Transfer');
+    expect(root.exerciseResult.senderChangeCids).toEqual([]);
+    expect(root.exerciseResult.output.value.transferInstructionCid).toBe(r.body.instructionCid);
+    // The node ids line up without the change node: the instruction is the root's last child.
+    const instr = creates(tx).find((c) => c.contractId === r.body.instructionCid)!;
+    expect(instr.nodeId).toBe(root.lastDescendantNodeId);
   });
 
   it('a part of the holdings, to a given party; refuses more than the party holds', async () => {
@@ -268,6 +289,7 @@ describe('POST /sandbox/customer/respond', () => {
   it('a customer accepts and rejects offers a party sent it', async () => {
     const frank = addExternalParty(net, 'frank');
     net.tap(frank.id, '100');
+    expect((await post('/sandbox/customer/allocate', {})).body.name).toBe('customer');
     // frank's offers to the customer (no preapproval): two-step, made here without the signer.
     const o1 = await post('/sandbox/customer/transfer-out', { from: frank.id, to: 'customer', amount: '30' });
     const o2 = await post('/sandbox/customer/transfer-out', { from: frank.id, to: 'customer', amount: '20' });
@@ -375,6 +397,42 @@ describe('canton-signer sandbox deposit', () => {
       expect.stringContaining(
         `cannot reach the sandbox at http://127.0.0.1:${port} (the default): ECONNREFUSED`,
       ),
+    ]);
+  });
+
+  it('sandbox respond: the customer accepts an offer from a party, or says there is none', async () => {
+    const hank = addExternalParty(net, 'hank');
+    net.tap(hank.id, '9');
+    await post('/sandbox/customer/allocate', { name: 'customer' });
+    const offer = await post('/sandbox/customer/transfer-out', {
+      from: hank.id,
+      to: 'customer',
+      amount: '4',
+    });
+    expect(offer.body.mode).toBe('two-step');
+    const r = await runCli(['sandbox', 'respond', '--accept', '--from', 'hank', '--url', sb.urls.origin]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      `customer::${net.participantId.split('::')[1]} accepted 4.0000000000 CC from ${hank.id} (TransferInstruction ${offer.body.instructionCid}): update ${net.store.updateByOffset(net.store.ledgerEnd())!.updateId} at offset ${net.store.ledgerEnd()}\n`,
+    );
+    expect(net.store.get(offer.body.instructionCid)).toBeUndefined();
+    const again = await runCli([
+      'sandbox',
+      'respond',
+      '--reject',
+      '--from',
+      hank.id,
+      '--url',
+      sb.urls.origin,
+    ]);
+    expect([again.status, again.stderr]).toEqual([
+      2,
+      expect.stringMatching(/reject refused by the sandbox: no pending transfer offer/),
+    ]);
+    const neither = await runCli(['sandbox', 'respond', '--url', sb.urls.origin]);
+    expect([neither.status, neither.stderr]).toEqual([
+      2,
+      expect.stringContaining('give one of --accept and --reject'),
     ]);
   });
 
