@@ -646,6 +646,113 @@ const M008: Migration = {
   ],
 };
 
+const M009: Migration = {
+  version: 9,
+  name: 'ledger ingestion and deposits',
+  statements: [
+    `CREATE TABLE ingest_cursor (
+      id              boolean PRIMARY KEY DEFAULT true CHECK (id),
+      "offset"        bigint NOT NULL CHECK ("offset" >= 0),
+      record_times    jsonb NOT NULL DEFAULT '{}',
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE TABLE ingested_updates (
+      update_id       text PRIMARY KEY,
+      "offset"        bigint NOT NULL,
+      record_time     text NOT NULL,
+      synchronizer_id text,
+      ingested_at     timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX ingested_updates_offset ON ingested_updates ("offset")`,
+    `CREATE TABLE ledger_holdings (
+      contract_id       text PRIMARY KEY,
+      party             text NOT NULL,
+      instrument_admin  text NOT NULL,
+      instrument_id     text NOT NULL,
+      amount            numeric(38, 10) NOT NULL,
+      locked            boolean NOT NULL,
+      created_offset    bigint NOT NULL,
+      created_update_id text NOT NULL,
+      archived_offset   bigint,
+      archived_update_id text
+    )`,
+    `CREATE INDEX ledger_holdings_party ON ledger_holdings (party, created_offset)`,
+    `CREATE TABLE ledger_movements (
+      id                bigserial PRIMARY KEY,
+      update_id         text NOT NULL,
+      "offset"          bigint NOT NULL,
+      record_time       text NOT NULL,
+      node_id           integer NOT NULL,
+      party             text NOT NULL,
+      kind              text NOT NULL,
+      instrument_admin  text NOT NULL,
+      instrument_id     text NOT NULL,
+      amount            numeric(38, 10) NOT NULL,
+      locked            numeric(38, 10) NOT NULL,
+      counterparty      text,
+      memo              text,
+      ours              boolean NOT NULL,
+      withdrawal_id     uuid
+    )`,
+    `CREATE INDEX ledger_movements_party ON ledger_movements (party, "offset")`,
+    `CREATE TABLE deposits (
+      id                uuid PRIMARY KEY,
+      party             text NOT NULL,
+      sender            text NOT NULL,
+      instrument_admin  text NOT NULL,
+      instrument_id     text NOT NULL,
+      amount            numeric(38, 10) NOT NULL CHECK (amount > 0),
+      memo              text,
+      memo_truncated    boolean NOT NULL DEFAULT false,
+      account           text CHECK (account IS NULL OR length(account) BETWEEN 1 AND 200),
+      attribution       text,
+      kind              text NOT NULL CHECK (kind IN ('one_step', 'two_step')),
+      state             text NOT NULL CHECK (state IN ('pending', 'credited', 'returned')),
+      outcome           text,
+      instruction_cid   text UNIQUE,
+      execute_before    text,
+      update_id         text NOT NULL,
+      node_id           integer NOT NULL,
+      "offset"          bigint NOT NULL,
+      record_time       text NOT NULL,
+      settled_update_id text,
+      settled_offset    bigint,
+      created_at        timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at        timestamptz(3) NOT NULL DEFAULT now(),
+      UNIQUE (update_id, node_id, party, instrument_admin, instrument_id),
+      CHECK ((kind = 'two_step') = (instruction_cid IS NOT NULL) OR state <> 'pending')
+    )`,
+    `CREATE INDEX deposits_page ON deposits (created_at, id)`,
+    `CREATE INDEX deposits_party_page ON deposits (party, created_at, id)`,
+    `CREATE INDEX deposits_unattributed ON deposits (created_at, id) WHERE account IS NULL`,
+    `CREATE INDEX deposits_pending ON deposits (party) WHERE state = 'pending'`,
+    // The lifecycle, a second time: a deposit's facts never change, its state moves only out of
+    // pending, and an account, once set, stays.
+    `CREATE FUNCTION deposits_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.id IS DISTINCT FROM OLD.id OR NEW.party IS DISTINCT FROM OLD.party
+         OR NEW.sender IS DISTINCT FROM OLD.sender OR NEW.amount IS DISTINCT FROM OLD.amount
+         OR NEW.instrument_admin IS DISTINCT FROM OLD.instrument_admin
+         OR NEW.instrument_id IS DISTINCT FROM OLD.instrument_id OR NEW.memo IS DISTINCT FROM OLD.memo
+         OR NEW.kind IS DISTINCT FROM OLD.kind OR NEW.update_id IS DISTINCT FROM OLD.update_id
+         OR NEW.node_id IS DISTINCT FROM OLD.node_id OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        RAISE EXCEPTION 'deposit %: its facts are immutable', OLD.id USING ERRCODE = 'check_violation';
+      END IF;
+      IF OLD.account IS NOT NULL AND NEW.account IS DISTINCT FROM OLD.account THEN
+        RAISE EXCEPTION 'deposit %: already attributed to an account', OLD.id USING ERRCODE = 'check_violation';
+      END IF;
+      IF NEW.state IS DISTINCT FROM OLD.state AND OLD.state <> 'pending' THEN
+        RAISE EXCEPTION 'deposit %: % is final', OLD.id, OLD.state USING ERRCODE = 'check_violation';
+      END IF;
+      RETURN NEW;
+    END $$`,
+    `CREATE TRIGGER deposits_guard BEFORE UPDATE ON deposits FOR EACH ROW EXECUTE FUNCTION deposits_guard()`,
+    // Which transactions this service made: the pipeline's journal records carry the command id.
+    `CREATE INDEX audit_log_command ON audit_log ((details->>'commandId'))
+      WHERE action IN ('flow.signed', 'flow.submitted')`,
+  ],
+};
+
 const M010: Migration = {
   version: 10,
   name: 'webhook receivers and deliveries',
@@ -681,7 +788,7 @@ const M010: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008, M010];
+export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008, M009, M010];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';
