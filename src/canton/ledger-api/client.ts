@@ -91,7 +91,9 @@ import {
   type RightRequest,
   type SubmitAndWaitForReassignmentRequest,
   SubmitAndWaitForReassignmentRequestSchema,
+  type Update,
 } from './schemas.js';
+import { type UpdatesStreamOptions, updatesStream } from './stream.js';
 
 /** Verb as in the spec. `PATCH` is used by RevokeUserRights only. */
 export type LedgerApiMethod = 'GET' | 'POST' | 'PATCH';
@@ -145,6 +147,23 @@ export const LEDGER_API_ENDPOINTS = {
 
 export type LedgerApiOperation = keyof typeof LEDGER_API_ENDPOINTS;
 
+/**
+ * Client methods that are readers built on an endpoint above rather than one call each:
+ * `updatesPaged` pages the HTTP `updates` list, `updatesStream` is the WebSocket form of
+ * `/v2/updates`.
+ */
+export const LEDGER_API_READERS = {
+  updatesPaged: { over: 'updates' },
+  updatesStream: { over: 'updates', websocket: true },
+} as const;
+
+/** Options of {@link LedgerApiClient.updatesPaged}. */
+export interface UpdatesPagedOptions extends CallOptions {
+  /** Items per HTTP call (the server caps it at its `http-list-max-elements-limit`). Default 200. */
+  limit?: number;
+  signal?: AbortSignal;
+}
+
 export interface LedgerApiClientOptions {
   /** Root of the participant's JSON API, e.g. `http://participant:7575` (paths start at `/v2`). */
   baseUrl: string;
@@ -186,6 +205,8 @@ export class LedgerApiRequestError extends TypeError {
 export class LedgerApiClient {
   private readonly http: HttpClient;
   private readonly timeoutMs: number;
+  private readonly baseUrl: string;
+  private readonly auth: AuthProvider | undefined;
 
   constructor(opts: LedgerApiClientOptions) {
     this.http = new HttpClient({
@@ -198,6 +219,8 @@ export class LedgerApiClient {
       ...(opts.logger !== undefined ? { logger: opts.logger } : {}),
     });
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.baseUrl = opts.baseUrl;
+    this.auth = opts.auth;
   }
 
   // -- interactive submission -----------------------------------------------------------------
@@ -321,6 +344,60 @@ export class LedgerApiClient {
       response: JsGetUpdatesResponseSchema.array(),
       opts: streamListCall(opts, this.timeoutMs),
     });
+  }
+
+  /**
+   * Updates after `beginExclusive` up to `endInclusive` — or, without one, up to the ledger end as
+   * of the call — read page by page over the HTTP list (`limit` items a call, each call starting
+   * after the last offset seen), as an async iterable. Ends once the end offset is reached; a
+   * reader that wants to follow the ledger calls it again from its last offset, or uses
+   * {@link updatesStream}.
+   */
+  async *updatesPaged(
+    req: GetUpdatesRequest,
+    opts: UpdatesPagedOptions = {},
+  ): AsyncGenerator<Update, void, undefined> {
+    const body = check('updates', GetUpdatesRequestSchema, req);
+    const limit = nonNegativeInteger('limit', opts.limit) ?? 200;
+    if (limit === 0) throw new TypeError('ledger-api updatesPaged: limit must be at least 1');
+    const call = opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {};
+    const ledgerEnd = (await this.ledgerEnd(call)).offset;
+    const end = body.endInclusive === undefined ? ledgerEnd : Math.min(body.endInclusive, ledgerEnd);
+    let after = body.beginExclusive;
+    while (after < end && !opts.signal?.aborted) {
+      const page = await this.updates(
+        { ...body, beginExclusive: after, endInclusive: end },
+        { ...call, limit },
+      );
+      let last = after;
+      for (const item of page) {
+        if (!item.update) continue;
+        const at = updateOffset(item.update);
+        if (at <= after) continue; // never hand out an offset twice
+        last = Math.max(last, at);
+        yield item.update;
+        if (opts.signal?.aborted) return;
+      }
+      // An empty page before the end: the server has nothing more in range (and no checkpoint).
+      if (last === after) return;
+      after = last;
+    }
+  }
+
+  /**
+   * The update stream over WebSocket (`/v2/updates`): everything after `beginExclusive`, then
+   * live, until `endInclusive` (a normal close) or `opts.signal` aborts. Items are
+   * Transaction | Reassignment | TopologyTransaction | OffsetCheckpoint. The token goes as the
+   * `jwt.token.<token>` subprotocol; a 401 on the upgrade re-authenticates once. Failures are
+   * CantonApiError (a JsCantonError the server sends keeps its code); an invalid request is
+   * refused before connecting (LedgerApiRequestError).
+   */
+  updatesStream(
+    req: GetUpdatesRequest,
+    opts: UpdatesStreamOptions = {},
+  ): AsyncGenerator<Update, void, undefined> {
+    const body = check('updates', GetUpdatesRequestSchema, req);
+    return updatesStream({ baseUrl: this.baseUrl, auth: this.auth, timeoutMs: this.timeoutMs }, body, opts);
   }
 
   /** Current ledger end (`offset` 0 = empty ledger). */
@@ -490,6 +567,14 @@ function check<S extends z.ZodType>(
   const issue = parsed.error.issues[0];
   const field = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
   throw new LedgerApiRequestError(operation, field, issue?.message ?? 'invalid');
+}
+
+/** The offset of an update item, whatever its kind. */
+export function updateOffset(u: Update): number {
+  if ('Transaction' in u && u.Transaction) return u.Transaction.value.offset;
+  if ('Reassignment' in u && u.Reassignment) return u.Reassignment.value.offset;
+  if ('TopologyTransaction' in u && u.TopologyTransaction) return u.TopologyTransaction.value.offset;
+  return (u as { OffsetCheckpoint: { value: { offset: number } } }).OffsetCheckpoint.value.offset;
 }
 
 function userRightsPath(operation: LedgerApiOperation, userId: string): string {

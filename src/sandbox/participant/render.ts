@@ -8,8 +8,9 @@
 import type { Identifier } from '../../hashing/model.js';
 import { HOLDING_INTERFACE, type HoldingView, holdingView } from '../amulet.js';
 import { isoMicros } from '../ledger/clock.js';
-import type { Completion, Contract, Update } from '../ledger/store.js';
+import type { Completion, Contract, LedgerTree, Update } from '../ledger/store.js';
 import { identifierString, type Json, mapContractIds, str, valueToJson } from '../ledger/value-json.js';
+import { interfacesOf } from '../network.js';
 import { ID } from '../prepared/common.js';
 import { transferOf } from './interpret.js';
 
@@ -89,7 +90,10 @@ export interface Match {
   views: Identifier[];
 }
 
-function matchOne(pf: PartyFilter, c: Contract): Match | undefined {
+/** What a filter looks at of a contract: its template, package and interfaces. */
+type Matchable = Pick<Contract, 'templateId' | 'packageName' | 'interfaces'>;
+
+function matchOne(pf: PartyFilter, c: Matchable): Match | undefined {
   let matched = pf.wildcard;
   let blob = pf.wildcard && pf.blob;
   const views: Identifier[] = [];
@@ -133,6 +137,34 @@ export function matchContract(
     add(m, undefined);
   }
   return merged ? { witnesses: witnesses.sort(), match: merged } : undefined;
+}
+
+/**
+ * What the filters of the requested parties among `witnesses` (and the any-party filter) ask
+ * for of `c`: in the ledger-effects shape a party sees the nodes it witnesses, not only the
+ * contracts it is a stakeholder of, and gets the interface views its own filter asks for.
+ */
+export function matchWitnessed(
+  filter: EventFilter,
+  witnesses: readonly string[],
+  c: Matchable,
+): Match | undefined {
+  let merged: Match | undefined;
+  const add = (m: Match | undefined) => {
+    if (!m) return;
+    merged = merged
+      ? {
+          blob: merged.blob || m.blob,
+          views: [...merged.views, ...m.views.filter((v) => !merged!.views.includes(v))],
+        }
+      : m;
+  };
+  for (const p of witnesses) {
+    const pf = filter.byParty.get(p);
+    if (pf) add(matchOne(pf, c));
+  }
+  if (filter.anyParty) add(matchOne(filter.anyParty, c));
+  return merged;
 }
 
 /** Amulet's Holding-view metadata keys: the round an amulet was created in and its holding fee per round. */
@@ -270,7 +302,7 @@ export function archivedEvent(
 /** Ledger-effects shape: creates and exercises of the executed nodes a requested party witnesses. */
 function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[] {
   const parties = [...filter.byParty.keys()];
-  if (!u.tree) return automationEffects(u, filter, parties);
+  if (!u.tree) return automationEffects(u, filter, parties, dso);
   const tree = u.tree;
   const rewrite = (cid: string) => tree.ids.get(cid) ?? cid;
   const byId = new Map(tree.nodes.map((n) => [n.nodeId, n.node]));
@@ -300,9 +332,10 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[
       const created = u.events.find(
         (e) => e.kind === 'created' && e.contract.contractId === rewrite(node.contractId),
       );
-      // The interface views (and blob) the filter asks for, as in the ACS-delta shape. A contract
-      // archived in the same transaction is not in the store's events: it has no views here.
-      const m = created ? matchContract(filter, created.contract) : undefined;
+      // The interface views (and blob) the witnesses' filters ask for. A contract archived in the
+      // same transaction is not in the store's events: its views come from the node itself.
+      const contract = created?.contract ?? transientContract(node, u, rewrite);
+      const m = matchWitnessed(filter, witnesses, contract);
       out.push({
         CreatedEvent: {
           offset: u.offset,
@@ -311,8 +344,7 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[
           templateId: identifierString(node.templateId),
           contractKey: null,
           createArgument: valueToJson(mapContractIds(node.argument, rewrite)),
-          interfaceViews:
-            created && m ? m.match.views.map((v) => interfaceView(created.contract, v, dso)) : [],
+          interfaceViews: m ? m.views.map((v) => interfaceView(contract, v, dso)) : [],
           witnessParties: witnesses,
           signatories: node.signatories,
           observers: node.stakeholders.filter((p) => !node.signatories.includes(p)),
@@ -320,7 +352,7 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[
           packageName: node.packageName,
           representativePackageId: node.templateId.packageId,
           acsDelta: created !== undefined,
-          ...(created && m?.match.blob ? { createdEventBlob: created.contract.createdEventBlob } : {}),
+          ...(created && m?.blob ? { createdEventBlob: created.contract.createdEventBlob } : {}),
         },
       });
     } else {
@@ -339,7 +371,14 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[
           ? valueToJson(mapContractIds(node.exerciseResult, rewrite))
           : null,
         packageName: node.packageName,
-        implementedInterfaces: [],
+        // The exercised contract's interfaces that the witnesses' filters ask views of.
+        implementedInterfaces: (
+          matchWitnessed(filter, witnesses, {
+            templateId: node.templateId,
+            packageName: node.packageName,
+            interfaces: interfacesOf(node.templateId),
+          })?.views ?? []
+        ).map(identifierString),
         acsDelta: node.consuming && !tree.ids.has(node.contractId),
       };
       if (node.interfaceId) ev.interfaceId = identifierString(node.interfaceId);
@@ -354,7 +393,7 @@ function ledgerEffectsEvents(u: Update, filter: EventFilter, dso: string): Json[
  * executed tree: rounds, taps, expiries): each archive as the consuming
  * `Archive` exercise Canton shows for it, each create as a created event.
  */
-function automationEffects(u: Update, filter: EventFilter, parties: string[]): Json[] {
+function automationEffects(u: Update, filter: EventFilter, parties: string[], dso: string): Json[] {
   const out: Json[] = [];
   for (const e of u.events) {
     const c = e.contract;
@@ -362,6 +401,7 @@ function automationEffects(u: Update, filter: EventFilter, parties: string[]): J
       ? c.stakeholders
       : c.stakeholders.filter((p) => parties.includes(p)).sort();
     if (witnesses.length === 0) continue;
+    const views = matchWitnessed(filter, witnesses, c)?.views ?? [];
     if (e.kind === 'created')
       out.push({
         CreatedEvent: {
@@ -371,7 +411,7 @@ function automationEffects(u: Update, filter: EventFilter, parties: string[]): J
           templateId: identifierString(c.templateId),
           contractKey: null,
           createArgument: valueToJson(c.argument),
-          interfaceViews: [],
+          interfaceViews: views.map((v) => interfaceView(c, v, dso)),
           witnessParties: witnesses,
           signatories: c.signatories,
           observers: c.stakeholders.filter((p) => !c.signatories.includes(p)),
@@ -396,12 +436,32 @@ function automationEffects(u: Update, filter: EventFilter, parties: string[]): J
           lastDescendantNodeId: e.nodeId,
           exerciseResult: {},
           packageName: c.packageName,
-          implementedInterfaces: [],
+          implementedInterfaces: views.map(identifierString),
           acsDelta: true,
         },
       });
   }
   return out;
+}
+
+/** A contract created and archived within `u`, as its create node describes it (it never reached the store). */
+function transientContract(
+  node: Extract<LedgerTree['nodes'][number]['node'], { type: 'create' }>,
+  u: Update,
+  rewrite: (cid: string) => string,
+): Contract {
+  return {
+    contractId: rewrite(node.contractId),
+    templateId: node.templateId,
+    packageName: node.packageName,
+    argument: mapContractIds(node.argument, rewrite),
+    signatories: node.signatories,
+    stakeholders: node.stakeholders,
+    createdAt: u.effectiveAt,
+    createdOffset: u.offset,
+    createdEventBlob: '',
+    interfaces: interfacesOf(node.templateId),
+  };
 }
 
 export function jsTransaction(
