@@ -4,10 +4,12 @@
  * the network's identities (one JSON object with --json), nothing secret
  * (never a token, client secret or the unsafe HMAC secret).
  * A port taken by another process exits EXIT_IN_USE naming it and --port.
+ * Its subcommands act on a running sandbox (`sandbox deposit`: ./sandbox-customer.ts).
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from './input.js';
 import { listenProblem } from './options.js';
+import { registerSandboxCustomer } from './sandbox-customer.js';
 
 interface SandboxCliOptions {
   port: string;
@@ -26,7 +28,7 @@ interface SandboxCliOptions {
 const collect = (v: string, prev: string[]) => [...prev, v];
 
 export function registerSandbox(program: Command): void {
-  program
+  const sandbox = program
     .command('sandbox')
     .description('Run the sandbox network (Ledger API, validator, Scan) on localhost for tests and demos')
     .addOption(
@@ -127,4 +129,5 @@ export function registerSandbox(program: Command): void {
       });
       await sandbox.close();
     });
+  registerSandboxCustomer(sandbox);
 }

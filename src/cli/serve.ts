@@ -207,6 +207,9 @@ async function serve(opts: ServeCliOptions): Promise<void> {
     if (config.database.url === undefined) noteHolderUrl(config.database.dataDir, url);
     log.info({ url }, 'listening');
     if (dev && demo && service.sandbox) {
+      // Noted before the banner: its `sandbox deposit` line finds the sandbox through this note.
+      const { writeDevSandboxNote } = await import('../server/dev-sandbox-note.js');
+      await writeDevSandboxNote(config.database.dataDir, service.sandbox.urls.origin);
       const token = devAuth ? await dev.devToken(config, [demo.alice.partyId, demo.bob.partyId]) : undefined;
       process.stdout.write(
         dev.devBanner({
@@ -230,6 +233,10 @@ async function serve(opts: ServeCliOptions): Promise<void> {
       }),
     ]);
     clearTimeout(timer);
+    if (dev && service.sandbox) {
+      const { removeDevSandboxNote } = await import('../server/dev-sandbox-note.js');
+      await removeDevSandboxNote(config.database.dataDir).catch(() => {});
+    }
     if (timedOut) {
       log.error({ graceMs: SHUTDOWN_GRACE_MS }, 'shutdown did not finish in time');
       throw new CliExit(1, `shutdown did not finish within ${SHUTDOWN_GRACE_MS / 1000} s`);

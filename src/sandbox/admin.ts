@@ -2,14 +2,15 @@
  * The sandbox's own controls (`/sandbox/*`), which no real network has and so
  * live outside the service paths: network facts, DevNet-style taps, moving the
  * clock and the mining rounds, a local receiver's answer to a transfer offer,
- * and the fault switches. Unauthenticated; the
- * sandbox binds to localhost.
+ * customers outside the book (./customer-routes.ts) and the fault switches.
+ * Unauthenticated; the sandbox binds to localhost.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { balanceOf } from './amulet.js';
 import type { SandboxContext } from './context.js';
+import { registerCustomerRoutes } from './customer-routes.js';
 import { SandboxError } from './errors.js';
 import { FaultRuleSchema } from './faults.js';
 import { isoMicros } from './ledger/clock.js';
@@ -104,4 +105,6 @@ export function registerSandboxAdminRoutes(app: FastifyInstance, ctx: SandboxCon
     if (!faults.remove(req.params.id)) throw new SandboxError(404, { error: `no fault ${req.params.id}` });
     return {};
   });
+
+  registerCustomerRoutes(app, ctx);
 }

@@ -8,7 +8,8 @@
  * once and kept in <data>/dev-auth.json (mode 0600), two demo parties
  * (alice, funded from the sandbox tap at each start, and bob) re-hosted on the
  * fresh in-memory sandbox at each start, and a demo token plus copy-paste
- * `curl` lines printed at start. Never for real funds: it says so loudly,
+ * `curl` lines printed at start (one sends alice a deposit from a sandbox
+ * customer; the sandbox's origin is noted for the CLI: ./dev-sandbox-note.ts). Never for real funds: it says so loudly,
  * and it refuses to run unless the final configuration (file and environment
  * over its defaults) still uses the built-in sandbox network.
  */
@@ -35,6 +36,8 @@ export const DEV_AUTH_FILE = 'dev-auth.json';
 export const DEV_TOKEN_ROLES: readonly Role[] = ['admin', 'operator', 'withdrawer', 'auditor'];
 export const DEV_TOKEN_HOURS = 12;
 export const DEMO_FUNDS = '1000000';
+/** The demo deposit the banner offers: a sandbox customer pays alice (docs/sandbox.md, customers). */
+export const DEMO_DEPOSIT = { to: 'alice', amount: '25', memo: 'acct-1001' } as const;
 export const DEMO_PARTIES = [
   { hint: 'alice', label: 'dev-alice', fund: true },
   { hint: 'bob', label: 'dev-bob', fund: false },
@@ -241,8 +244,8 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * The start banner: where everything is, the demo token and the commands
- * (stdout). Every line indented by two spaces that starts with `export` or
- * `curl` is a command that runs as printed (a trailing backslash continues
+ * (stdout). Every line indented by two spaces that starts with `export`,
+ * `curl` or `npx` is a command that runs as printed (a trailing backslash continues
  * it on the next line); test/server/dev-banner.test.ts runs them.
  */
 export function devBanner(x: {
@@ -292,6 +295,14 @@ export function devBanner(x: {
   } else {
     lines.push('No demo token: auth is configured (not development auth).', '');
   }
+  const deposit = { to: DEMO_DEPOSIT.to, amount: DEMO_DEPOSIT.amount, memo: DEMO_DEPOSIT.memo };
+  lines.push(
+    `A deposit to alice from a customer outside the book (${DEMO_DEPOSIT.amount} CC, memo ${DEMO_DEPOSIT.memo}):`,
+    `  npx canton-signer sandbox deposit --to ${deposit.to} --amount ${deposit.amount} --memo ${deposit.memo}`,
+    `  curl -s -X POST ${sandbox.urls.origin}/sandbox/customer/deposit -H 'Content-Type: application/json' \\`,
+    `    -d ${sh(JSON.stringify(deposit))}`,
+    '',
+  );
   return lines.join('\n');
 }
 

@@ -2,25 +2,28 @@
  * `npm start` as a person runs it (`serve --dev` in a fresh folder, the
  * default log level): the banner is not interleaved with JSON log lines, and
  * every command it prints runs as printed in a shell — the token export, the
- * withdrawal `curl`, the listing `curl` — and does what the banner says.
+ * withdrawal `curl`, the listing `curl`, the demo deposit to alice from a
+ * sandbox customer (`npx canton-signer sandbox deposit`, finding the sandbox
+ * by itself, and its `curl` form) — and does what the banner says.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from '../support/cli.js';
 import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
 let p: ServeProcess;
 let banner: string;
 
-/** The banner's commands: lines indented by two spaces starting with `export` or `curl`, with their continuations. */
+/** The banner's commands: lines indented by two spaces starting with `export`, `curl` or `npx`, with their continuations. */
 function bannerCommands(text: string): string[] {
   const out: string[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    if (!/^ {2}(export|curl) /.test(lines[i]!)) continue;
+    if (!/^ {2}(export|curl|npx) /.test(lines[i]!)) continue;
     let cmd = lines[i]!;
     while (cmd.endsWith('\\') && i + 1 < lines.length) cmd += `\n${lines[++i]!}`;
     out.push(cmd.trim());
@@ -34,7 +37,7 @@ beforeAll(async () => {
     cwd,
     env: devEnv({ CANTON_SIGNER_LOG_LEVEL: undefined }),
   });
-  await p.waitFor(/List it and the others[^\n]*\n[^\n]*\n/, 120_000);
+  await p.waitFor(/A deposit to alice[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n/, 120_000);
   banner = p.stdout();
 }, 150_000);
 
@@ -52,9 +55,11 @@ describe('the npm start banner', () => {
 
   it('every command it prints runs as printed: a withdrawal alice → bob is created and listed', () => {
     const commands = bannerCommands(banner);
-    expect(commands.map((c) => c.split(' ')[0])).toEqual(['export', 'curl', 'curl']);
+    expect(commands.map((c) => c.split(' ')[0])).toEqual(['export', 'curl', 'curl', 'npx', 'curl']);
     const SEP = '----- next command -----';
-    const script = ['set -e', ...commands.flatMap((c) => [c, `echo; echo '${SEP}'`])].join('\n');
+    // `npx canton-signer` as in a clone: this checkout's bin (the temp folder has no node_modules).
+    const run = (c: string) => c.replace(/^npx canton-signer /, `node ${JSON.stringify(BIN)} `);
+    const script = ['set -e', ...commands.flatMap((c) => [run(c), `echo; echo '${SEP}'`])].join('\n');
     const r = spawnSync('bash', ['-c', script], { cwd, encoding: 'utf8', timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0);
     const outputs = r.stdout.split(SEP).map((s) => s.trim());
@@ -67,5 +72,13 @@ describe('the npm start banner', () => {
       listed.items.map((w) => w.id),
       outputs[2],
     ).toContain(created.id);
+    const alice = /alice +(\S+)/.exec(banner)![1];
+    expect(outputs[3]).toMatch(
+      new RegExp(
+        `^(deposited|offered) 25 CC from customer::\\S+ to ${alice} \\((one|two)-step, memo acct-1001`,
+      ),
+    );
+    const deposit = JSON.parse(outputs[4]!) as { receiver: string; memo: string; amount: string };
+    expect([deposit.receiver, deposit.memo, deposit.amount]).toEqual([alice, 'acct-1001', '25']);
   });
 });

@@ -176,6 +176,9 @@ const changeOf = (i: TokenTransferInput): string => {
   return change;
 };
 
+/** Inputs spent exactly: AmuletRules_Transfer creates no change amulet. */
+const noChange = (change: string): boolean => /^0(\.0+)?$/.test(change);
+
 /** The sender's change amulet `contractId` holding `change`. */
 function senderChange(
   i: TokenTransferInput,
@@ -199,8 +202,8 @@ function direct(i: TokenTransferInput): PreparedTransaction {
   const transferAt = sendAt + 1;
   const outAt = transferAt + 2 + 2 * i.inputs.length;
   const outputCid = mintContractId(i.seeds(outAt));
-  const changeCid = mintContractId(i.seeds(outAt + 1));
   const change = changeOf(i);
+  const changeCid = noChange(change) ? undefined : mintContractId(i.seeds(outAt + 1));
   const spec: AmuletTransferSpec = {
     dso: d,
     sender: i.sender,
@@ -211,7 +214,7 @@ function direct(i: TokenTransferInput): PreparedTransaction {
     actingParties: [i.sender, i.receiver, p.provider],
     at: transferAt,
     outputCid,
-    change: senderChange(i, changeCid, change),
+    change: changeCid === undefined ? undefined : senderChange(i, changeCid, change),
     outputArgument: amuletRecord(dso, i.receiver, i.amount, d.openRound.number, d.holdingFeeRate),
     extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
   };
@@ -295,11 +298,12 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
   // 0 factory; 1 fetch rules; 2 ComputeFees; 3 fetch round; 4.. fetch inputs (Holding); Transfer; instruction.
   const transferAt = 4 + i.inputs.length;
   const outAt = transferAt + 2 + 2 * i.inputs.length;
-  const instructionAt = outAt + 2;
   const lockedCid = mintContractId(i.seeds(outAt));
-  const changeCid = mintContractId(i.seeds(outAt + 1));
-  const instructionCid = mintContractId(i.seeds(instructionAt));
   const change = changeOf(i);
+  const changeCid = noChange(change) ? undefined : mintContractId(i.seeds(outAt + 1));
+  // The instruction follows the locked amulet and, when there is one, the change.
+  const instructionAt = changeCid === undefined ? outAt + 1 : outAt + 2;
+  const instructionCid = mintContractId(i.seeds(instructionAt));
   const lock = { holders: [dso], expiresAt: i.executeBefore, context: `transfer to '${i.receiver}'` };
   const amulet = amuletRecord(dso, i.sender, i.amount, d.openRound.number, d.holdingFeeRate);
   const spec: AmuletTransferSpec = {
@@ -313,7 +317,7 @@ function twoStep(i: TokenTransferInput): PreparedTransaction {
     actingParties: [dso, i.sender],
     at: transferAt,
     outputCid: lockedCid,
-    change: senderChange(i, changeCid, change),
+    change: changeCid === undefined ? undefined : senderChange(i, changeCid, change),
     outputArgument: lockedAmuletRecord(amulet, lock.holders, lock.expiresAt, lock.context),
     extraMeta: { [SENDER]: i.sender, [TX_KIND]: 'transfer' },
   };
@@ -399,7 +403,7 @@ function selfTransfer(i: TokenTransferInput): PreparedTransaction {
   const outAt = transferAt + 2 + 2 * i.inputs.length;
   const outputCid = mintContractId(i.seeds(outAt));
   const change = changeOf(i);
-  const changeCid = /^0\.0+$/.test(change) ? undefined : mintContractId(i.seeds(outAt + 1));
+  const changeCid = noChange(change) ? undefined : mintContractId(i.seeds(outAt + 1));
   const spec: AmuletTransferSpec = {
     dso: d,
     sender: i.sender,
