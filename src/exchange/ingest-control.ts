@@ -15,6 +15,7 @@ import type { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { appendAudit } from '../store/audit.js';
 import type { Db, Queryable } from '../store/db.js';
 import type { Lease, LeaseRepo } from '../store/repos/leases.js';
+import type { IngestedSide } from './reconcile.js';
 import { isImportTransaction, type ResumePoint, resumePointBefore } from './resume-point.js';
 
 /** The name of the lease the ingesting instance holds. */
@@ -40,6 +41,12 @@ export interface IngestCursorAccess {
   moveTo(q: Queryable, offset: number): Promise<void>;
   /** The update ingested last (highest offset), if any. */
   lastUpdate(q: Queryable): Promise<IngestedUpdate | undefined>;
+}
+
+/** What the ingestion hands the service's routes and the CLI: its cursor and what it stored. */
+export interface IngestionAccess {
+  cursor: IngestCursorAccess;
+  ingested: IngestedSide;
 }
 
 export interface IngestControlDeps {

@@ -30,6 +30,7 @@ import { keysRoutes } from './routes/keys.js';
 import { offersRoutes } from './routes/offers.js';
 import { partiesRoutes } from './routes/parties.js';
 import { approvalsRoutes, policyRoutes } from './routes/policy.js';
+import { reconciliationRoutes } from './routes/reconciliation.js';
 import { signRoutes } from './routes/sign.js';
 import { withdrawalsRoutes } from './routes/withdrawals.js';
 import { installZod, out } from './schema.js';
@@ -234,6 +235,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await airGapRoutes(v1, deps);
       await policyRoutes(v1, deps);
       await approvalsRoutes(v1, deps);
+      await reconciliationRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

@@ -4,6 +4,7 @@
  * recorder and party book on the store), the metrics and the worker. One
  * object, built once by service.ts; routes never open anything themselves.
  */
+import type { IngestionAccess } from '../exchange/ingest-control.js';
 import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
@@ -23,6 +24,8 @@ export interface ServiceDeps {
   signer: Signer;
   metrics: ServiceMetrics;
   worker: WithdrawalWorker;
+  /** The ledger ingestion's cursor and stored history (absent: ingestion is not set up). */
+  ingestion?: IngestionAccess;
   /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
   /**
