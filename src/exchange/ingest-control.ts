@@ -127,18 +127,28 @@ async function move(
   opts: ControlOptions,
   audit: { action: string; details: Record<string, unknown> },
 ): Promise<MoveResult> {
-  const held = await deps.leases.holder(INGEST_LEASE);
-  if (held && !opts.force) throw new IngestLeaseHeldError(held);
   return deps.db.transaction(async (tx) => {
+    // The lease row stays locked to the end: an instance taking the lease meanwhile waits for this
+    // move, and its holder's write in progress finishes before it.
+    const r = await tx.query<{ owner: string; fence: number; expires_at: string }>(
+      `SELECT owner, fence, expires_at FROM leases WHERE name = $1 AND expires_at > now() FOR UPDATE`,
+      [INGEST_LEASE],
+    );
+    const held = r.rows[0];
+    if (held && !opts.force)
+      throw new IngestLeaseHeldError({
+        name: INGEST_LEASE,
+        owner: held.owner,
+        fence: held.fence,
+        expiresAt: held.expires_at,
+      });
     let fencedOut: string | undefined;
-    if (opts.force) {
+    if (held) {
       // Raising the fence ends the holder's lease: its next write finds it lost and stops.
-      const r = await tx.query<{ owner: string }>(
-        `UPDATE leases SET fence = fence + 1, expires_at = now()
-          WHERE name = $1 AND expires_at > now() RETURNING owner`,
-        [INGEST_LEASE],
-      );
-      fencedOut = r.rows[0]?.owner;
+      await tx.query(`UPDATE leases SET fence = fence + 1, expires_at = now() WHERE name = $1`, [
+        INGEST_LEASE,
+      ]);
+      fencedOut = held.owner;
     }
     const before = await deps.cursor.read(tx);
     await deps.cursor.moveTo(tx, to);
