@@ -50,6 +50,7 @@ export const COMMAND_MODULES: readonly (readonly [
   [['export-key', 'exports', 'export', 'import'], async () => (await import('./air-gap.js')).registerAirGap],
   [['policy'], async () => (await import('./policy.js')).registerPolicy],
   [['approvals', 'approvers'], async () => (await import('./approvals.js')).registerApprovals],
+  [['ingest'], async () => (await import('./ingest.js')).registerIngest],
 ];
 
 /**

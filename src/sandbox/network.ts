@@ -83,7 +83,8 @@ export class SandboxNetwork {
   readonly synchronizerId: string;
   readonly synchronizerAlias = 'global';
   readonly ansLabel: string;
-  readonly migrationId = 0;
+  /** Splice's migration id: 0, one more after each major upgrade. */
+  migrationId = 0;
   readonly parties = new Map<string, ExternalParty>();
   readonly users = new Map<string, SandboxUser>();
   readonly preparations = new Map<string, Preparation>();

@@ -22,6 +22,7 @@ import { cantonError, E, SandboxError, spliceError } from './errors.js';
 import { FaultController } from './faults.js';
 import { SandboxNetwork, type SandboxNetworkOptions } from './network.js';
 import { registerOAuthRoutes } from './oauth.js';
+import { registerRecoveryRoutes } from './participant/recovery.js';
 import { PlainError, registerParticipantRoutes } from './participant/routes.js';
 import { requestAuthorization } from './participant/streams.js';
 import { ScanHistory } from './scan/history.js';
@@ -206,6 +207,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
   registerScanProxyRoutes(app, ctx);
   registerScanRoutes(app, ctx);
   registerSandboxAdminRoutes(app, ctx);
+  registerRecoveryRoutes(app, ctx);
   return { app, ctx };
 }
 

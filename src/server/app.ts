@@ -31,6 +31,7 @@ import { keysRoutes } from './routes/keys.js';
 import { offersRoutes } from './routes/offers.js';
 import { partiesRoutes } from './routes/parties.js';
 import { approvalsRoutes, policyRoutes } from './routes/policy.js';
+import { reconciliationRoutes } from './routes/reconciliation.js';
 import { signRoutes } from './routes/sign.js';
 import { withdrawalsRoutes } from './routes/withdrawals.js';
 import { installZod, out } from './schema.js';
@@ -236,6 +237,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await policyRoutes(v1, deps);
       await approvalsRoutes(v1, deps);
       await eventsRoutes(v1, deps);
+      await reconciliationRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

@@ -5,6 +5,7 @@
  * object, built once by service.ts; routes never open anything themselves.
  */
 import type { WebhookDeliverer } from '../events/webhooks.js';
+import type { IngestionAccess } from '../exchange/ingest-control.js';
 import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
@@ -24,6 +25,8 @@ export interface ServiceDeps {
   signer: Signer;
   metrics: ServiceMetrics;
   worker: WithdrawalWorker;
+  /** The ledger ingestion's cursor and stored history (absent: ingestion is not set up). */
+  ingestion?: IngestionAccess;
   /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
   /** The webhook deliverer (kicked after a redeliver), when receivers are configured and workers run. */

@@ -59,6 +59,11 @@ export class DeduplicationTable {
     this.accepted.set(x.changeId, { submissionId: x.submissionId, offset: x.offset, at: x.at });
   }
 
+  /** Forgets every accepted change (a new participant after a major upgrade has none). */
+  clear(): void {
+    this.accepted.clear();
+  }
+
   private within(prior: Accepted, now: bigint, period: DeduplicationPeriodJson | undefined): boolean {
     if (period === undefined || 'Empty' in period) return now - prior.at < MAX_DEDUPLICATION_US;
     if ('DeduplicationOffset' in period) return prior.offset > Number(period.DeduplicationOffset.value);

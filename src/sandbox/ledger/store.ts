@@ -311,6 +311,78 @@ export class LedgerStore {
     return this.completionLog.slice(this.firstAfter(this.completionLog, afterOffset));
   }
 
+  /**
+   * A restore from a backup taken at `keepUntil`, then re-synchronised: the
+   * updates after it come back (same update ids, record times, contracts) under
+   * new offsets, numbered in order from `keepUntil + gap + 1`. Offsets that only
+   * a rejected command took are not replayed, so with `gap` 0 the later updates
+   * move down (compaction). Completions of the replayed updates follow them.
+   */
+  renumberAfter(keepUntil: number, gap: number): { renumbered: number; droppedRejections: number } {
+    if (!Number.isSafeInteger(keepUntil) || keepUntil < 0 || keepUntil > this.offset)
+      throw new RangeError(`keepUntil must be an offset from 0 to the ledger end ${this.offset}`);
+    if (!Number.isSafeInteger(gap) || gap < 0) throw new RangeError('gap must be a non-negative integer');
+    const moved = new Map<number, number>();
+    let next = keepUntil + gap;
+    for (let i = this.firstAfter(this.log, keepUntil); i < this.log.length; i++) {
+      const u = this.log[i] as Update;
+      moved.set(u.offset, ++next);
+      u.offset = next;
+      for (const e of u.events) if (e.kind === 'created') e.contract.createdOffset = next;
+    }
+    const from = this.firstAfter(this.completionLog, keepUntil);
+    const later = this.completionLog.splice(from);
+    let droppedRejections = 0;
+    for (const c of later) {
+      const to = moved.get(c.offset);
+      if (c.updateId === undefined || to === undefined) droppedRejections++;
+      else this.completionLog.push({ ...c, offset: to });
+    }
+    this.offset = moved.size > 0 || gap > 0 ? next : keepUntil;
+    this.notify();
+    return { renumbered: moved.size, droppedRejections };
+  }
+
+  /**
+   * A major upgrade: the history is gone and offsets start again at 1. Each
+   * active contract (same id, same arguments) is imported as a transaction of
+   * its own at `recordTime`, in creation order; archived contracts and
+   * completions are forgotten. Returns the import updates.
+   */
+  restartFromImport(recordTime: bigint, synchronizerId: string): Update[] {
+    const contracts = [...this.active.values()];
+    this.log.length = 0;
+    this.byUpdateId.clear();
+    this.byContract.clear();
+    this.archived.clear();
+    this.completionLog.length = 0;
+    this.offset = 0;
+    const imports: Update[] = [];
+    for (const c of contracts) {
+      const offset = ++this.offset;
+      c.createdOffset = offset;
+      const update: Update = {
+        offset,
+        updateId: newUpdateId(),
+        commandId: '',
+        workflowId: '',
+        userId: undefined,
+        submissionId: undefined,
+        actAs: [],
+        recordTime,
+        effectiveAt: c.createdAt,
+        synchronizerId,
+        events: [{ kind: 'created', nodeId: 0, contract: c }],
+      };
+      this.log.push(update);
+      this.byUpdateId.set(update.updateId, update);
+      this.byContract.set(c.contractId, { created: { update, nodeId: 0 } });
+      imports.push(update);
+    }
+    this.notify();
+    return imports;
+  }
+
   /** Resolves when the ledger changes, after `ms`, or when `signal` aborts, whichever is first. */
   waitForChange(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
