@@ -155,11 +155,12 @@ export const instrumentText = (i: InstrumentId): string => `${i.admin}:${i.id}`;
  * contracts, and a blob is kilobytes per contract).
  */
 export async function activeInterfaceViews(
-  ctx: FlowContext,
+  ctx: Pick<FlowContext, 'ledger'>,
   partyId: string,
   interfaceId: string,
+  atOffset?: number,
 ): Promise<{ event: CreatedEvent; view: Record<string, unknown> }[]> {
-  const offset = (await ctx.ledger.ledgerEnd()).offset;
+  const offset = atOffset ?? (await ctx.ledger.ledgerEnd()).offset;
   const acs = await ctx.ledger.activeContracts(
     {
       activeAtOffset: offset,

@@ -25,6 +25,7 @@ import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
 import { auditAccessRefusal } from './routes/context.js';
+import { depositsRoutes } from './routes/deposits.js';
 import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
@@ -238,6 +239,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await approvalsRoutes(v1, deps);
       await eventsRoutes(v1, deps);
       await reconciliationRoutes(v1, deps);
+      await depositsRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

@@ -15,6 +15,7 @@ import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { EVENT_PATTERN } from '../events/catalogue.js';
 import { parseSecret, type WebhookSecret } from '../events/signature.js';
+import { ruleProblem } from '../exchange/deposits.js';
 import { redactUrl } from '../store/db.js';
 import { DEFAULT_PARTIES_CLAIM, DEFAULT_ROLES_CLAIM } from './claims.js';
 
@@ -294,6 +295,52 @@ export const webhooksSchema = z
   .prefault({});
 
 export type WebhooksConfig = z.output<typeof webhooksSchema>;
+
+export const attributionRuleSchema = z
+  .strictObject({
+    /** Named in each deposit's `attribution` (`rule:<name>`). */
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a name: 1-64 letters, digits, ".", "_" or "-"'),
+    /** A party id of the book, or `*` (default): every party. */
+    party: z.string().min(1).optional(),
+    /** exact: the memo is the account; prefix: the memo after `value`; regex: `account` from the groups. */
+    match: z.enum(['exact', 'prefix', 'regex']),
+    value: z.string().min(1).max(500).optional(),
+    account: z.string().min(1).max(200).optional(),
+  })
+  .superRefine((r, ctx) => {
+    const problem = ruleProblem(r);
+    if (problem) ctx.addIssue({ code: 'custom', path: [], message: `rule ${r.name}: ${problem}` });
+  });
+
+export const exchangeSchema = z
+  .strictObject({
+    ingestion: z
+      .strictObject({
+        /** Follow the book's parties on the Ledger API update stream (deposits, deliveries, alerts). */
+        enabled: z.boolean().default(true),
+        /** How often the ledger end is looked at when nothing was new (ms). */
+        pollMs: z.number().int().min(20).max(600_000).default(500),
+        /** Updates read per request, and written per database transaction. */
+        pageSize: z.number().int().min(1).max(10_000).default(200),
+        /** The ingestion lease (s): another instance takes over this long after the holder died. */
+        leaseSeconds: z.number().int().min(2).max(3600).default(15),
+      })
+      .prefault({}),
+    deposits: z
+      .strictObject({
+        /** Memo → customer account rules, first match wins; none: the deposit is unattributed. */
+        attribution: z.array(attributionRuleSchema).default([]),
+        /** A longer memo is stored cut and attributes to nothing. */
+        maxMemoLength: z.number().int().min(1).max(4096).default(256),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
+export type ExchangeConfig = z.output<typeof exchangeSchema>;
+
 export type WebhookReceiverConfig = z.output<typeof webhookReceiverSchema>;
 
 /**
@@ -418,6 +465,8 @@ export const configSchema = z
       .prefault({}),
     /** Webhooks: events POSTed to the exchange's receivers, signed (docs/exchange.md). */
     webhooks: webhooksSchema,
+    /** The exchange side: ledger ingestion, deposits (docs/exchange.md). */
+    exchange: exchangeSchema,
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));
@@ -559,6 +608,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
   { path: 'policy.file', env: ['CANTON_SIGNER_POLICY_FILE'], kind: 'path' },
   { path: 'policy.sealKey', env: ['CANTON_SIGNER_POLICY_SEAL_KEY'], kind: 'string' },
+  { path: 'exchange.ingestion.enabled', env: ['CANTON_SIGNER_INGESTION'], kind: 'boolean' },
   { path: 'webhooks.concurrency', env: ['CANTON_SIGNER_WEBHOOKS_CONCURRENCY'], kind: 'number' },
   { path: 'webhooks.pollMs', env: ['CANTON_SIGNER_WEBHOOKS_POLL_MS'], kind: 'number' },
   { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },

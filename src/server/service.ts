@@ -19,6 +19,8 @@ import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import { createWebhookDeliverer, type WebhookDeliverer } from '../events/webhooks.js';
+import { attributionOf } from '../exchange/deposits.js';
+import { createIngestion, type Ingestion, type IngestionOptions } from '../exchange/ingest.js';
 import type { FlowContext } from '../flows/context.js';
 import { resolveParty } from '../flows/names.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
@@ -75,6 +77,8 @@ export interface ServiceOptions {
   worker?: boolean;
   /** Worker tuning (tests make it fast). */
   workerOptions?: { pollMs?: number; concurrency?: number; retryMs?: number; networkWaitMs?: number };
+  /** Ingestion tuning (tests make it fast). */
+  ingestionOptions?: Partial<Pick<IngestionOptions, 'pollMs' | 'pageSize' | 'leaseMs' | 'owner'>>;
   /** Extra pipeline rules on top of the configuration's (tests pass a clock). */
   flowOverrides?: Partial<FlowContext>;
   /** Options of the built-in sandbox when `network.sandbox` is true (e.g. a fixed seed). */
@@ -90,6 +94,8 @@ export interface Service extends BuiltApp {
   deps: ServiceDeps;
   /** The built-in sandbox when `network.sandbox` is true. */
   sandbox?: RunningSandbox;
+  /** Ledger ingestion, when `exchange.ingestion.enabled`. */
+  ingestion?: Ingestion;
   /** Listens on config.listen (or the given port); returns the base URL. */
   listen(opts?: { port?: number; host?: string }): Promise<string>;
   close(): Promise<void>;
@@ -373,6 +379,23 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             logger: log,
             observe: (receiver, outcome) => metrics.webhookAttempts.inc({ receiver, outcome }),
           });
+    // The ledger's history of the book's parties: deposits, deliveries, alerts (one instance at a time).
+    const ingestion: Ingestion | undefined = config.exchange.ingestion.enabled
+      ? createIngestion({
+          store,
+          ledger: clients.ledger,
+          attribute: attributionOf(
+            config.exchange.deposits.attribution,
+            config.exchange.deposits.maxMemoLength,
+          ),
+          maxMemoLength: config.exchange.deposits.maxMemoLength,
+          pollMs: config.exchange.ingestion.pollMs,
+          pageSize: config.exchange.ingestion.pageSize,
+          leaseMs: config.exchange.ingestion.leaseSeconds * 1000,
+          logger: log,
+          ...opts.ingestionOptions,
+        })
+      : undefined;
     const deps: ServiceDeps = {
       config,
       store,
@@ -383,6 +406,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       worker,
       airGap,
       ...(webhooks ? { webhooks } : {}),
+      ...(ingestion ? { ingestion: ingestion.access } : {}),
       async ready() {
         // Anyone may ask: the answer names a failing check by a fixed code; why it failed
         // (a host name, a database user) goes only to the (redacting) log.
@@ -424,12 +448,14 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       await worker.start();
       delivery.start();
       await webhooks?.start();
+      ingestion?.start();
     }
     let closed = false;
     return {
       ...built,
       deps,
       ...(sandbox ? { sandbox } : {}),
+      ...(ingestion ? { ingestion } : {}),
       async listen(l = {}) {
         return built.app.listen({ port: l.port ?? config.listen.port, host: l.host ?? config.listen.host });
       },
@@ -445,6 +471,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         } finally {
           clearInterval(reaper);
         }
+        await ingestion?.stop();
         await worker.stop();
         await delivery.stop();
         await webhooks?.stop();

@@ -7,9 +7,11 @@ import { type Db, type OpenDatabaseOptions, openDatabase } from './db.js';
 import { AirGapRepo } from './repos/air-gap.js';
 import { ApprovalRepo } from './repos/approvals.js';
 import { ArtifactRepo } from './repos/artifacts.js';
+import { DepositRepo } from './repos/deposits.js';
 import { EventRepo } from './repos/events.js';
 import { KeyRepo } from './repos/keys.js';
 import { LeaseRepo } from './repos/leases.js';
+import { LedgerRepo } from './repos/ledger.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
 import { DbRecorder } from './repos/recorder.js';
@@ -24,9 +26,11 @@ export * from './migrations.js';
 export * from './repos/air-gap.js';
 export * from './repos/approvals.js';
 export * from './repos/artifacts.js';
+export * from './repos/deposits.js';
 export * from './repos/events.js';
 export * from './repos/keys.js';
 export * from './repos/leases.js';
+export * from './repos/ledger.js';
 export * from './repos/parties.js';
 export * from './repos/policy.js';
 export * from './repos/recorder.js';
@@ -46,6 +50,9 @@ export interface Store {
   /** The event outbox (webhooks, `GET /v1/events`). */
   events: EventRepo;
   leases: LeaseRepo;
+  /** What ledger ingestion keeps: cursor, update ids, holdings, movements. */
+  ledger: LedgerRepo;
+  deposits: DepositRepo;
   /** The webhook deliverer's cursors and deliveries. */
   webhooks: WebhookRepo;
   close(): Promise<void>;
@@ -71,6 +78,8 @@ export function storeOn(db: Db, actor = 'system'): Store {
     approvals: new ApprovalRepo(db, { actor }),
     events: new EventRepo(db),
     leases: new LeaseRepo(db),
+    ledger: new LedgerRepo(db),
+    deposits: new DepositRepo(db, { actor }),
     webhooks: new WebhookRepo(db, { actor }),
     close: () => db.close(),
   };

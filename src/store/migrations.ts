@@ -656,6 +656,11 @@ const M009: Migration = {
       record_times    jsonb NOT NULL DEFAULT '{}',
       updated_at      timestamptz(3) NOT NULL DEFAULT now()
     )`,
+    `CREATE TABLE ingest_parties (
+      party           text PRIMARY KEY,
+      from_offset     bigint NOT NULL CHECK (from_offset >= 0),
+      added_at        timestamptz(3) NOT NULL DEFAULT now()
+    )`,
     `CREATE TABLE ingested_updates (
       update_id       text PRIMARY KEY,
       "offset"        bigint NOT NULL,

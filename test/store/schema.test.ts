@@ -41,6 +41,7 @@ const TABLES = [
   'deposits',
   'events',
   'ingest_cursor',
+  'ingest_parties',
   'ingested_updates',
   'keys',
   'leases',

@@ -26,20 +26,21 @@ export type OfferEnd = 'completed' | 'failed' | 'pending' | 'rejected' | 'withdr
  * `pending` outcome is a multi-step registry's next instruction: the deposit
  * stays pending, following the new instruction. Final states have no exits.
  */
-export const DEPOSIT_LIFECYCLE: Readonly<Record<DepositState, Readonly<Partial<Record<OfferEnd, DepositState>>>>> =
-  {
-    pending: {
-      completed: 'credited',
-      pending: 'pending',
-      rejected: 'returned',
-      withdrawn: 'returned',
-      expired: 'returned',
-      failed: 'returned',
-      unknown: 'returned',
-    },
-    credited: {},
-    returned: {},
-  };
+export const DEPOSIT_LIFECYCLE: Readonly<
+  Record<DepositState, Readonly<Partial<Record<OfferEnd, DepositState>>>>
+> = {
+  pending: {
+    completed: 'credited',
+    pending: 'pending',
+    rejected: 'returned',
+    withdrawn: 'returned',
+    expired: 'returned',
+    failed: 'returned',
+    unknown: 'returned',
+  },
+  credited: {},
+  returned: {},
+};
 
 /** The next state of a deposit in `state` whose offer ended with `end`; undefined: not a move the lifecycle has. */
 export function nextDepositState(state: DepositState, end: OfferEnd): DepositState | undefined {
@@ -158,7 +159,10 @@ function decodeCursor(c: string): { at: string; id: string } {
   } catch {
     // fall through
   }
-  throw new BadRequestError('cursor', 'not a cursor this service gave: pass nextCursor from the previous page');
+  throw new BadRequestError(
+    'cursor',
+    'not a cursor this service gave: pass nextCursor from the previous page',
+  );
 }
 
 export class DepositRepo {
@@ -220,7 +224,10 @@ export class DepositRepo {
    */
   async assign(id: string, account: string, o: { actor?: string; reason?: string } = {}): Promise<Deposit> {
     if (!/^\S(.{0,198}\S)?$/.test(account))
-      throw new BadRequestError('account', 'an account is 1-200 characters, not starting or ending with a space');
+      throw new BadRequestError(
+        'account',
+        'an account is 1-200 characters, not starting or ending with a space',
+      );
     const d = await this.db.transaction(async (tx) => {
       const r = await tx.query<DepositRow>(
         `UPDATE deposits SET account = $2, attribution = 'operator', updated_at = now()

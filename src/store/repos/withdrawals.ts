@@ -1020,13 +1020,15 @@ export class WithdrawalRepo {
     from: readonly DeliveryState[],
     to: DeliveryState,
     patch: DeliveryPatch = {},
-    opts: { actor?: string; details?: Record<string, unknown> } = {},
+    opts: { actor?: string; details?: Record<string, unknown>; tx?: Queryable } = {},
   ): Promise<Withdrawal> {
     for (const f of from)
       if (!DELIVERY_STATES.includes(f) || !canDeliver(f, to))
         throw new WithdrawalStateError(id, `delivery ${f}`, `delivery ${to}`);
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
-    return this.db.transaction(async (tx) => {
+    // In the caller's transaction when given (ledger ingestion settles deliveries with the update).
+    const inTx = <T>(fn: (tx: Queryable) => Promise<T>) => (opts.tx ? fn(opts.tx) : this.db.transaction(fn));
+    return inTx(async (tx) => {
       const r = await tx.query<Row & { from_delivery: DeliveryState }>(
         `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
          UPDATE withdrawals w SET delivery = $3, updated_at = now(),
