@@ -426,6 +426,11 @@ export const configSchema = z
          * services that do not answer before it fails (s); one with executeBefore waits until then.
          */
         networkWaitSeconds: z.number().int().min(1).max(2_592_000).default(3600),
+        /**
+         * A withdrawal's lease (s): renewed every third of it while carried; when its process dies,
+         * another instance takes the withdrawal over this long after.
+         */
+        leaseSeconds: z.number().int().min(2).max(3600).default(30),
       })
       .prefault({}),
     withdrawals: z

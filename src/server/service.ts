@@ -340,6 +340,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             concurrency: config.worker.concurrency,
             pollMs: config.worker.pollMs,
             networkWaitMs: config.worker.networkWaitSeconds * 1000,
+            leaseMs: config.worker.leaseSeconds * 1000,
             requireDelivery: config.withdrawals.requireDelivery,
             delivery,
             approvals: policy,

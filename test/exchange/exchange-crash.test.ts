@@ -2,8 +2,8 @@
  * Crash safety of the exchange side: `canton-signer serve` processes (over
  * one PostgreSQL, against a sandbox network started here) ingest 200
  * deposits from customers outside the book — one step and two step,
- * attributable or not, the two-step ones accepted or rejected by the
- * auto-accept rules — while 50 withdrawals are posted, and the service is
+ * attributable or not, the two-step ones accepted (attributable) or rejected
+ * by an operator over the API — while 50 withdrawals are posted, and the service is
  * SIGKILLed at random moments and restarted. A webhook receiver in this
  * process answers 503 for a while in the middle. Afterwards:
  * - every customer deposit is recorded once (one row per transfer), each
@@ -34,8 +34,7 @@ import { acceptSetupProposal } from '../../src/flows/setup-accept.js';
 import type { Signer } from '../../src/keys/signer.js';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
-import { openPostgres } from '../../src/store/db.js';
-import { type Store, storeOn } from '../../src/store/index.js';
+import { openStore, type Store } from '../../src/store/index.js';
 import { MemoryRecorder } from '../../src/store/journal.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { hostParty, testSigner } from '../support/flow-env.js';
@@ -152,7 +151,7 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     sandbox = await startSandbox({ seed: 'exchange-crash', timers: false });
     signer = testSigner(join(dir, 'keys'), PASSPHRASE);
     db = await createPostgresDatabase();
-    store = storeOn(await openPostgres(db.url), 'test');
+    store = await openStore({ url: db.url, actor: 'test' });
     const net = sandbox.ctx.net;
     treasury = await hostParty(net, signer, store.parties, 'treasury', { label: 'treasury', fund: '100000' });
     // The treasury's transfer preapproval: customers' one-step deposits go through it.
@@ -207,18 +206,13 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
           policyFile: join(dir, 'none.yaml'),
         }),
         policy: {},
-        worker: { pollMs: 200 },
+        worker: { pollMs: 200, leaseSeconds: 3 },
         exchange: {
-          ingestion: { pollMs: 100 },
+          ingestion: { pollMs: 100, leaseSeconds: 2 },
           deposits: { attribution: [{ name: 'accounts', match: 'prefix', value: 'acct-' }] },
-          autoAccept: {
-            rules: [{ name: 'known', party: '*', requireAccount: true, action: 'accept' }],
-            otherwise: 'reject',
-          },
-          automationPollMs: 300,
         },
         webhooks: {
-          receivers: [{ name: 'backend', url: hookUrl, secretEnv: ['CRASH_HOOK_SECRET'], timeoutMs: 2000 }],
+          receivers: [{ name: 'backend', url: hookUrl, secretEnv: ['CRASH_HOOK_SECRET'], timeoutMs: 500 }],
           retry: { initialSeconds: 1, maxIntervalSeconds: 2 },
           pollMs: 200,
         },
@@ -330,6 +324,29 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
       }
     })();
 
+    // An operator answers the offers as they come: accept what is attributable, reject the rest.
+    let answering = true;
+    const answerer = (async () => {
+      while (answering) {
+        const url = alive()[0];
+        const page = url
+          ? await fetch(`${url}/v1/deposits?state=pending&limit=50`, { headers: auth })
+              .then((r) =>
+                r.ok ? (r.json() as Promise<{ items: Record<string, string>[] }>) : { items: [] },
+              )
+              .catch(() => ({ items: [] }))
+          : { items: [] };
+        for (const d of page.items) {
+          const verb = d.account ? 'accept' : 'reject';
+          await fetch(
+            `${url}/v1/parties/${encodeURIComponent(d.party!)}/offers/${encodeURIComponent(d.instructionCid!)}/${verb}`,
+            { method: 'POST', headers: auth, body: '{}' },
+          ).catch(() => undefined);
+        }
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    })();
+
     // The receiver is down for a while in the middle.
     setTimeout(() => hooks.setFailing(true), 1500);
     setTimeout(() => hooks.setFailing(false), 5000);
@@ -338,13 +355,13 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     await new Promise((r) => setTimeout(r, 1500));
     killing = false;
     await killer;
-    expect(kills).toBeGreaterThan(2);
+    expect(kills).toBeGreaterThanOrEqual(2);
 
     // Everything settles with the instances left alive.
     const q = <T>(sql: string, p: unknown[] = []) => store.db.query<T>(sql, p).then((r) => r.rows);
     await until(async () => {
       const [c] = await q<{ n: number }>(
-        `SELECT count(*)::int AS n FROM deposits WHERE update_id = ANY($1::text[]) OR credited_update_id = ANY($1::text[])`,
+        `SELECT count(*)::int AS n FROM deposits WHERE update_id = ANY($1::text[])`,
         [sent.map((s) => s.updateId)],
       );
       return c!.n >= sent.length ? true : undefined;
@@ -360,6 +377,8 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
       const [p] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM deposits WHERE state = 'pending'`);
       return p!.n === 0 ? true : undefined;
     }, 'every two-step deposit answered');
+    answering = false;
+    await answerer;
     const head = await store.events.head();
     await until(
       async () =>
