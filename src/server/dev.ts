@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SignJWT } from 'jose';
+import { acceptSetupProposal } from '../flows/setup-accept.js';
 import { PASSPHRASE } from '../keys/passphrase.js';
 import type { Signer } from '../keys/signer.js';
 import { hostExternalParty, sandboxPartyRecord } from '../sandbox/host-party.js';
@@ -61,6 +62,8 @@ export function devDefaults(): Record<string, unknown> {
     keystore: { dir: DEV_KEYSTORE_DIR },
     // The start banner is for a person: JSON log lines (every request at info) would bury it.
     log: { level: DEV_LOG_LEVEL },
+    // The demo deposit's memo (acct-1001) names customer account 1001.
+    exchange: { deposits: { attribution: [{ name: 'demo-accounts', match: 'prefix', value: 'acct-' }] } },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -237,6 +240,9 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
     hostExternalParty(net, rec, { userId: deps.flows.userId, ...(fund ? { fund: DEMO_FUNDS } : {}) });
     hosted.push(rec.partyId);
   }
+  // alice receives deposits in one step: the validator's transfer preapproval, accepted (signed) by her.
+  await deps.flows.validator?.createSetupProposal({ user_party_id: alice!.partyId });
+  await acceptSetupProposal(deps.flows, alice!.partyId);
   return { alice: alice!, bob: bob!, hosted };
 }
 
@@ -301,6 +307,12 @@ export function devBanner(x: {
     `  npx canton-signer sandbox deposit --to ${deposit.to} --amount ${deposit.amount} --memo ${deposit.memo}`,
     `  curl -s -X POST ${sandbox.urls.origin}/sandbox/customer/deposit -H 'Content-Type: application/json' \\`,
     `    -d ${sh(JSON.stringify(deposit))}`,
+    ...(token
+      ? [
+          'See it credited to customer account 1001 (ledger ingestion; docs/exchange.md):',
+          `  curl -s ${url}/v1/deposits -H "Authorization: Bearer $TOKEN"`,
+        ]
+      : []),
     '',
   );
   return lines.join('\n');

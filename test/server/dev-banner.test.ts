@@ -4,7 +4,8 @@
  * every command it prints runs as printed in a shell — the token export, the
  * withdrawal `curl`, the listing `curl`, the demo deposit to alice from a
  * sandbox customer (`npx canton-signer sandbox deposit`, finding the sandbox
- * by itself, and its `curl` form) — and does what the banner says.
+ * by itself, and its `curl` form), the deposits list showing both credited
+ * to customer account 1001 — and does what the banner says.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -37,7 +38,7 @@ beforeAll(async () => {
     cwd,
     env: devEnv({ CANTON_SIGNER_LOG_LEVEL: undefined }),
   });
-  await p.waitFor(/A deposit to alice[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n/, 120_000);
+  await p.waitFor(/See it credited[^\n]*\n[^\n]*\n/, 120_000);
   banner = p.stdout();
 }, 150_000);
 
@@ -55,7 +56,7 @@ describe('the npm start banner', () => {
 
   it('every command it prints runs as printed: a withdrawal alice → bob is created and listed', () => {
     const commands = bannerCommands(banner);
-    expect(commands.map((c) => c.split(' ')[0])).toEqual(['export', 'curl', 'curl', 'npx', 'curl']);
+    expect(commands.map((c) => c.split(' ')[0])).toEqual(['export', 'curl', 'curl', 'npx', 'curl', 'curl']);
     const SEP = '----- next command -----';
     // `npx canton-signer` as in a clone: this checkout's bin (the temp folder has no node_modules).
     const run = (c: string) => c.replace(/^npx canton-signer /, `node ${JSON.stringify(BIN)} `);
@@ -73,12 +74,30 @@ describe('the npm start banner', () => {
       outputs[2],
     ).toContain(created.id);
     const alice = /alice +(\S+)/.exec(banner)![1];
+    // alice has a transfer preapproval: a deposit to her is one step, credited at once.
     expect(outputs[3]).toMatch(
-      new RegExp(
-        `^(deposited|offered) 25 CC from customer::\\S+ to ${alice} \\((one|two)-step, memo acct-1001`,
-      ),
+      new RegExp(`^deposited 25 CC from customer::\\S+ to ${alice} \\(one-step, memo acct-1001`),
     );
-    const deposit = JSON.parse(outputs[4]!) as { receiver: string; memo: string; amount: string };
+    const deposit = JSON.parse(outputs[4]!) as {
+      receiver: string;
+      memo: string;
+      amount: string;
+      updateId: string;
+    };
     expect([deposit.receiver, deposit.memo, deposit.amount]).toEqual([alice, 'acct-1001', '25']);
+    // The deposits list, run again until ingestion has read both deposits: credited to account 1001.
+    type Listed = { items: { account?: string; state: string; amount: string }[] };
+    expect(Array.isArray((JSON.parse(outputs[5]!) as Listed).items), outputs[5]).toBe(true);
+    const again = [commands[0]!, commands[5]!].join('\n');
+    let listed2: Listed = { items: [] };
+    for (let i = 0; i < 50 && listed2.items.length < 2; i++) {
+      const l = spawnSync('bash', ['-c', again], { cwd, encoding: 'utf8', timeout: 30_000 });
+      listed2 = JSON.parse(l.stdout) as Listed;
+      if (listed2.items.length < 2) spawnSync('sleep', ['0.2']);
+    }
+    expect(listed2.items.map((d) => [d.account, d.state, d.amount])).toEqual([
+      ['1001', 'credited', '25.0000000000'],
+      ['1001', 'credited', '25.0000000000'],
+    ]);
   });
 });
