@@ -127,18 +127,25 @@ async function ingestMain() {
   process.disconnect();
 }
 
-/** CPU ms of every postgres process so far (Linux /proc, 100 ticks a second; 0 elsewhere). */
+/** CPU ms of each postgres process so far, by pid (Linux /proc, 100 ticks a second; none elsewhere). */
 async function postgresCpuMs() {
-  let ticks = 0;
+  const ms = new Map();
   for (const d of await readdir('/proc').catch(() => [])) {
     if (!/^\d+$/.test(d)) continue;
     const comm = await readFile(`/proc/${d}/comm`, 'utf8').catch(() => '');
     if (!comm.startsWith('postgres')) continue;
     const stat = await readFile(`/proc/${d}/stat`, 'utf8').catch(() => '');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11] ?? 0) + Number(f[12] ?? 0);
+    ms.set(d, (Number(f[11] ?? 0) + Number(f[12] ?? 0)) * 10);
   }
-  return ticks * 10;
+  return ms;
+}
+
+/** PostgreSQL CPU ms between two samples: processes that ended meanwhile count up to `before` only. */
+function postgresCpuBetween(before, after) {
+  let ms = 0;
+  for (const [pid, v] of after) ms += v - (before.get(pid) ?? 0);
+  return ms;
 }
 
 /** A fresh database with the schema and the treasury booked; runs one ingestion child over it. */
@@ -168,7 +175,7 @@ async function measureIngestion({ sandbox, record, pageSize, end }) {
   const pg0 = await postgresCpuMs();
   child.send('go');
   const r = await next();
-  const pgMs = (await postgresCpuMs()) - pg0;
+  const pgMs = postgresCpuBetween(pg0, await postgresCpuMs());
   await new Promise((res) => (child.exitCode === null ? child.once('exit', res) : res()));
   const cursor = Number((await pg.db.query('SELECT "offset" FROM ingest_cursor')).rows[0]?.offset ?? -1);
   const deposits = (await pg.db.query('SELECT state, count(*)::int AS n FROM deposits GROUP BY state')).rows;
