@@ -157,7 +157,11 @@ async function measureIngestion({ sandbox, record, pageSize, end }) {
   await store.parties.put(record);
   const child = fork(fileURLToPath(import.meta.url), ['--ingest'], {
     execArgv: process.env.BENCH_PROF
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`, `--cpu-prof-name=ingest-page${pageSize}.cpuprofile`]
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${process.env.BENCH_PROF}`,
+          `--cpu-prof-name=ingest-page${pageSize}.cpuprofile`,
+        ]
       : [],
     env: {
       ...process.env,
@@ -173,19 +177,25 @@ async function measureIngestion({ sandbox, record, pageSize, end }) {
     });
   await next();
   const pg0 = await postgresCpuMs();
+  const own0 = process.cpuUsage();
   child.send('go');
   const r = await next();
+  const own = process.cpuUsage(own0);
   const pgMs = postgresCpuBetween(pg0, await postgresCpuMs());
+  // This process meanwhile: the sandbox serving the Ledger API reads.
+  const sandboxMs = (own.user + own.system) / 1000;
   await new Promise((res) => (child.exitCode === null ? child.once('exit', res) : res()));
   const cursor = Number((await pg.db.query('SELECT "offset" FROM ingest_cursor')).rows[0]?.offset ?? -1);
   const deposits = (await pg.db.query('SELECT state, count(*)::int AS n FROM deposits GROUP BY state')).rows;
   if (cursor < end) throw new Error(`ingestion stopped at offset ${cursor}, before the ledger end ${end}`);
-  return { pageSize, ...r, pgMs, cursor, deposits, pg, store };
+  return { pageSize, ...r, pgMs, sandboxMs, cursor, deposits, pg, store };
 }
 
 // ------------------------------------------------------------------ A: the Ledger API alone
 
 async function measureRead(ledger, format, pageSize, end) {
+  const { updateOffset } = await import(dist('canton/ledger-api/client.js'));
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   let offset = 0;
   let updates = 0;
@@ -194,14 +204,15 @@ async function measureRead(ledger, format, pageSize, end) {
       { beginExclusive: offset, endInclusive: end, updateFormat: format },
       { limit: pageSize },
     );
-    const { updateOffset } = await import(dist('canton/ledger-api/client.js'));
     const us = items.flatMap((i) => (i.update ? [i.update] : []));
     if (us.length === 0) break;
     updates += us.length;
     offset = Math.max(...us.map(updateOffset));
   }
   const ms = performance.now() - t0;
-  return { pageSize, updates, ms, perSecond: (updates * 1000) / ms };
+  const cpu = process.cpuUsage(cpu0);
+  // Both sides are this process: the sandbox serving and the client reading.
+  return { pageSize, updates, ms, perSecond: (updates * 1000) / ms, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 // ------------------------------------------------------------------ C: deposit → webhook
@@ -231,7 +242,8 @@ async function untilReady(url, child) {
   throw new Error('canton-signer serve did not answer /health within 60 s');
 }
 
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+const percentile = (sorted, p) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
   const { LEDGER_API_USER } = await import(dist('sandbox/network.js'));
@@ -440,17 +452,30 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
   console.log(
     `${UPDATES} deposits (one in five two-step) into one treasury party through the sandbox's batch control in ${(depositMs / 1000).toFixed(1)} s; ledger end ${end}; database postgres\n`,
   );
-  const head = ['measure', 'page', 'updates', 'updates/s', 'B/A', 'child CPU/update', 'PostgreSQL CPU/update', 'goal'];
+  const head = [
+    'measure',
+    'page',
+    'updates',
+    'updates/s',
+    'B/A',
+    'ingestion CPU/update',
+    'PostgreSQL CPU/update',
+    'sandbox CPU/update',
+    'goal',
+  ];
   console.log(`| ${head.join(' | ')} |`);
   console.log(`|${head.map(() => '---').join('|')}|`);
   for (const a of reads)
-    console.log(`| A: Ledger API read alone | ${a.pageSize} | ${a.updates} | ${f0(a.perSecond)} | - | - | - | - |`);
+    console.log(
+      `| A: Ledger API read alone | ${a.pageSize} | ${a.updates} | ${f0(a.perSecond)} | - | - | - | ${f0((a.cpuMs * 1000) / a.updates)} µs (with the client) | - |`,
+    );
   for (const b of ingests) {
     const a = reads.find((x) => x.pageSize === b.pageSize);
     const ps = (b.ingested * 1000) / b.ms;
     console.log(
       `| B: ingestion (child) | ${b.pageSize} | ${b.ingested} | ${f0(ps)} | ${(ps / a.perSecond).toFixed(2)} | ` +
         `${((b.cpuMs * 1000) / b.ingested).toFixed(0)} µs | ${((b.pgMs * 1000) / b.ingested).toFixed(0)} µs | ` +
+        `${((b.sandboxMs * 1000) / b.ingested).toFixed(0)} µs | ` +
         `${ps >= GOAL ? 'met' : 'missed'} (≥ ${GOAL}/s) |`,
     );
   }
@@ -463,7 +488,9 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
       .sort((x, y) => y[1].ms - x[1].ms)
       .map(([k, s]) => `${k} ${((100 * s.ms) / b.ms).toFixed(0)}% (${s.calls})`)
       .join(', ');
-    console.log(`B page ${b.pageSize}: wall ${(b.ms / 1000).toFixed(2)} s — ${parts}; deposits ${JSON.stringify(b.deposits)}`);
+    console.log(
+      `B page ${b.pageSize}: wall ${(b.ms / 1000).toFixed(2)} s — ${parts}; deposits ${JSON.stringify(b.deposits)}`,
+    );
   }
 }
 
