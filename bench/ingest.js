@@ -258,7 +258,8 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
       try {
         const e = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         const id = e.data?.updateId ?? e.data?.settledUpdateId;
-        if (e.type === 'deposit.credited' && id && !arrived.has(id)) arrived.set(id, at);
+        if (e.type === 'deposit.credited' && id && !arrived.has(id))
+          arrived.set(id, { at, created: Date.parse(e.createdAt) });
       } catch {}
       res.writeHead(204).end();
     });
@@ -332,9 +333,10 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
           body: JSON.stringify({ to: treasury, amount: '1', memo: `acct-c${i}`, mode: 'one-step' }),
         }).then(async (r) => {
           const answered = performance.now();
+          const answeredWall = Date.now();
           const j = await r.json();
           if (!r.ok) throw new Error(`deposit ${i}: ${r.status} ${JSON.stringify(j)}`);
-          sent.push({ updateId: j.updateId, answered });
+          sent.push({ updateId: j.updateId, answered, answeredWall });
         }),
       );
     }
@@ -342,10 +344,11 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
     const sendMs = performance.now() - t0;
     const deadline = Date.now() + 30_000;
     while (sent.some((s) => !arrived.has(s.updateId)) && Date.now() < deadline) await sleep(50);
-    const lat = sent
-      .filter((s) => arrived.has(s.updateId))
-      .map((s) => arrived.get(s.updateId) - s.answered)
-      .sort((a, b) => a - b);
+    const got = sent.filter((s) => arrived.has(s.updateId));
+    const lat = got.map((s) => arrived.get(s.updateId).at - s.answered).sort((a, b) => a - b);
+    // The event's createdAt is the start of the ingestion transaction that wrote it (PostgreSQL
+    // now()): answer → event is reading and planning, event → webhook is writing and delivery.
+    const toEvent = got.map((s) => arrived.get(s.updateId).created - s.answeredWall).sort((a, b) => a - b);
     return {
       sent: sent.length,
       received: lat.length,
@@ -355,6 +358,8 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
       p99: percentile(lat, 99),
       max: lat.at(-1),
       min: lat[0],
+      toEvent50: percentile(toEvent, 50),
+      toEvent99: percentile(toEvent, 99),
     };
   } finally {
     if (child.exitCode === null) {
@@ -481,7 +486,8 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
   }
   console.log(
     `\nC: deposit → deposit.credited webhook (serve, ingestion poll ${POLL_MS ?? 500} ms): ${latency.sent} deposits at ${latency.rate.toFixed(1)}/s, ` +
-      `${latency.received} webhooks matched (${latency.hooks} received): p50 ${f0(latency.p50 ?? Number.NaN)} ms, p99 ${f0(latency.p99 ?? Number.NaN)} ms, max ${f0(latency.max ?? Number.NaN)} ms, min ${f0(latency.min ?? Number.NaN)} ms`,
+      `${latency.received} webhooks matched (${latency.hooks} received): p50 ${f0(latency.p50 ?? Number.NaN)} ms, p99 ${f0(latency.p99 ?? Number.NaN)} ms, max ${f0(latency.max ?? Number.NaN)} ms, min ${f0(latency.min ?? Number.NaN)} ms; ` +
+      `of which control answer → event created (the ingestion transaction's start) p50 ${f0(latency.toEvent50 ?? Number.NaN)} ms, p99 ${f0(latency.toEvent99 ?? Number.NaN)} ms`,
   );
   for (const b of ingests) {
     const parts = b.spent
