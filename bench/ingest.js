@@ -101,6 +101,26 @@ async function ingestMain() {
       }
     };
   };
+  // Each statement inside a transaction (writePage's), by its first words.
+  const transaction = db.transaction.bind(db);
+  db.transaction = (fn) =>
+    transaction((tx) => {
+      const q = {
+        query: async (sql, params) => {
+          const t = performance.now();
+          try {
+            return await tx.query(sql, params);
+          } finally {
+            const label = `  sql ${sql.replace(/\s+/g, ' ').trim().slice(0, 48)}`;
+            const s = spent.get(label) ?? { ms: 0, calls: 0 };
+            s.ms += performance.now() - t;
+            s.calls++;
+            spent.set(label, s);
+          }
+        },
+      };
+      return fn(q);
+    });
   timed(ledger, 'updates', 'ledger-api updates');
   timed(ledger, 'ledgerEnd', 'ledger-api ledgerEnd');
   timed(ledger, 'activeContracts', 'ledger-api activeContracts');
@@ -345,7 +365,15 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
     const deadline = Date.now() + 30_000;
     while (sent.some((s) => !arrived.has(s.updateId)) && Date.now() < deadline) await sleep(50);
     const got = sent.filter((s) => arrived.has(s.updateId));
-    const lat = got.map((s) => arrived.get(s.updateId).at - s.answered).sort((a, b) => a - b);
+    const inOrder = got.map((s) => arrived.get(s.updateId).at - s.answered);
+    const lat = [...inOrder].sort((a, b) => a - b);
+    // Latency of the first and the last tenth sent: growing means the pipeline falls behind the rate.
+    const tenth = Math.max(1, Math.floor(inOrder.length / 10));
+    const median = (xs) =>
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        50,
+      );
     // The event's createdAt is the start of the ingestion transaction that wrote it (PostgreSQL
     // now()): answer → event is reading and planning, event → webhook is writing and delivery.
     const toEvent = got.map((s) => arrived.get(s.updateId).created - s.answeredWall).sort((a, b) => a - b);
@@ -358,6 +386,8 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
       p99: percentile(lat, 99),
       max: lat.at(-1),
       min: lat[0],
+      firstTenth: median(inOrder.slice(0, tenth)),
+      lastTenth: median(inOrder.slice(-tenth)),
       toEvent50: percentile(toEvent, 50),
       toEvent99: percentile(toEvent, 99),
     };
@@ -487,7 +517,8 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
   console.log(
     `\nC: deposit → deposit.credited webhook (serve, ingestion poll ${POLL_MS ?? 500} ms): ${latency.sent} deposits at ${latency.rate.toFixed(1)}/s, ` +
       `${latency.received} webhooks matched (${latency.hooks} received): p50 ${f0(latency.p50 ?? Number.NaN)} ms, p99 ${f0(latency.p99 ?? Number.NaN)} ms, max ${f0(latency.max ?? Number.NaN)} ms, min ${f0(latency.min ?? Number.NaN)} ms; ` +
-      `of which control answer → event created (the ingestion transaction's start) p50 ${f0(latency.toEvent50 ?? Number.NaN)} ms, p99 ${f0(latency.toEvent99 ?? Number.NaN)} ms`,
+      `of which control answer → event created (the ingestion transaction's start) p50 ${f0(latency.toEvent50 ?? Number.NaN)} ms, p99 ${f0(latency.toEvent99 ?? Number.NaN)} ms; ` +
+      `p50 of the first tenth sent ${f0(latency.firstTenth ?? Number.NaN)} ms, of the last tenth ${f0(latency.lastTenth ?? Number.NaN)} ms`,
   );
   for (const b of ingests) {
     const parts = b.spent
