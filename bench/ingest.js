@@ -142,8 +142,10 @@ async function ingestMain() {
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   await ingestion.stop();
-  await store.close();
+  // Still connected: the parent reads the CPU of this database's server processes first.
   process.send({ ingested, ms, cpuMs: (cpu.user + cpu.system) / 1000, spent: [...spent] });
+  await new Promise((r) => process.once('message', r));
+  await store.close();
   process.disconnect();
 }
 
@@ -161,10 +163,13 @@ async function postgresCpuMs() {
   return ms;
 }
 
-/** PostgreSQL CPU ms between two samples: processes that ended meanwhile count up to `before` only. */
-function postgresCpuBetween(before, after) {
+/**
+ * PostgreSQL CPU ms between two samples, of the server processes `pids` only (the
+ * measured database's connections: the server is shared with other work).
+ */
+function postgresCpuBetween(before, after, pids) {
   let ms = 0;
-  for (const [pid, v] of after) ms += v - (before.get(pid) ?? 0);
+  for (const pid of pids) ms += (after.get(pid) ?? 0) - (before.get(pid) ?? 0);
   return ms;
 }
 
@@ -201,7 +206,13 @@ async function measureIngestion({ sandbox, record, pageSize, end }) {
   child.send('go');
   const r = await next();
   const own = process.cpuUsage(own0);
-  const pgMs = postgresCpuBetween(pg0, await postgresCpuMs());
+  const pids = (
+    await pg.db.query(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    )
+  ).rows.map((x) => String(x.pid));
+  const pgMs = postgresCpuBetween(pg0, await postgresCpuMs(), pids);
+  child.send('close');
   // This process meanwhile: the sandbox serving the Ledger API reads.
   const sandboxMs = (own.user + own.system) / 1000;
   await new Promise((res) => (child.exitCode === null ? child.once('exit', res) : res()));
