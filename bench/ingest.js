@@ -230,6 +230,7 @@ async function measureRead(ledger, format, pageSize, end) {
   const t0 = performance.now();
   let offset = 0;
   let updates = 0;
+  let first;
   while (offset < end) {
     const items = await ledger.updates(
       { beginExclusive: offset, endInclusive: end, updateFormat: format },
@@ -237,13 +238,23 @@ async function measureRead(ledger, format, pageSize, end) {
     );
     const us = items.flatMap((i) => (i.update ? [i.update] : []));
     if (us.length === 0) break;
+    first ??= us;
     updates += us.length;
     offset = Math.max(...us.map(updateOffset));
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   // Both sides are this process: the sandbox serving and the client reading.
-  return { pageSize, updates, ms, perSecond: (updates * 1000) / ms, cpuMs: (cpu.user + cpu.system) / 1000 };
+  // The size of an update as JSON (after the client's parsing; the wire form is about the same).
+  const bytes = first ? JSON.stringify(first).length / first.length : 0;
+  return {
+    pageSize,
+    updates,
+    ms,
+    perSecond: (updates * 1000) / ms,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    bytes,
+  };
 }
 
 // ------------------------------------------------------------------ C: deposit → webhook
@@ -531,6 +542,7 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
       `of which control answer → event created (the ingestion transaction's start) p50 ${f0(latency.toEvent50 ?? Number.NaN)} ms, p99 ${f0(latency.toEvent99 ?? Number.NaN)} ms; ` +
       `p50 of the first tenth sent ${f0(latency.firstTenth ?? Number.NaN)} ms, of the last tenth ${f0(latency.lastTenth ?? Number.NaN)} ms`,
   );
+  console.log(`an update is ${(reads[0].bytes / 1024).toFixed(1)} KiB of JSON on average (first page)`);
   for (const b of ingests) {
     const parts = b.spent
       .sort((x, y) => y[1].ms - x[1].ms)
