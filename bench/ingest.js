@@ -408,6 +408,11 @@ async function measureLatency({ sandbox, dir, pg, treasury, ledger }) {
       p99: percentile(lat, 99),
       max: lat.at(-1),
       min: lat[0],
+      // The webhooks' own rate, first to last arrival: what one receiver is served at.
+      hookRate: (() => {
+        const ts = got.map((x) => arrived.get(x.updateId).at).sort((a, b) => a - b);
+        return ts.length > 1 ? ((ts.length - 1) * 1000) / (ts.at(-1) - ts[0]) : Number.NaN;
+      })(),
       firstTenth: median(inOrder.slice(0, tenth)),
       lastTenth: median(inOrder.slice(-tenth)),
       toEvent50: percentile(toEvent, 50),
@@ -540,7 +545,7 @@ function report({ load, reads, ingests, latency, depositMs, end }) {
     `\nC: deposit → deposit.credited webhook (serve, ingestion poll ${POLL_MS ?? 500} ms): ${latency.sent} deposits at ${latency.rate.toFixed(1)}/s, ` +
       `${latency.received} webhooks matched (${latency.hooks} received): p50 ${f0(latency.p50 ?? Number.NaN)} ms, p99 ${f0(latency.p99 ?? Number.NaN)} ms, max ${f0(latency.max ?? Number.NaN)} ms, min ${f0(latency.min ?? Number.NaN)} ms; ` +
       `of which control answer → event created (the ingestion transaction's start) p50 ${f0(latency.toEvent50 ?? Number.NaN)} ms, p99 ${f0(latency.toEvent99 ?? Number.NaN)} ms; ` +
-      `p50 of the first tenth sent ${f0(latency.firstTenth ?? Number.NaN)} ms, of the last tenth ${f0(latency.lastTenth ?? Number.NaN)} ms`,
+      `webhooks arrived at ${latency.hookRate.toFixed(1)}/s; p50 of the first tenth sent ${f0(latency.firstTenth ?? Number.NaN)} ms, of the last tenth ${f0(latency.lastTenth ?? Number.NaN)} ms`,
   );
   console.log(`an update is ${(reads[0].bytes / 1024).toFixed(1)} KiB of JSON on average (first page)`);
   for (const b of ingests) {
