@@ -490,7 +490,6 @@ async function main() {
     }
 
     // C: the serve process over the headline database (caught up), deposits one at a time.
-    t = performance.now();
     const latency = await measureLatency({
       sandbox,
       dir,
