@@ -452,7 +452,7 @@ async function main() {
     await acceptSetupProposal(flows, treasury);
 
     // The deposits, a thousand a request.
-    let t = performance.now();
+    const t = performance.now();
     for (let n = 0; n < UPDATES; n += 1000) {
       const deposits = [];
       for (let i = n; i < Math.min(UPDATES, n + 1000); i++)
