@@ -238,24 +238,49 @@ export function createIngestion(opts: IngestionOptions): Ingestion {
   }
 
   /** Reads and writes one page; the number of items it read (0: at the ledger end). */
+  /** The page read ahead while the previous one was written: used only if it starts at the cursor. */
+  let ahead: { from: number; key: string; end: number; page: Promise<Update[]> } | undefined;
+
+  function readPage(from: number, end: number, parties: readonly string[]): Promise<Update[]> {
+    return ledger
+      .updates(
+        { beginExclusive: from, endInclusive: end, updateFormat: updateFormat(parties) },
+        { limit: pageSize },
+      )
+      .then((items) => items.flatMap((i) => (i.update ? [i.update] : [])));
+  }
+
   async function step(l: Lease): Promise<number> {
     const cursor = (await store.ledger.cursor()) ?? { offset: 0, recordTimes: {} };
     const lastTime = Object.values(cursor.recordTimes).sort().at(-1) ?? '';
     const parties = await followNewParties(l, cursor.offset, lastTime);
     if (parties.length === 0) return 0;
-    const end = (await ledger.ledgerEnd()).offset;
-    if (end <= cursor.offset) return 0;
-    const items = await ledger.updates(
-      { beginExclusive: cursor.offset, endInclusive: end, updateFormat: updateFormat(parties) },
-      { limit: pageSize },
-    );
-    const updates = items.flatMap((i) => (i.update ? [i.update] : []));
+    const key = parties.join('\n');
+    const next = ahead;
+    ahead = undefined;
+    let end: number;
+    let updates: Update[];
+    if (next && next.from === cursor.offset && next.key === key) {
+      end = next.end;
+      updates = await next.page;
+    } else {
+      end = (await ledger.ledgerEnd()).offset;
+      if (end <= cursor.offset) return 0;
+      updates = await readPage(cursor.offset, end, parties);
+    }
     if (updates.length === 0) {
       // Nothing for the book's parties up to `end` and no checkpoint: the cursor may move there.
       await store.ledger.writePage(l, emptyPage({ offset: end, recordTimes: {} }));
       return 0;
     }
     const page = await plan(new Set(parties), updates, cursor.offset);
+    // The participant renders the next page while this one is written (read only: nothing is
+    // lost if the write fails — the next step then reads from the cursor again).
+    if (page.cursor.offset < end) {
+      const p = readPage(page.cursor.offset, end, parties);
+      p.catch(() => {});
+      ahead = { from: page.cursor.offset, key, end, page: p };
+    }
     const result = await store.ledger.writePage(l, page);
     const batch: IngestedBatch = {
       parties: new Set(parties),
