@@ -161,7 +161,7 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
     d: Deposit,
     decision: Decision,
     state: DecisionState,
-    extra: { attempts?: number; error?: string; updateId?: string; event?: string },
+    extra: { attempts?: number; error?: string; updateId?: string; commandId?: string; event?: string },
   ): Promise<void> {
     const cid = d.instructionCid as string;
     await store.db.transaction(async (tx) => {
@@ -198,6 +198,7 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
             ...(decision.rule !== undefined ? { rule: decision.rule } : {}),
             state,
             ...(extra.updateId !== undefined ? { updateId: extra.updateId } : {}),
+            ...(extra.commandId !== undefined ? { commandId: extra.commandId } : {}),
             ...(extra.error !== undefined ? { error: extra.error } : {}),
           },
         },
@@ -218,7 +219,11 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       try {
         const r = await act(flows, d.party, cid);
-        await record(lease, d, decision, 'done', { attempts: attempt, updateId: r.updateId });
+        await record(lease, d, decision, 'done', {
+          attempts: attempt,
+          updateId: r.updateId,
+          commandId: r.commandId,
+        });
         return;
       } catch (e) {
         last = errorText(e);
