@@ -362,7 +362,13 @@ export const sweepRuleSchema = z
     minBalance: DECIMAL,
   })
   .superRefine((r, ctx) => {
-    if (units(r.minBalance) >= units(r.maxBalance))
+    const decimal = /^[0-9]{1,28}(\.[0-9]{1,10})?$/;
+    // A malformed amount is reported by its own field's check.
+    if (
+      decimal.test(r.minBalance) &&
+      decimal.test(r.maxBalance) &&
+      units(r.minBalance) >= units(r.maxBalance)
+    )
       ctx.addIssue({
         code: 'custom',
         path: ['minBalance'],

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type AutoAcceptRule, decide } from '../../src/exchange/auto-accept.js';
+import { exchangeSchema } from '../../src/server/config.js';
 
 const CC = { admin: 'DSO::1220aa', id: 'Amulet' };
 const OTHER = { admin: 'issuer::1220bb', id: 'USDX' };
@@ -48,5 +49,26 @@ describe('decide', () => {
       action: 'accept',
       rule: 'all',
     });
+  });
+});
+
+describe('exchange.autoAccept and exchange.sweeps configuration', () => {
+  it('defaults, and refuses a sweep whose floor is not below its ceiling or a non-decimal', () => {
+    const d = exchangeSchema.parse({});
+    expect(d.autoAccept).toEqual({ rules: [], otherwise: 'wait' });
+    expect(d.sweeps).toEqual([]);
+    expect(d.automationPollMs).toBe(2000);
+    const rule = exchangeSchema.parse({
+      autoAccept: { rules: [{ name: 'r', party: '*', action: 'accept' }] },
+    }).autoAccept.rules[0];
+    expect(rule?.requireAccount).toBe(true);
+    const sweep = { name: 's', from: 'a::1', to: 'b::1', maxBalance: '100', minBalance: '100' };
+    const bad = exchangeSchema.safeParse({ sweeps: [sweep] });
+    expect(bad.success).toBe(false);
+    expect(JSON.stringify(bad.error?.issues)).toMatch(/minBalance \(100\) must be below maxBalance \(100\)/);
+    expect(exchangeSchema.safeParse({ sweeps: [{ ...sweep, maxBalance: '1e3' }] }).success).toBe(false);
+    expect(exchangeSchema.safeParse({ sweeps: [{ ...sweep, minBalance: '99.9999999999' }] }).success).toBe(
+      true,
+    );
   });
 });

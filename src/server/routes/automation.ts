@@ -81,7 +81,10 @@ export async function automationRoutes(app: FastifyInstance, deps: ServiceDeps):
         summary: 'Treasury sweeps, newest first, and the sweep rules in force',
         querystring: s(ListQuery),
         response: {
-          200: out(z.object({ rules: z.array(SweepRuleView), items: z.array(SweepView) }), 'the sweeps'),
+          200: out(
+            z.object({ rules: z.array(SweepRuleView), items: z.array(SweepView) }),
+            'the sweep rules in force and the sweeps, newest first',
+          ),
         },
       },
     },
