@@ -271,7 +271,11 @@ describe('restart and takeover', () => {
     const d = await depositOf(r.updateId as string);
     expect(d.state).toBe('credited');
     expect(await count()).toBe(deposits + 1);
-    const after = await env.store.events.list({ after: events, limit: 1000, types: ['deposit.*', 'offer.*'] });
+    const after = await env.store.events.list({
+      after: events,
+      limit: 1000,
+      types: ['deposit.*', 'offer.*'],
+    });
     expect(after.map((e) => e.type)).toEqual(['deposit.credited']);
     await other.stop();
   });
