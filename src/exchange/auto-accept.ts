@@ -161,7 +161,15 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
     d: Deposit,
     decision: Decision,
     state: DecisionState,
-    extra: { attempts?: number; error?: string; updateId?: string; commandId?: string; event?: string },
+    extra: {
+      attempts?: number;
+      error?: string;
+      updateId?: string;
+      commandId?: string;
+      event?: string;
+      /** The offer had ended before the answer: nothing was done. */
+      gone?: boolean;
+    },
   ): Promise<void> {
     const cid = d.instructionCid as string;
     await store.db.transaction(async (tx) => {
@@ -199,6 +207,7 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
             state,
             ...(extra.updateId !== undefined ? { updateId: extra.updateId } : {}),
             ...(extra.commandId !== undefined ? { commandId: extra.commandId } : {}),
+            ...(extra.gone ? { gone: true } : {}),
             ...(extra.error !== undefined ? { error: extra.error } : {}),
           },
         },
@@ -232,6 +241,7 @@ export function createAutoAccept(opts: AutoAcceptOptions): AutoAccept {
         if (!open) {
           await record(lease, d, decision, 'done', {
             attempts: attempt,
+            gone: true,
             error: `the offer was no longer open when answered: ${last}`,
           });
           return;
