@@ -24,6 +24,7 @@ import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_HEADER_B
 import { type DeclaredRoute, enforceRoleDeclarations } from './roles.js';
 import { airGapRoutes } from './routes/air-gap.js';
 import { auditRoutes } from './routes/audit.js';
+import { automationRoutes } from './routes/automation.js';
 import { auditAccessRefusal } from './routes/context.js';
 import { depositsRoutes } from './routes/deposits.js';
 import { eventsRoutes } from './routes/events.js';
@@ -240,6 +241,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await eventsRoutes(v1, deps);
       await reconciliationRoutes(v1, deps);
       await depositsRoutes(v1, deps);
+      await automationRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

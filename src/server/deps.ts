@@ -5,7 +5,10 @@
  * object, built once by service.ts; routes never open anything themselves.
  */
 import type { WebhookDeliverer } from '../events/webhooks.js';
+import type { AutoAccept } from '../exchange/auto-accept.js';
+import type { Automation } from '../exchange/automation.js';
 import type { IngestionAccess } from '../exchange/ingest-control.js';
+import type { Sweeps } from '../exchange/sweeps.js';
 import type { FlowContext } from '../flows/context.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
@@ -27,6 +30,8 @@ export interface ServiceDeps {
   worker: WithdrawalWorker;
   /** The ledger ingestion's cursor and stored history (absent: ingestion is not set up). */
   ingestion?: IngestionAccess;
+  /** Auto-accept of offers and sweeps, run by one instance under the `automation` lease. */
+  automation: { runner: Automation; autoAccept: AutoAccept; sweeps: Sweeps };
   /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
   /** The webhook deliverer (kicked after a redeliver), when receivers are configured and workers run. */

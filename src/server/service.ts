@@ -19,8 +19,11 @@ import { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { ScanClient } from '../canton/scan/client.js';
 import { ValidatorClient } from '../canton/validator/client.js';
 import { createWebhookDeliverer, type WebhookDeliverer } from '../events/webhooks.js';
+import { createAutoAccept } from '../exchange/auto-accept.js';
+import { type Automation, type AutomationOptions, createAutomation } from '../exchange/automation.js';
 import { attributionOf } from '../exchange/deposits.js';
 import { createIngestion, type Ingestion, type IngestionOptions } from '../exchange/ingest.js';
+import { createSweeps } from '../exchange/sweeps.js';
 import type { FlowContext } from '../flows/context.js';
 import { resolveParty } from '../flows/names.js';
 import { createWithdrawalWorker, type WithdrawalWorker } from '../flows/withdrawal.js';
@@ -77,6 +80,11 @@ export interface ServiceOptions {
   worker?: boolean;
   /** Worker tuning (tests make it fast). */
   workerOptions?: { pollMs?: number; concurrency?: number; retryMs?: number; networkWaitMs?: number };
+  /** Automation tuning (tests make it fast). */
+  automationOptions?: Partial<Pick<AutomationOptions, 'pollMs' | 'leaseMs' | 'owner'>> & {
+    backoffMs?: number;
+    retryMs?: number;
+  };
   /** Ingestion tuning (tests make it fast). */
   ingestionOptions?: Partial<Pick<IngestionOptions, 'pollMs' | 'pageSize' | 'leaseMs' | 'owner'>>;
   /** Extra pipeline rules on top of the configuration's (tests pass a clock). */
@@ -397,6 +405,36 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
           ...opts.ingestionOptions,
         })
       : undefined;
+    // Offers answered by rule and treasury sweeps: one instance at a time, after each ingestion page.
+    const autoAccept = createAutoAccept({
+      store,
+      flows,
+      rules: config.exchange.autoAccept.rules,
+      otherwise: config.exchange.autoAccept.otherwise,
+      ...(opts.automationOptions?.backoffMs !== undefined
+        ? { backoffMs: opts.automationOptions.backoffMs }
+        : {}),
+    });
+    const sweeps = createSweeps({
+      store,
+      flows,
+      rules: config.exchange.sweeps,
+      ...(opts.automationOptions?.retryMs !== undefined ? { retryMs: opts.automationOptions.retryMs } : {}),
+    });
+    const automated =
+      config.exchange.autoAccept.rules.length > 0 ||
+      config.exchange.autoAccept.otherwise !== 'wait' ||
+      config.exchange.sweeps.length > 0;
+    const runner: Automation = createAutomation({
+      store,
+      tasks: [autoAccept, sweeps],
+      ...(ingestion ? { subscribe: (fn: () => void) => ingestion.subscribe(() => fn()) } : {}),
+      pollMs: config.exchange.automationPollMs,
+      logger: log,
+      ...(opts.automationOptions?.pollMs !== undefined ? { pollMs: opts.automationOptions.pollMs } : {}),
+      ...(opts.automationOptions?.leaseMs !== undefined ? { leaseMs: opts.automationOptions.leaseMs } : {}),
+      ...(opts.automationOptions?.owner !== undefined ? { owner: opts.automationOptions.owner } : {}),
+    });
     const deps: ServiceDeps = {
       config,
       store,
@@ -408,6 +446,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       airGap,
       ...(webhooks ? { webhooks } : {}),
       ...(ingestion ? { ingestion: ingestion.access } : {}),
+      automation: { runner, autoAccept, sweeps },
       async ready() {
         // Anyone may ask: the answer names a failing check by a fixed code; why it failed
         // (a host name, a database user) goes only to the (redacting) log.
@@ -450,6 +489,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       delivery.start();
       await webhooks?.start();
       ingestion?.start();
+      if (automated) runner.start();
     }
     let closed = false;
     return {
@@ -472,6 +512,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
         } finally {
           clearInterval(reaper);
         }
+        await runner.stop();
         await ingestion?.stop();
         await worker.stop();
         await delivery.stop();

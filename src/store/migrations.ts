@@ -793,7 +793,58 @@ const M010: Migration = {
   ],
 };
 
-export const MIGRATIONS: readonly Migration[] = [M001, M002, M003, M004, M005, M006, M007, M008, M009, M010];
+const M011: Migration = {
+  version: 11,
+  name: 'exchange automation: offer decisions and sweeps',
+  statements: [
+    // One decision per incoming offer (auto-accept): what was decided and whether it was carried out.
+    `CREATE TABLE offer_decisions (
+      instruction_cid text PRIMARY KEY,
+      deposit_id      uuid NOT NULL,
+      party           text NOT NULL,
+      action          text NOT NULL CHECK (action IN ('accept', 'reject', 'wait')),
+      rule            text,
+      state           text NOT NULL CHECK (state IN ('done', 'failed', 'waiting')),
+      attempts        integer NOT NULL DEFAULT 0,
+      error           text,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX offer_decisions_recent ON offer_decisions (updated_at DESC)`,
+    // Treasury sweeps: surplus above a party's ceiling moved to another party in one step.
+    `CREATE TABLE sweeps (
+      id               uuid PRIMARY KEY,
+      rule             text NOT NULL,
+      from_party       text NOT NULL,
+      to_party         text NOT NULL,
+      amount           numeric(38, 10) NOT NULL CHECK (amount > 0),
+      instrument_admin text NOT NULL,
+      instrument_id    text NOT NULL,
+      state            text NOT NULL CHECK (state IN ('planned', 'submitted', 'completed', 'failed', 'blocked')),
+      command_id       text NOT NULL,
+      update_id        text,
+      error            text,
+      created_at       timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at       timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    `CREATE UNIQUE INDEX sweeps_one_open ON sweeps (from_party) WHERE state IN ('planned', 'submitted')`,
+    `CREATE INDEX sweeps_recent ON sweeps (created_at DESC, id)`,
+  ],
+};
+
+export const MIGRATIONS: readonly Migration[] = [
+  M001,
+  M002,
+  M003,
+  M004,
+  M005,
+  M006,
+  M007,
+  M008,
+  M009,
+  M010,
+  M011,
+];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
 const LOCK_KEY = '27992661640701810';

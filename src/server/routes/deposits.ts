@@ -101,7 +101,7 @@ export async function depositsRoutes(app: FastifyInstance, deps: ServiceDeps): P
         tags: ['deposits'],
         summary: 'One deposit',
         params: s(z.object({ id: z.string().min(1).max(64) })),
-        response: { 200: out(DepositView, 'the deposit') },
+        response: { 200: out(DepositView, 'the deposit asked for') },
       },
     },
     async (request) => {
