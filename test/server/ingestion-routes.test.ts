@@ -6,14 +6,15 @@
  * another instance holds the lease and forced through it, a body naming both
  * targets refused; the reconciliation of a party funded after the last
  * catch-up names its ledger holdings ingestion does not know, and is clean
- * once ingestion caught up; the CLI prints the status, rewinds to an offset
+ * once ingestion caught up; with ingestion disabled the controls still
+ * work; the CLI prints the status, rewinds to an offset
  * and to a record time, and refuses a usage without a target.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INGEST_LEASE } from '../../src/exchange/ingest-control.js';
 import { listAudit } from '../../src/store/index.js';
 import { buildDist, type CliRun, cliEnv, runCli } from '../support/cli.js';
-import { type ServiceEnv, serviceEnv } from '../support/service.js';
+import { type ServiceEnv, serviceEnv, testConfig } from '../support/service.js';
 
 let env: ServiceEnv;
 let url: string;
@@ -114,6 +115,37 @@ describe('ingestion controls over REST', () => {
     ]);
     expect(unknown.statusCode).toBe(404);
   });
+});
+
+describe('with ingestion disabled (paused)', () => {
+  it('the controls still read and move its cursor', async () => {
+    const paused = await serviceEnv({
+      seed: 'ingestion-paused',
+      service: { config: testConfig({ exchange: { ingestion: { enabled: false } } }) },
+    });
+    try {
+      expect(paused.service.ingestion).toBeUndefined();
+      const as = async (roles: ('admin' | 'auditor')[]) => paused.auth(roles);
+      const s = await paused.service.app.inject({
+        method: 'GET',
+        url: '/v1/ingestion',
+        headers: await as(['auditor']),
+      });
+      expect(s.statusCode, s.body).toBe(200);
+      expect(s.json()).not.toHaveProperty('cursor');
+      const r = await paused.service.app.inject({
+        method: 'POST',
+        url: '/v1/ingestion/rewind',
+        headers: await as(['admin']),
+        payload: { offset: 2 },
+      });
+      expect(r.statusCode, r.body).toBe(200);
+      expect(r.json()).toEqual({ to: 2 });
+      expect((await paused.store.ledger.cursor())?.offset).toBe(2);
+    } finally {
+      await paused.close();
+    }
+  }, 60_000);
 });
 
 describe('canton-signer ingest', () => {
