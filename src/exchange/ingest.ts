@@ -333,7 +333,12 @@ export function createIngestion(opts: IngestionOptions): Ingestion {
     }
     const seen = await store.ledger.ingested(txs.map((t) => t.updateId));
     const fresh = txs.filter((t) => !seen.has(t.updateId));
-    const known = await store.ledger.holdingsById([...new Set(fresh.flatMap((t) => archivedHoldingIds(t)))]);
+    // Holdings the page archives, and those an upgrade's imports create again (known ones are kept as is).
+    const known = await store.ledger.holdingsById([
+      ...new Set(
+        fresh.flatMap((t) => [...archivedHoldingIds(t), ...(isImportTransaction(t) ? createdIds(t) : [])]),
+      ),
+    ]);
     const own = await store.ledger.ownCommands([
       ...new Set(fresh.flatMap((t) => (t.commandId ? [t.commandId] : []))),
     ]);
@@ -632,6 +637,14 @@ export function createIngestion(opts: IngestionOptions): Ingestion {
       }
     },
   };
+}
+
+/** Contracts created in `tx`. */
+function createdIds(tx: JsTransaction): string[] {
+  return (tx.events ?? []).flatMap((e) => {
+    const c = (e as { CreatedEvent?: { contractId: string } }).CreatedEvent;
+    return c ? [c.contractId] : [];
+  });
 }
 
 /** Instructions consumed in `tx` (consuming exercises on a TransferInstruction). */

@@ -240,6 +240,8 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
     hostExternalParty(net, rec, { userId: deps.flows.userId, ...(fund ? { fund: DEMO_FUNDS } : {}) });
     hosted.push(rec.partyId);
   }
+  // The sandbox ledger is new at each start: what ingestion kept of the last one no longer applies.
+  await deps.store.ledger.forgetLedger();
   // alice receives deposits in one step: the validator's transfer preapproval, accepted (signed) by her.
   await deps.flows.validator?.createSetupProposal({ user_party_id: alice!.partyId });
   await acceptSetupProposal(deps.flows, alice!.partyId);

@@ -389,22 +389,19 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             observe: (receiver, outcome) => metrics.webhookAttempts.inc({ receiver, outcome }),
           });
     // The ledger's history of the book's parties: deposits, deliveries, alerts (one instance at a time).
-    const ingestion: Ingestion | undefined = config.exchange.ingestion.enabled
-      ? createIngestion({
-          store,
-          ledger: clients.ledger,
-          attribute: attributionOf(
-            config.exchange.deposits.attribution,
-            config.exchange.deposits.maxMemoLength,
-          ),
-          maxMemoLength: config.exchange.deposits.maxMemoLength,
-          pollMs: config.exchange.ingestion.pollMs,
-          pageSize: config.exchange.ingestion.pageSize,
-          leaseMs: config.exchange.ingestion.leaseSeconds * 1000,
-          logger: log,
-          ...opts.ingestionOptions,
-        })
-      : undefined;
+    // Built even when disabled, unstarted: its cursor is what the recovery controls move while it is paused.
+    const ingestor: Ingestion = createIngestion({
+      store,
+      ledger: clients.ledger,
+      attribute: attributionOf(config.exchange.deposits.attribution, config.exchange.deposits.maxMemoLength),
+      maxMemoLength: config.exchange.deposits.maxMemoLength,
+      pollMs: config.exchange.ingestion.pollMs,
+      pageSize: config.exchange.ingestion.pageSize,
+      leaseMs: config.exchange.ingestion.leaseSeconds * 1000,
+      logger: log,
+      ...opts.ingestionOptions,
+    });
+    const ingestion = config.exchange.ingestion.enabled ? ingestor : undefined;
     // Offers answered by rule and treasury sweeps: one instance at a time, after each ingestion page.
     const autoAccept = createAutoAccept({
       store,
@@ -445,7 +442,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       worker,
       airGap,
       ...(webhooks ? { webhooks } : {}),
-      ...(ingestion ? { ingestion: ingestion.access } : {}),
+      ingestion: ingestor.access,
       automation: { runner, autoAccept, sweeps },
       async ready() {
         // Anyone may ask: the answer names a failing check by a fixed code; why it failed

@@ -217,6 +217,24 @@ export class LedgerRepo {
     return out;
   }
 
+  /**
+   * Forgets what was ingested of a ledger that no longer exists (development mode's sandbox
+   * starts a new ledger at each start): cursor, followed parties, update ids, holdings and
+   * movements. Deposits and events stay: they are the history the exchange was told about.
+   */
+  async forgetLedger(): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (const t of [
+        'ingest_cursor',
+        'ingest_parties',
+        'ingested_updates',
+        'ledger_holdings',
+        'ledger_movements',
+      ])
+        await tx.query(`DELETE FROM ${t}`);
+    });
+  }
+
   // ---- the parties ingestion follows ---------------------------------------------------------
 
   /** The parties ingestion follows, with the offset each was first followed from. */
