@@ -31,7 +31,11 @@ async function catchUp(): Promise<void> {
 
 beforeAll(async () => {
   buildDist(['cli/main.js', 'cli/ingest.js']);
-  env = await serviceEnv({ seed: 'ingestion-routes', worker: false });
+  env = await serviceEnv({
+    seed: 'ingestion-routes',
+    worker: false,
+    service: { config: testConfig({ exchange: { ingestion: { enabled: true } } }) },
+  });
   await env.addParty('treasury', { fund: '30' });
   await catchUp();
   url = await env.service.listen({ port: 0, host: '127.0.0.1' });

@@ -29,6 +29,9 @@ export function testConfig(overrides: Record<string, unknown> = {}): ServiceConf
     network: { sandbox: true },
     auth: { issuer: TEST_ISSUER, audience: TEST_AUDIENCE, sharedSecret: TEST_SECRET, algorithms: ['HS256'] },
     log: { level: 'silent' },
+    // Ledger ingestion runs where a test asks for it (an `exchange` override turns it on):
+    // elsewhere it would only poll in the background of every service test.
+    exchange: { ingestion: { enabled: false } },
     ...overrides,
   });
 }
