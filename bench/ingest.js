@@ -51,27 +51,10 @@ const RULES = [{ name: 'accounts', match: 'prefix', value: 'acct-' }];
 const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** The filter ingestion reads with (exchange/ingest.ts updateFormat, which it does not export). */
+/** The filter ingestion reads with (the same function). */
 async function ingestionFormat(parties) {
-  const { HOLDING_INTERFACE, TRANSFER_INSTRUCTION_INTERFACE } = await import(dist('flows/holdings.js'));
-  const iface = (interfaceId) => ({
-    identifierFilter: {
-      InterfaceFilter: { value: { interfaceId, includeInterfaceView: true, includeCreatedEventBlob: false } },
-    },
-  });
-  const filter = {
-    cumulative: [
-      { identifierFilter: { WildcardFilter: { value: { includeCreatedEventBlob: false } } } },
-      iface(HOLDING_INTERFACE),
-      iface(TRANSFER_INSTRUCTION_INTERFACE),
-    ],
-  };
-  return {
-    includeTransactions: {
-      eventFormat: { filtersByParty: Object.fromEntries(parties.map((p) => [p, filter])), verbose: true },
-      transactionShape: 'TRANSACTION_SHAPE_LEDGER_EFFECTS',
-    },
-  };
+  const { updateFormat } = await import(dist('exchange/ingest.js'));
+  return updateFormat(parties);
 }
 
 // ------------------------------------------------------------------ B: the ingestion child

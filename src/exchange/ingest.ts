@@ -94,7 +94,8 @@ export interface Ingestion {
 
 const LEDGER_EFFECTS = 'TRANSACTION_SHAPE_LEDGER_EFFECTS' as const;
 
-function updateFormat(parties: readonly string[]) {
+/** What ingestion reads of the book's parties (exported for the ingestion benchmark's baseline). */
+export function updateFormat(parties: readonly string[]) {
   const iface = (interfaceId: string) => ({
     identifierFilter: {
       InterfaceFilter: { value: { interfaceId, includeInterfaceView: true, includeCreatedEventBlob: false } },
