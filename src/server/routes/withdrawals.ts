@@ -21,6 +21,7 @@ import {
   OFFER_OUTCOMES,
   WITHDRAWAL_STATES,
   type Withdrawal,
+  withdrawalEventData,
 } from '../../store/repos/withdrawals.js';
 import { AuthError, requirePartyAccess } from '../auth.js';
 import type { ServiceDeps } from '../deps.js';
@@ -120,26 +121,9 @@ const ListView = z.object({
   nextCursor: z.string().optional().describe('absent on the last page'),
 });
 
+/** The withdrawal as the API shows it: the same view its events carry (one definition, in the store). */
 export function withdrawalView(w: Withdrawal): z.output<typeof WithdrawalView> {
-  const executeBefore = w.options.executeBefore;
-  return {
-    id: w.id,
-    state: w.state,
-    party: w.party,
-    receiver: w.receiver,
-    amount: w.amount,
-    ...(w.instrument ? { instrument: w.instrument } : {}),
-    ...(w.memo !== undefined ? { memo: w.memo } : {}),
-    ...(typeof executeBefore === 'string' ? { executeBefore } : {}),
-    commandId: w.commandId,
-    attempts: w.attempts,
-    ...(w.lastError !== undefined ? { lastError: w.lastError } : {}),
-    ...(w.updateId !== undefined ? { updateId: w.updateId } : {}),
-    ...(w.delivery !== undefined ? { delivery: w.delivery } : {}),
-    ...(w.offer !== undefined ? { offer: { ...w.offer } } : {}),
-    createdAt: w.createdAt,
-    updatedAt: w.updatedAt,
-  };
+  return withdrawalEventData(w) as z.output<typeof WithdrawalView>;
 }
 
 /**

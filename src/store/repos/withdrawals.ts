@@ -332,8 +332,8 @@ function fromRow(r: Row): Withdrawal {
 }
 
 /**
- * The withdrawal as the REST API shows it (the same fields, names and
- * omissions as the server's `withdrawalView`): the `data` of its events.
+ * The withdrawal as the REST API shows it (the server's `withdrawalView` is
+ * this): the `data` of its events.
  */
 export function withdrawalEventData(w: Withdrawal): Record<string, unknown> {
   const executeBefore = w.options.executeBefore;
