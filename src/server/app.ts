@@ -37,9 +37,29 @@ import { reconciliationRoutes } from './routes/reconciliation.js';
 import { signRoutes } from './routes/sign.js';
 import { withdrawalsRoutes } from './routes/withdrawals.js';
 import { installZod, out } from './schema.js';
+import type { SessionAuth } from './session.js';
+
+/**
+ * A plugin mounted on the service's app by a layer above the server (the web
+ * console): it gets the app at the root, the service's parts, and the
+ * console sessions' authentication when sessions are on.
+ */
+export type AppPlugin = (app: FastifyInstance, deps: ServiceDeps, extra: AppExtra) => Promise<void>;
+
+export interface AppExtra {
+  sessions?: SessionAuth;
+  /** The origin people reach the service at (the console's `publicUrl`, else http://localhost:<port>). */
+  origin(): string;
+}
 
 export interface AppOptions {
   verifier: Verifier;
+  /** Console sessions as a second way to authenticate (a cookie instead of a bearer token). */
+  sessions?: SessionAuth;
+  /** Plugins of the layers above, mounted at the root after the API's routes. */
+  plugins?: readonly AppPlugin[];
+  /** See AppExtra.origin. */
+  origin?: () => string;
   /** A pino logger (the service's, redacting); default: no logging. */
   logger?: FastifyBaseLogger;
   /** Largest request body in bytes (default 4 MiB: prepared transactions can be large). */
@@ -191,7 +211,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     reply.header('x-request-id', req.id);
     reply.header('cache-control', 'no-store');
   });
-  installAuth(app, opts.verifier);
+  installAuth(app, opts.verifier, opts.sessions);
   installErrorHandling(app);
   app.addHook('onError', async (req, _reply, err) => {
     if (err instanceof AuthError && err.statusCode === 403) await auditAccessRefusal(deps, req, err);
@@ -255,6 +275,12 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       app.swagger(),
     );
   });
+
+  const extra: AppExtra = {
+    ...(opts.sessions ? { sessions: opts.sessions } : {}),
+    origin: opts.origin ?? (() => 'http://localhost'),
+  };
+  for (const plugin of opts.plugins ?? []) app.register(async (root) => plugin(root, deps, extra));
 
   return { app, routes };
 }

@@ -26,6 +26,7 @@ import { parsePartyId } from '../hashing/canton-hash.js';
 import { unstorableText } from '../store/canonical.js';
 import { type AuthConfig, isHmacAlgorithm, publicJwk, redactUrl } from './config.js';
 import { type Access, authorize, isRole, type Role } from './roles.js';
+import type { ResolvedSession, SessionAuth } from './session.js';
 
 export type AuthErrorCode =
   | 'missing_token' // no Authorization header
@@ -38,6 +39,7 @@ export type AuthErrorCode =
   | 'alg_not_allowed' // the token's algorithm is not on the allow-list (e.g. none, HS* without a secret)
   | 'no_role' // a valid token without any of the service's roles
   | 'forbidden' // a valid token whose roles or parties do not reach this route
+  | 'csrf' // a change authorised by a console session cookie without the session's CSRF token
   | 'keys_unavailable'; // the JWKS could not be fetched: the service's problem, not the caller's
 
 const STATUS: Readonly<Record<AuthErrorCode, number>> = {
@@ -51,6 +53,7 @@ const STATUS: Readonly<Record<AuthErrorCode, number>> = {
   alg_not_allowed: 401,
   no_role: 403,
   forbidden: 403,
+  csrf: 403,
   keys_unavailable: 503,
 };
 
@@ -180,7 +183,11 @@ export function callerId(cfg: Pick<AuthConfig, 'issuer'>, issuer: string, subjec
   return severalIssuers(cfg) ? JSON.stringify([issuer, subject]) : subject;
 }
 
-function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
+/**
+ * The principal of verified claims (a token's, or at console sign-in the
+ * identity provider's ID token's): the same roles and parties claims.
+ */
+export function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
   if (typeof payload.sub !== 'string' || payload.sub === '')
     throw new AuthError('malformed', 'the token has no subject (sub)');
   // The caller identity is written to the audit log: it must be text the database can store.
@@ -420,6 +427,8 @@ declare module 'fastify' {
     principal: Principal | null;
     /** The role decision for this request (which roles granted it, the parties it is limited to). */
     access: Access | null;
+    /** The console session that authenticated this request (no bearer token), if any. */
+    session: ResolvedSession | null;
   }
 }
 
@@ -437,10 +446,12 @@ function challenge(reply: FastifyReply, e: AuthError): void {
 
 /**
  * An `onRequest` hook: public routes pass; every other route needs a valid
- * token whose roles reach it (decided by `authorize`). Runs before the body
- * is read. Unknown URLs pass on to the 404 handler.
+ * token — or, without an Authorization header, a live console session (whose
+ * changes carry its CSRF token) — whose roles reach it (decided by
+ * `authorize`). Runs before the body is read. Unknown URLs pass on to the 404
+ * handler.
  */
-export function authHook(verifier: Verifier) {
+export function authHook(verifier: Verifier, sessions?: SessionAuth) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (request.is404) return;
     const roles = request.routeOptions.config.roles;
@@ -450,23 +461,34 @@ export function authHook(verifier: Verifier) {
         return;
       }
       if (roles === undefined) throw new AuthError('forbidden', 'the route declares no roles');
-      const principal = await verifier.verify(request.headers.authorization);
+      let principal: Principal | undefined;
+      if (sessions && request.headers.authorization === undefined) {
+        const session = await sessions.resolve(request);
+        if (session) {
+          const problem = sessions.csrfProblem(request, session);
+          if (problem !== undefined) throw new AuthError('csrf', problem);
+          request.session = session;
+          principal = session.principal;
+        }
+      }
+      principal ??= await verifier.verify(request.headers.authorization);
       request.principal = principal;
       const access = authorize(principal, { method: request.method, roles });
       if (!access.allowed) throw new AuthError('forbidden', access.reason);
       request.access = access;
     } catch (e) {
-      if (e instanceof AuthError) challenge(reply, e);
+      if (e instanceof AuthError && e.code !== 'csrf') challenge(reply, e);
       throw e;
     }
   };
 }
 
 /** Installs authentication on `app` (every route, including those of plugins registered later). */
-export function installAuth(app: FastifyInstance, verifier: Verifier): void {
+export function installAuth(app: FastifyInstance, verifier: Verifier, sessions?: SessionAuth): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('access', null);
-  app.addHook('onRequest', authHook(verifier));
+  app.decorateRequest('session', null);
+  app.addHook('onRequest', authHook(verifier, sessions));
 }
 
 /** For a handler acting on one party: throws `forbidden` unless the caller's grant reaches it. */

@@ -480,6 +480,59 @@ export function loadWebhookSecrets(
   return out;
 }
 
+export const consoleSchema = z
+  .strictObject({
+    /** Serve the web console under /console (docs/console.md). */
+    enabled: z.boolean().default(true),
+    /**
+     * The URL people open the console at (scheme, host, port; no path): the passkeys' origin and
+     * relying party, and the OpenID Connect redirect URI's base. Default: http://localhost:<listen.port>.
+     */
+    publicUrl: httpUrl({ httpsUnlessLoopback: true })
+      .refine((u) => {
+        try {
+          const x = new URL(u);
+          return (x.pathname === '/' || x.pathname === '') && x.search === '' && x.hash === '';
+        } catch {
+          return true; // reported as not a URL
+        }
+      }, 'scheme, host and port only (no path)')
+      .optional(),
+    /** Sign-in with the organisation's identity provider: authorization code with PKCE. */
+    oidc: z
+      .strictObject({
+        issuer: httpUrl({ httpsUnlessLoopback: true }),
+        clientId: nonEmpty,
+        /** Environment variable holding the client secret (omit for a public client: PKCE only). */
+        clientSecretEnv: z.string().regex(ENV_NAME, 'an environment variable name').optional(),
+        scopes: z.array(nonEmpty).default(['openid', 'profile']),
+      })
+      .optional(),
+    session: z
+      .strictObject({
+        /** Signed out after this long without a request from the page. */
+        idleMinutes: z.number().min(1).max(1440).default(15),
+        /** Signed out this long after signing in, whatever the activity. */
+        maxHours: z.number().min(0.1).max(168).default(8),
+      })
+      .prefault({}),
+    webauthn: z
+      .strictObject({
+        /** The passkeys' relying party id (default: publicUrl's host name). */
+        rpId: nonEmpty.optional(),
+        rpName: nonEmpty.default('canton-signer'),
+      })
+      .prefault({}),
+    /**
+     * A one-click sign-in as the demo user, with every role. Development only: `npm start` turns it on;
+     * never set it on a service that signs for real parties.
+     */
+    devSignIn: z.boolean().default(false),
+  })
+  .prefault({});
+
+export type ConsoleConfig = z.output<typeof consoleSchema>;
+
 export const configSchema = z
   .strictObject({
     listen: z
@@ -572,6 +625,8 @@ export const configSchema = z
     webhooks: webhooksSchema,
     /** The exchange side: ledger ingestion, deposits (docs/exchange.md). */
     exchange: exchangeSchema,
+    /** The web console for approvers and operators (docs/console.md). */
+    console: consoleSchema,
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));

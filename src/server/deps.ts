@@ -20,6 +20,11 @@ import type { ServiceMetrics } from './metrics.js';
 
 export interface ServiceDeps {
   config: ServiceConfig;
+  /**
+   * The origin people reach the service at: `console.publicUrl`, else http://localhost:<port
+   * listened on>. Passkeys are bound to it.
+   */
+  publicOrigin(): string;
   store: Store;
   /** Parties and recorder are the store's (DbPartyBook, DbRecorder). */
   flows: FlowContext;

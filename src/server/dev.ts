@@ -64,6 +64,8 @@ export function devDefaults(): Record<string, unknown> {
     log: { level: DEV_LOG_LEVEL },
     // The demo deposit's memo (acct-1001) names customer account 1001.
     exchange: { deposits: { attribution: [{ name: 'demo-accounts', match: 'prefix', value: 'acct-' }] } },
+    // The console's one-click sign-in (said loudly on its page); kept only with development auth.
+    console: { devSignIn: true },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -170,7 +172,10 @@ export async function devSecret(
  * environment configured other auth: then no demo token can be minted).
  */
 export async function applyDevSecret(config: ServiceConfig): Promise<{ file: string } | undefined> {
-  if (config.auth.sharedSecret !== PLACEHOLDER) return undefined;
+  if (config.auth.sharedSecret !== PLACEHOLDER) {
+    config.console.devSignIn = false;
+    return undefined;
+  }
   const { secret, file } = await devSecret(config.database.dataDir);
   config.auth.sharedSecret = secret;
   return { file };

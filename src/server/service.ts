@@ -39,12 +39,13 @@ import { PolicyEngine } from '../policy/engine.js';
 import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
 import type { ApprovalRequest } from '../store/repos/approvals.js';
-import { type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
+import { type AppPlugin, type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
 import { createVerifier, type Verifier } from './auth.js';
 import { loadWebhookSecrets, redactUrl, type ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import { ServiceMetrics } from './metrics.js';
 import { resumeApproved } from './routes/resume.js';
+import { createSessionAuth } from './session.js';
 
 /** `text` with each URL in it as `redactConfig` prints a URL (password and secret query values REDACTED). */
 function redactUrls(text: string): string {
@@ -96,6 +97,8 @@ export interface ServiceOptions {
    * anything listens (dev mode hosts its parties on the fresh sandbox here).
    */
   beforeStart?: (s: { deps: ServiceDeps; sandbox?: RunningSandbox }) => Promise<void>;
+  /** Plugins of the layers above the server mounted on the app (the web console: src/console). */
+  plugins?: readonly AppPlugin[];
 }
 
 export interface Service extends BuiltApp {
@@ -432,8 +435,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ...(opts.automationOptions?.leaseMs !== undefined ? { leaseMs: opts.automationOptions.leaseMs } : {}),
       ...(opts.automationOptions?.owner !== undefined ? { owner: opts.automationOptions.owner } : {}),
     });
+    // The console's origin: its configured public URL, else localhost at the port listened on.
+    let origin = config.console.publicUrl?.replace(/\/$/, '') ?? `http://localhost:${config.listen.port}`;
     const deps: ServiceDeps = {
       config,
+      publicOrigin: () => origin,
       store,
       flows,
       policy,
@@ -478,7 +484,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       },
     };
     const verifier = opts.verifier ?? createVerifier(config.auth);
-    const built = buildApp(deps, { verifier, logger: log });
+    const sessions = config.console.enabled
+      ? createSessionAuth(store.sessions, {
+          origin: () => origin,
+          idleMs: config.console.session.idleMinutes * 60_000,
+          absoluteMs: config.console.session.maxHours * 3_600_000,
+        })
+      : undefined;
+    const built = buildApp(deps, {
+      verifier,
+      logger: log,
+      ...(sessions ? { sessions } : {}),
+      ...(opts.plugins ? { plugins: opts.plugins } : {}),
+      origin: () => origin,
+    });
     await built.app.ready();
     await opts.beforeStart?.({ deps, ...(sandbox ? { sandbox } : {}) });
     if (opts.worker !== false) {
@@ -495,7 +514,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ...(sandbox ? { sandbox } : {}),
       ...(ingestion ? { ingestion } : {}),
       async listen(l = {}) {
-        return built.app.listen({ port: l.port ?? config.listen.port, host: l.host ?? config.listen.host });
+        const url = await built.app.listen({
+          port: l.port ?? config.listen.port,
+          host: l.host ?? config.listen.host,
+        });
+        if (config.console.publicUrl === undefined) {
+          const address = built.app.server.address();
+          if (address !== null && typeof address === 'object') origin = `http://localhost:${address.port}`;
+        }
+        return url;
       },
       async close() {
         if (closed) return;

@@ -14,6 +14,7 @@ import { LeaseRepo } from './repos/leases.js';
 import { LedgerRepo } from './repos/ledger.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
+import { SessionRepo } from './repos/sessions.js';
 import { DbRecorder } from './repos/recorder.js';
 import { WebhookRepo } from './repos/webhooks.js';
 import { WithdrawalRepo } from './repos/withdrawals.js';
@@ -34,6 +35,7 @@ export * from './repos/ledger.js';
 export * from './repos/parties.js';
 export * from './repos/policy.js';
 export * from './repos/recorder.js';
+export * from './repos/sessions.js';
 export * from './repos/webhooks.js';
 export * from './repos/withdrawals.js';
 
@@ -55,6 +57,8 @@ export interface Store {
   deposits: DepositRepo;
   /** The webhook deliverer's cursors and deliveries. */
   webhooks: WebhookRepo;
+  /** Console sign-in sessions. */
+  sessions: SessionRepo;
   close(): Promise<void>;
 }
 
@@ -81,6 +85,7 @@ export function storeOn(db: Db, actor = 'system'): Store {
     ledger: new LedgerRepo(db),
     deposits: new DepositRepo(db, { actor }),
     webhooks: new WebhookRepo(db, { actor }),
+    sessions: new SessionRepo(db),
     close: () => db.close(),
   };
 }

@@ -378,6 +378,25 @@ const M006: Migration = {
   ],
 };
 
+const M012: Migration = {
+  version: 12,
+  name: 'console sign-in sessions',
+  statements: [
+    // A session is found by the SHA-256 of its cookie value: the database never holds a usable cookie.
+    `CREATE TABLE console_sessions (
+      id_hash         text PRIMARY KEY CHECK (id_hash ~ ${HEX64}),
+      principal       jsonb NOT NULL CHECK (jsonb_typeof(principal) = 'object'),
+      csrf            text NOT NULL CHECK (length(csrf) BETWEEN 32 AND 128),
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      last_seen       timestamptz(3) NOT NULL DEFAULT now(),
+      expires_at      timestamptz(3) NOT NULL,
+      ended_at        timestamptz(3),
+      CHECK (expires_at > created_at)
+    )`,
+    `CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)`,
+  ],
+};
+
 /**
  * Migration 7: policies and approvals.
  * - policy_versions: each policy document as loaded (its exact text and
@@ -844,6 +863,7 @@ export const MIGRATIONS: readonly Migration[] = [
   M009,
   M010,
   M011,
+  M012,
 ];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */
