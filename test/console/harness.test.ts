@@ -162,7 +162,7 @@ describe('browser harness', () => {
           expectedState: state,
           expectedNonce: flow.nonce,
         });
-        const claims = tokens.claims() ?? {};
+        const claims: Record<string, unknown> = tokens.claims() ?? {};
         signedIn.push(claims);
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
         res.end(`<!doctype html><title>signed in</title><p id="who">${String(claims.sub)}</p>`);
@@ -185,7 +185,6 @@ describe('browser harness', () => {
       const page = await newPage(browser);
       await page.goto(`${rp.origin}/login`);
       expect(new URL(page.url()).origin).toBe(provider.issuer);
-      await screenshotBoth(page, 'harness-oidc-login');
       await signInAtProvider(page, 'ann');
       expect(new URL(page.url()).pathname).toBe('/callback');
       expect(await page.locator('#who').innerText()).toBe('ann');

@@ -11,7 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { type Browser, type CDPSession, chromium, type Page } from 'playwright-core';
 
 /** Where screenshots go: `<repo>/test-output/screenshots` (git-ignored). */
-export const SCREENSHOT_DIR = join(fileURLToPath(new URL('../../', import.meta.url)), 'test-output', 'screenshots');
+export const SCREENSHOT_DIR = join(
+  fileURLToPath(new URL('../../', import.meta.url)),
+  'test-output',
+  'screenshots',
+);
 
 /** The two viewports every console screen is checked at: a laptop and a phone. */
 export const DESKTOP = { width: 1280, height: 800 } as const;
@@ -26,7 +30,7 @@ export interface Viewport {
  * Chromium headless with flags for a root-run container: no sandbox (root
  * cannot use the setuid/namespace sandbox), no GPU, and none of the background
  * traffic (QUIC probing, component updates, sync, first-run) that would make a
- * test reach the network.
+ * test reach the network; host names other than localhost do not resolve.
  */
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
@@ -45,6 +49,9 @@ export async function launchBrowser(): Promise<Browser> {
       '--metrics-recording-only',
       '--no-default-browser-check',
       '--password-store=basic',
+      // Names other than localhost resolve to nothing, so a page (oidc-provider's dev login
+      // page @imports Google Fonts) cannot reach the network or stall waiting for it.
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost',
     ],
   });
 }

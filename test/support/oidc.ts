@@ -21,7 +21,10 @@ export interface OidcProviderOptions {
   postLogoutRedirectUris?: string[];
   /** Subject -> extra claims, e.g. `{ ann: { name: 'Ann', roles: ['approver'] } }`. */
   accounts: Record<string, Record<string, unknown>>;
-  /** Name of the claim that carries roles (default `roles`); the `roles` scope asks for it. */
+  /**
+   * Name of the claim that carries roles (default `roles`); the `roles` scope asks for it.
+   * An account's `roles` entry is released under this name.
+   */
   rolesClaim?: string;
   /** Also register a confidential client (client_secret_basic) with the same redirect URIs. */
   confidential?: { clientId: string; clientSecret: string };
@@ -37,6 +40,8 @@ export interface OidcProvider {
 
 /** Scope whose grant puts the roles claim in the ID token. */
 export const ROLES_SCOPE = 'roles';
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export async function startOidcProvider(options: OidcProviderOptions): Promise<OidcProvider> {
   const rolesClaim = options.rolesClaim ?? 'roles';
@@ -89,11 +94,31 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
     conformIdTokenClaims: false,
     features: { devInteractions: { enabled: true } },
     // Explicit lifetimes (seconds), long enough for any test; the defaults print a notice each.
-    ttl: { AccessToken: 3600, AuthorizationCode: 600, Grant: 3600, IdToken: 3600, Interaction: 3600, Session: 3600 },
+    ttl: {
+      AccessToken: 3600,
+      AuthorizationCode: 600,
+      Grant: 3600,
+      IdToken: 3600,
+      Interaction: 3600,
+      Session: 3600,
+    },
     async findAccount(_ctx: unknown, id: string) {
-      const claims = Object.hasOwn(options.accounts, id) ? options.accounts[id] : undefined;
-      if (!claims) return undefined;
-      return { accountId: id, claims: async () => ({ ...claims, sub: id }) };
+      const extra = Object.hasOwn(options.accounts, id) ? options.accounts[id] : undefined;
+      if (!extra) return undefined;
+      const claims: Record<string, unknown> = { ...extra, sub: id };
+      // An account's `roles` is released under the configured claim name.
+      if (rolesClaim !== 'roles' && 'roles' in claims && !(rolesClaim in claims)) {
+        claims[rolesClaim] = claims.roles;
+        delete claims.roles;
+      }
+      return { accountId: id, claims: async () => claims };
+    },
+    // A plain error page (the default @imports a web font) that tests can read: #oidc-error.
+    async renderError(ctx: { type: string; body: string }, out: Record<string, unknown>) {
+      ctx.type = 'html';
+      ctx.body = `<!doctype html><meta charset="utf-8"><title>provider error</title><pre id="oidc-error">${escapeHtml(
+        JSON.stringify(out),
+      )}</pre>`;
     },
     // No consent screen: the first sign-in grants every scope the client asked for.
     async loadExistingGrant(ctx: KoaContextWithOIDC) {
@@ -124,7 +149,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
  * At the provider's development login page (already loaded in `page`), sign in
  * as `login` and submit; continue through a consent page if one is shown.
  * Resolves once the browser has left the provider (redirected to the client).
- * The dev page takes any password; the login must be a key of `accounts`.
+ * The dev page takes any password; the login must be a key of `accounts`
+ * (any other login ends on the provider's error page, and this throws with
+ * its error).
  */
 export async function signInAtProvider(page: Page, login: string): Promise<void> {
   await page.locator('input[name="login"]').waitFor();
@@ -137,6 +164,8 @@ export async function signInAtProvider(page: Page, login: string): Promise<void>
     await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
   }
   if (new URL(page.url()).origin === provider) {
-    throw new Error(`still at the provider after signing in as ${login}: ${page.url()}`);
+    const error = page.locator('#oidc-error');
+    const why = (await error.count()) > 0 ? await error.innerText() : page.url();
+    throw new Error(`still at the provider after signing in as ${login}: ${why}`);
   }
 }
