@@ -164,11 +164,13 @@ async function serve(opts: ServeCliOptions): Promise<void> {
   try {
     log.info({ config: redactConfig(config), dev: dev !== undefined }, 'canton-signer starting');
     let demo: import('../server/dev.js').DemoParties | undefined;
+    const { consolePlugin } = await import('../console/plugin.js');
     const service = await devStart(dev !== undefined, config.keystore.dir, devPassphrase, () =>
       createService({
         config,
         env,
         logger: log,
+        plugins: [consolePlugin({ env })],
         ...(dev
           ? {
               sandbox: { seed: dev.DEV_SANDBOX_SEED },

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { canonicalJson } from '../store/canonical.js';
 import type { PolicyAction, Requirement } from './evaluate.js';
+import { checkAssertion, decodeAssertion, decodePasskeyKey, type PasskeyKey } from './webauthn.js';
 
 /** What an approver approves or rejects: one request, exactly as the policy saw it. */
 export interface ApprovalStatement {
@@ -47,12 +48,19 @@ export function approvalMessage(statementHash: string, decision: ApprovalDecisio
   return sha256(`canton-signer/approval@1\n${canonicalJson({ decision, statement: statementHash })}`);
 }
 
-/** Kinds of approver credential; `webauthn` is reserved for later (verification switches on the kind). */
-export type CredentialKind = 'ed25519';
+/**
+ * Kinds of approver credential: an Ed25519 key the approver holds (signing
+ * with the CLI), or a passkey (WebAuthn: the browser's authenticator signs).
+ */
+export type CredentialKind = 'ed25519' | 'webauthn';
 
 export interface CredentialKey {
   kind: CredentialKind;
-  /** Hex of the raw public key (Ed25519: 32 bytes). */
+  /**
+   * ed25519: hex of the raw 32-byte public key. webauthn: the passkey's
+   * canonical JSON (src/policy/webauthn.ts encodePasskeyKey): credential id,
+   * algorithm, public key, relying party and origin.
+   */
   publicKey: string;
 }
 
@@ -68,10 +76,14 @@ function signatureBytes(signature: unknown): Uint8Array | undefined {
 }
 
 /**
- * Whether `signature` (base64) is the credential's signature of `message`.
+ * Whether `signature` is the credential's signature of `message`. Ed25519:
+ * base64 of the 64 signature bytes, verified strictly (RFC 8032, not
+ * ZIP-215). Passkey: the WebAuthn assertion's canonical JSON, whose challenge
+ * must be exactly `message`, made for the passkey's relying party from the
+ * origin it was registered at, with the user verified.
  * False, never an exception, for anything malformed: an unknown kind, a key
  * or signature of the wrong length or encoding, a non-canonical or
- * small-order point (Ed25519 verified strictly, as RFC 8032, not ZIP-215).
+ * small-order point.
  */
 export function verifyApproval(key: CredentialKey, message: Uint8Array, signature: string): boolean {
   try {
@@ -85,11 +97,40 @@ export function verifyApproval(key: CredentialKey, message: Uint8Array, signatur
         const publicKey = new Uint8Array(Buffer.from(key.publicKey, 'hex'));
         return ed25519.verify(sig, message, publicKey, { zip215: false });
       }
+      case 'webauthn': {
+        if (typeof key.publicKey !== 'string' || typeof signature !== 'string') return false;
+        const passkey = decodePasskeyKey(key.publicKey);
+        return checkAssertion(passkey, decodeAssertion(signature), {
+          challenge: message,
+          rpId: passkey.rpId,
+          origins: [passkey.origin],
+          requireUserVerification: true,
+        });
+      }
       default:
         return false;
     }
   } catch {
     return false;
+  }
+}
+
+/**
+ * The challenge a new passkey signs at registration: bound to the approver
+ * registering it and the relying party, so that a registration made for one
+ * approver is refused for another.
+ */
+export function passkeyRegistrationChallenge(approver: string, rpId: string): Uint8Array {
+  return sha256(`canton-signer/passkey@1\n${canonicalJson({ approver, rpId })}`);
+}
+
+/** The passkey of a credential key, or undefined when it is not a (well-formed) passkey. */
+export function passkeyOf(key: CredentialKey): PasskeyKey | undefined {
+  if (key.kind !== 'webauthn') return undefined;
+  try {
+    return decodePasskeyKey(key.publicKey);
+  } catch {
+    return undefined;
   }
 }
 

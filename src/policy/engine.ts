@@ -35,6 +35,7 @@ import {
   type Approver,
   approvalMessage,
   credentialSealMessage,
+  passkeyOf,
   policySealMessage,
   satisfies,
   statementHash,
@@ -580,7 +581,7 @@ export class PolicyEngine implements PolicyGate {
         if (a.approver === statement.requester) continue;
         if (a.credentialId === undefined) continue;
         const c = await this.store.approvals.credential(a.credentialId);
-        if (c?.kind !== 'ed25519' || c.approver !== a.approver || !(await this.credentialValid(c))) continue;
+        if (!c || c.approver !== a.approver || !(await this.credentialValid(c))) continue;
         if (!verifyApproval({ kind: c.kind, publicKey: c.publicKey }, message, a.signature)) continue;
         const groups = requirement
           .map((r) => r.group)
@@ -596,7 +597,8 @@ export class PolicyEngine implements PolicyGate {
 
   /** A credential counts when it is active and carries the service's seal over exactly its fields. */
   async credentialValid(c: Credential): Promise<boolean> {
-    if (c.status !== 'active' || !c.activatedBy || c.kind !== 'ed25519') return false;
+    if (c.status !== 'active' || !c.activatedBy || (c.kind !== 'ed25519' && c.kind !== 'webauthn'))
+      return false;
     return this.sealValid(
       credentialSealMessage({
         id: c.id,
@@ -703,7 +705,7 @@ export class PolicyEngine implements PolicyGate {
           'credential_not_yours',
           `credential ${a.credentialId} is not one of ${a.approver}'s`,
         );
-      if (c.kind !== 'ed25519' || !(await this.credentialValid(c)))
+      if (!(await this.credentialValid(c)))
         throw new PolicyEngineError(
           403,
           'credential_inactive',
@@ -883,11 +885,11 @@ export class PolicyEngine implements PolicyGate {
         'separation_of_duties',
         `${actor} registered this credential and cannot activate it: another admin must`,
       );
-    if (c.kind !== 'ed25519')
+    if (c.kind !== 'ed25519' && !passkeyOf(c))
       throw new PolicyEngineError(
         400,
         'unsupported_credential',
-        `credential kind ${c.kind} is not supported yet`,
+        `credential ${id} (${c.kind}) holds no key this service can verify`,
       );
     const seal = await this.seal(
       credentialSealMessage({

@@ -256,6 +256,18 @@ export async function hostDevParties(deps: ServiceDeps, sandbox: RunningSandbox)
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
+ * The console's address for a service listening at `url`: on localhost, the
+ * host name passkeys accept for a service on this machine (an IP address
+ * cannot be a passkey's relying party).
+ */
+export function consoleUrl(url: string): string {
+  const u = new URL(url);
+  if (u.hostname === '127.0.0.1' || u.hostname === '[::1]' || u.hostname === '0.0.0.0')
+    u.hostname = 'localhost';
+  return `${u.origin}/console/`;
+}
+
+/**
  * The start banner: where everything is, the demo token and the commands
  * (stdout). Every line indented by two spaces that starts with `export`,
  * `curl` or `npx` is a command that runs as printed (a trailing backslash continues
@@ -281,6 +293,7 @@ export function devBanner(x: {
     '',
     'canton-signer is running (development mode)',
     `  service    ${url}`,
+    `  console    ${consoleUrl(url)}  (approvals, withdrawals, audit; one-click demo sign-in)`,
     `  API docs   ${url}/docs`,
     `  metrics    ${url}/metrics`,
     `  health     ${url}/health   ${url}/ready`,

@@ -14,8 +14,8 @@ import { LeaseRepo } from './repos/leases.js';
 import { LedgerRepo } from './repos/ledger.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
-import { SessionRepo } from './repos/sessions.js';
 import { DbRecorder } from './repos/recorder.js';
+import { SessionRepo } from './repos/sessions.js';
 import { WebhookRepo } from './repos/webhooks.js';
 import { WithdrawalRepo } from './repos/withdrawals.js';
 

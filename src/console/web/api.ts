@@ -41,7 +41,11 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch {
-    throw new ApiFailure(0, 'unreachable', 'The service could not be reached. Check the connection and retry.');
+    throw new ApiFailure(
+      0,
+      'unreachable',
+      'The service could not be reached. Check the connection and retry.',
+    );
   }
   const text = await res.text();
   let json: unknown;

@@ -57,7 +57,7 @@ async function signInPage(root: HTMLElement, refusal?: string): Promise<void> {
             const name = (document.getElementById('dev-name') as HTMLInputElement).value.trim();
             try {
               await post('/console/auth/dev', { name: name === '' ? 'dev-demo' : name });
-              location.replace(`/console/${returnTo}`);
+              history.replaceState(null, '', `/console/${returnTo}`);
               location.reload();
             } catch (e) {
               fill(status, notice('error', e instanceof Error ? e.message : 'Sign-in failed.'));
@@ -76,7 +76,7 @@ async function signInPage(root: HTMLElement, refusal?: string): Promise<void> {
           name: 'name',
           value: 'dev-demo',
           autocomplete: 'username',
-          pattern: '[a-z][a-z0-9-]{0,39}',
+          pattern: '[a-z][a-z0-9\\-]{0,39}',
           required: true,
         }),
         h('button', { type: 'submit', class: 'primary' }, 'Sign in as demo user'),

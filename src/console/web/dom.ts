@@ -73,7 +73,12 @@ export function pill(text: string, kind = text): HTMLElement {
 }
 
 /** A table inside a horizontally scrolling wrapper (narrow screens scroll the table, not the page). */
-export function table(caption: string, head: string[], rows: Child[][], empty = 'Nothing here.'): HTMLElement {
+export function table(
+  caption: string,
+  head: string[],
+  rows: Child[][],
+  empty = 'Nothing here.',
+): HTMLElement {
   if (rows.length === 0) return h('p', { class: 'empty' }, empty);
   return h(
     'div',
@@ -82,11 +87,25 @@ export function table(caption: string, head: string[], rows: Child[][], empty = 
       'table',
       null,
       h('caption', { class: 'visually-hidden' }, caption),
-      h('thead', null, h('tr', null, head.map((c) => h('th', { scope: 'col' }, c)))),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          head.map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
       h(
         'tbody',
         null,
-        rows.map((r) => h('tr', null, r.map((c) => h('td', null, c)))),
+        rows.map((r) =>
+          h(
+            'tr',
+            null,
+            r.map((c) => h('td', null, c)),
+          ),
+        ),
       ),
     ),
   );

@@ -169,13 +169,23 @@ export async function renderApprovals(main: HTMLElement, ctx: ViewContext) {
           try {
             const key = passkeys[0]!;
             const challenge = await approvalChallenge(a.statementHash, 'approve');
-            const assertion = await signWithPasskey(ctx.session.webauthn.rpId, key.passkey!.credentialId, challenge);
+            const assertion = await signWithPasskey(
+              ctx.session.webauthn.rpId,
+              key.passkey!.credentialId,
+              challenge,
+            );
             const r = await post<Approval>(`/v1/approvals/${a.id}/approve`, {
               credentialId: key.id,
               statementHash: a.statementHash,
               assertion,
             });
-            fill(out, notice('ok', r.status === 'approved' ? 'Approved: it goes on now.' : 'Your approval is recorded.'));
+            fill(
+              out,
+              notice(
+                'ok',
+                r.status === 'approved' ? 'Approved: it goes on now.' : 'Your approval is recorded.',
+              ),
+            );
             await load();
           } catch (err) {
             btn.disabled = false;
@@ -261,12 +271,22 @@ export async function renderApprovals(main: HTMLElement, ctx: ViewContext) {
                 'ul',
                 null,
                 a.approvals.map((x) =>
-                  h('li', null, `${x.approver}: ${x.decision}`, x.reason ? ` (${x.reason})` : '', ' ', time(x.at)),
+                  h(
+                    'li',
+                    null,
+                    `${x.approver}: ${x.decision}`,
+                    x.reason ? ` (${x.reason})` : '',
+                    ' ',
+                    time(x.at),
+                  ),
                 ),
               ),
         ),
         a.missing.length > 0
-          ? [h('dt', null, 'Still missing'), h('dd', null, a.missing.map((m) => `${m.need} of ${m.group}`).join(', '))]
+          ? [
+              h('dt', null, 'Still missing'),
+              h('dd', null, a.missing.map((m) => `${m.need} of ${m.group}`).join(', ')),
+            ]
           : null,
         h('dt', null, 'Expires'),
         h('dd', null, time(a.expiresAt)),

@@ -64,7 +64,10 @@ export async function renderPasskeys(main: HTMLElement, ctx: ViewContext) {
               type: 'button',
               onclick: act(c, 'activate'),
               disabled: c.approver === ctx.session.caller,
-              title: c.approver === ctx.session.caller ? 'Another admin must activate your own credential' : undefined,
+              title:
+                c.approver === ctx.session.caller
+                  ? 'Another admin must activate your own credential'
+                  : undefined,
               'aria-label': `Activate ${c.approver}'s ${c.label ?? c.kind}`,
             },
             'Activate',
@@ -73,7 +76,12 @@ export async function renderPasskeys(main: HTMLElement, ctx: ViewContext) {
       c.status !== 'revoked'
         ? h(
             'button',
-            { type: 'button', class: 'danger', onclick: act(c, 'revoke'), 'aria-label': `Revoke ${c.approver}'s ${c.label ?? c.kind}` },
+            {
+              type: 'button',
+              class: 'danger',
+              onclick: act(c, 'revoke'),
+              'aria-label': `Revoke ${c.approver}'s ${c.label ?? c.kind}`,
+            },
             'Revoke',
           )
         : null,

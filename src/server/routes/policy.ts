@@ -8,8 +8,11 @@
  * and again at every decision), and the approvers' credentials (registered
  * by the approver, activated — sealed — by another admin).
  */
+
+import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { nameOfParty } from '../../flows/names.js';
 import { verifyOnly } from '../../flows/sign-execute.js';
 import { followApproval } from '../../flows/withdrawal-approval.js';
 import { decodePreparedTransaction } from '../../hashing/decode.js';
@@ -17,7 +20,18 @@ import { base64ToBytes } from '../../hashing/input.js';
 import { type InspectReport, inspectTransaction } from '../../hashing/inspect.js';
 import { IntentSchema } from '../../intent/model.js';
 import type { ApprovalStatement } from '../../policy/approval.js';
-import { registrationMessage, verifyApproval } from '../../policy/approval.js';
+import {
+  passkeyOf,
+  passkeyRegistrationChallenge,
+  registrationMessage,
+  verifyApproval,
+} from '../../policy/approval.js';
+import {
+  encodeAssertion,
+  encodePasskeyKey,
+  parseRegistration,
+  WebAuthnError,
+} from '../../policy/webauthn.js';
 import type { ApprovalRequest, Credential } from '../../store/repos/approvals.js';
 import type { PolicyVersion } from '../../store/repos/policy.js';
 import type { ServiceDeps } from '../deps.js';
@@ -89,7 +103,35 @@ const ApprovalView = z.object({
     .record(z.string(), z.unknown())
     .optional()
     .describe('the decoded transaction (as `inspect --json` shows it), for a withdrawal'),
+  names: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe('the ANS names of the parties it names (party id → name), where Scan knows one; display only'),
 });
+
+/** How long a view waits for Scan to name the parties it shows. */
+const NAME_WAIT_MS = 1500;
+
+/** The ANS names of these parties that Scan answers in time; none when it does not. */
+async function partyNames(deps: ServiceDeps, parties: Iterable<string>): Promise<Record<string, string>> {
+  const names: Record<string, string> = {};
+  const wanted = [...new Set(parties)].filter((p) => p !== '').slice(0, 20);
+  if (wanted.length === 0 || (!deps.flows.scan && !deps.flows.validator)) return names;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(
+      wanted.map(async (p) => {
+        const n = await nameOfParty(deps.flows, p).catch(() => undefined);
+        if (n !== undefined) names[p] = n;
+      }),
+    ),
+    new Promise((r) => {
+      timer = setTimeout(r, NAME_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  return { ...names };
+}
 
 function summaryOf(st: ApprovalStatement): string[] {
   const lines = [`party ${st.party || '(none)'}; entry point ${st.entryPoint}; requested by ${st.requester}`];
@@ -118,6 +160,10 @@ async function approvalView(deps: ServiceDeps, r: ApprovalRequest, withTx = fals
   const answers = await deps.store.approvals.approvalsOf(r.id);
   const count = await deps.policy.count(r);
   const st = r.statement as unknown as ApprovalStatement;
+  const names = await partyNames(deps, [
+    st.party,
+    ...st.actions.flatMap((a) => [a.sender, a.receiver].filter((p): p is string => typeof p === 'string')),
+  ]);
   let transaction: InspectReport | undefined;
   const wd = /^withdrawal:(.+)$/.exec(r.subject)?.[1];
   if (withTx && wd !== undefined) {
@@ -151,14 +197,26 @@ async function approvalView(deps: ServiceDeps, r: ApprovalRequest, withTx = fals
     summary: summaryOf(st),
     ...(r.result !== undefined && r.result !== null ? { result: r.result as Record<string, unknown> } : {}),
     ...(transaction ? { transaction: transaction as unknown as Record<string, unknown> } : {}),
+    ...(Object.keys(names).length > 0 ? { names } : {}),
   };
 }
 
 const CredentialView = z.object({
   id: z.string(),
   approver: z.string(),
-  kind: z.enum(['ed25519']),
-  publicKey: z.string().describe('hex, 32 bytes'),
+  kind: z.enum(['ed25519', 'webauthn']).describe('ed25519: a key the approver holds; webauthn: a passkey'),
+  publicKey: z
+    .string()
+    .describe("ed25519: hex, 32 bytes; webauthn: the passkey's canonical JSON (see passkey)"),
+  passkey: z
+    .object({
+      credentialId: z.string().describe('base64url'),
+      alg: z.number().describe('COSE: -7 ES256, -8 EdDSA'),
+      rpId: z.string(),
+      origin: z.string(),
+    })
+    .optional()
+    .describe('a passkey: the authenticator credential, bound to this relying party and origin'),
   label: z.string().optional(),
   status: z.enum(['pending', 'active', 'revoked']),
   createdAt: z.string(),
@@ -167,11 +225,22 @@ const CredentialView = z.object({
 });
 
 function credentialView(c: Credential) {
+  const passkey = passkeyOf(c);
   return {
     id: c.id,
     approver: c.approver,
     kind: c.kind,
     publicKey: c.publicKey,
+    ...(passkey
+      ? {
+          passkey: {
+            credentialId: passkey.credentialId,
+            alg: passkey.alg,
+            rpId: passkey.rpId,
+            origin: passkey.origin,
+          },
+        }
+      : {}),
     ...(c.label ? { label: c.label } : {}),
     status: c.status,
     createdAt: c.createdAt,
@@ -481,9 +550,23 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
     const body = request.body as {
       credentialId?: string;
       signature?: string;
+      assertion?: Parameters<typeof encodeAssertion>[0];
       statementHash?: string;
       reason?: string;
     };
+    // A passkey's assertion is kept as its canonical JSON, in the place of a signature.
+    if (body.assertion !== undefined) {
+      try {
+        body.signature = encodeAssertion(body.assertion);
+      } catch (e) {
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `body.assertion: ${e instanceof WebAuthnError ? e.message : 'malformed'}`,
+          'body.assertion',
+        );
+      }
+    }
     await getRequest(id);
     const r = await deps.policy.answer({
       requestId: id,
@@ -503,6 +586,22 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
     .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'base64')
     .max(200);
   const Hash = z.string().regex(/^[0-9a-f]{64}$/, 'hex SHA-256 of the statement');
+  const B64U = (max: number) =>
+    z
+      .string()
+      .min(1)
+      .max(max)
+      .regex(/^[A-Za-z0-9_-]+$/, 'base64url without padding');
+  const PasskeyAssertion = z
+    .strictObject({
+      credentialId: B64U(1400),
+      authenticatorData: B64U(5500),
+      clientDataJSON: B64U(5500),
+      signature: B64U(400),
+    })
+    .describe(
+      "a passkey's answer (navigator.credentials.get, base64url each) whose challenge is approvalMessage(statementHash, decision)",
+    );
   app.post(
     '/approvals/:id/approve',
     {
@@ -513,13 +612,19 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
           "Approve: the approver's signature (with one of their active credentials) over the request's statement. The requester cannot approve; one approver counts once",
         params: s(IdParams),
         body: s(
-          z.strictObject({
-            credentialId: z.uuid(),
-            statementHash: Hash,
-            signature: Sig.describe(
-              'base64 signature of approvalMessage(statementHash, "approve") (docs/policy.md)',
-            ),
-          }),
+          z
+            .strictObject({
+              credentialId: z.uuid(),
+              statementHash: Hash,
+              signature: Sig.optional().describe(
+                'an Ed25519 credential: base64 signature of approvalMessage(statementHash, "approve") (docs/policy.md)',
+              ),
+              assertion: PasskeyAssertion.optional().describe('a passkey credential: its assertion'),
+            })
+            .refine((b) => (b.signature === undefined) !== (b.assertion === undefined), {
+              message: 'give signature (an Ed25519 credential) or assertion (a passkey), exactly one',
+              path: ['signature'],
+            }),
         ),
         response: {
           200: out(ApprovalView, 'the request after the approval (approved when it was the last one needed)'),
@@ -544,6 +649,7 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
             credentialId: z.uuid().optional(),
             statementHash: Hash.optional(),
             signature: Sig.optional(),
+            assertion: PasskeyAssertion.optional(),
           }),
         ),
         response: { 200: out(ApprovalView, 'the request, rejected') },
@@ -552,6 +658,22 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
     answer('reject'),
   );
 
+  const rpId = () => deps.config.console.webauthn.rpId ?? new URL(deps.publicOrigin()).hostname;
+  const Ed25519Registration = z.strictObject({
+    kind: z.literal('ed25519'),
+    publicKey: z.string().regex(/^[0-9a-f]{64}$/, '32 bytes of hex (the raw Ed25519 public key)'),
+    label: z.string().min(1).max(100).optional(),
+    proof: Sig,
+  });
+  const PasskeyRegistration = z.strictObject({
+    kind: z.literal('webauthn'),
+    label: z.string().min(1).max(100).optional(),
+    registration: z
+      .strictObject({ clientDataJSON: B64U(5500), attestationObject: B64U(22_000) })
+      .describe(
+        "navigator.credentials.create()'s response (base64url each) for the options of GET /approvers/credentials/passkey-options",
+      ),
+  });
   app.post(
     '/approvers/credentials',
     {
@@ -559,35 +681,99 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       schema: {
         tags: ['approvals'],
         summary:
-          "Register one of the caller's approval keys (Ed25519). Pending until another admin activates it; the proof is the key's signature of its registration message",
-        body: s(
-          z.strictObject({
-            kind: z.literal('ed25519'),
-            publicKey: z.string().regex(/^[0-9a-f]{64}$/, '32 bytes of hex (the raw Ed25519 public key)'),
-            label: z.string().min(1).max(100).optional(),
-            proof: Sig,
-          }),
-        ),
+          "Register one of the caller's approval credentials: an Ed25519 key (the proof is the key's signature of its registration message) or a passkey (the authenticator's answer to the passkey options). Pending until another admin activates it",
+        body: s(z.discriminatedUnion('kind', [Ed25519Registration, PasskeyRegistration])),
         response: { 201: out(CredentialView, 'registered, pending activation') },
       },
     },
     async (request, reply) => {
-      const body = request.body as { kind: 'ed25519'; publicKey: string; label?: string; proof: string };
-      const key = { kind: body.kind, publicKey: body.publicKey };
-      if (!verifyApproval(key, registrationMessage(key), body.proof))
-        throw new ApiError(
-          400,
-          'bad_proof',
-          'the proof does not verify against this public key: sign the registration message with the key being registered',
-          'body.proof',
-        );
+      const body = request.body as
+        | z.output<typeof Ed25519Registration>
+        | z.output<typeof PasskeyRegistration>;
+      const approver = actorOf(request);
+      let publicKey: string;
+      if (body.kind === 'ed25519') {
+        const key = { kind: body.kind, publicKey: body.publicKey };
+        if (!verifyApproval(key, registrationMessage(key), body.proof))
+          throw new ApiError(
+            400,
+            'bad_proof',
+            'the proof does not verify against this public key: sign the registration message with the key being registered',
+            'body.proof',
+          );
+        publicKey = body.publicKey;
+      } else {
+        try {
+          const passkey = parseRegistration(body.registration, {
+            challenge: passkeyRegistrationChallenge(approver, rpId()),
+            rpId: rpId(),
+            origins: [deps.publicOrigin()],
+            requireUserVerification: true,
+          });
+          publicKey = encodePasskeyKey(passkey);
+        } catch (e) {
+          if (!(e instanceof WebAuthnError)) throw e;
+          throw new ApiError(
+            400,
+            'bad_registration',
+            `the passkey registration was refused (${e.code}): ${e.message} Ask for new options (GET /v1/approvers/credentials/passkey-options) and register again from ${deps.publicOrigin()}`,
+            'body.registration',
+          );
+        }
+      }
       const c = await deps.store.approvals.registerCredential({
-        approver: actorOf(request),
+        approver,
         kind: body.kind,
-        publicKey: body.publicKey,
+        publicKey,
         ...(body.label !== undefined ? { label: body.label } : {}),
       });
       return reply.status(201).send(credentialView(c));
+    },
+  );
+
+  app.get(
+    '/approvers/credentials/passkey-options',
+    {
+      config: { roles: ['approver'] },
+      schema: {
+        tags: ['approvals'],
+        summary:
+          "What the caller's browser needs to create a passkey for this service (navigator.credentials.create): the challenge bound to the caller, the relying party, the user, and the caller's passkeys to exclude",
+        response: {
+          200: out(
+            z.object({
+              challenge: z.string().describe('base64url'),
+              rp: z.object({ id: z.string(), name: z.string() }),
+              user: z.object({
+                id: z.string().describe('base64url'),
+                name: z.string(),
+                displayName: z.string(),
+              }),
+              excludeCredentials: z
+                .array(z.string())
+                .describe('credential ids (base64url) already registered'),
+            }),
+            'the creation options',
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const approver = actorOf(request);
+      const own = await deps.store.approvals.credentials({ approver });
+      const user = createHash('sha256')
+        .update(`canton-signer/user\n${approver}`, 'utf8')
+        .digest()
+        .subarray(0, 16);
+      return {
+        challenge: Buffer.from(passkeyRegistrationChallenge(approver, rpId())).toString('base64url'),
+        rp: { id: rpId(), name: deps.config.console.webauthn.rpName },
+        user: { id: user.toString('base64url'), name: approver, displayName: approver },
+        excludeCredentials: own.flatMap((c) => {
+          const p = passkeyOf(c);
+          return p && c.status !== 'revoked' ? [p.credentialId] : [];
+        }),
+      };
     },
   );
 

@@ -647,8 +647,11 @@ export class ApprovalRepo {
     label?: string;
   }): Promise<Credential> {
     const approver = text(c.approver, 'approver');
-    if (c.kind !== 'ed25519' && c.kind !== 'webauthn') throw new BadRequestError('kind', 'must be ed25519');
-    const publicKey = typeof c.publicKey === 'string' ? c.publicKey.toLowerCase() : '';
+    if (c.kind !== 'ed25519' && c.kind !== 'webauthn')
+      throw new BadRequestError('kind', 'must be ed25519 or webauthn');
+    // An Ed25519 key's hex is kept lower-case; a passkey's text (base64url inside) exactly as given.
+    const publicKey =
+      typeof c.publicKey !== 'string' ? '' : c.kind === 'ed25519' ? c.publicKey.toLowerCase() : c.publicKey;
     if (c.kind === 'ed25519' ? !HEX64.test(publicKey) : publicKey.length === 0 || publicKey.length > 10_000)
       throw new BadRequestError('publicKey', 'must be the 32-byte Ed25519 public key in hex (64 digits)');
     const label = c.label === undefined ? null : text(c.label, 'label', 200);

@@ -74,7 +74,12 @@ export class SessionRepo {
         [sessionIdHash(id), JSON.stringify(principal), csrf, Math.max(1000, Math.round(opts.absoluteMs))],
       );
       await appendAuditBatch(tx, [
-        { actor: opts.who, action: 'console.signin', subject: `session:${sessionIdHash(id).slice(0, 16)}`, details: { how: opts.how } },
+        {
+          actor: opts.who,
+          action: 'console.signin',
+          subject: `session:${sessionIdHash(id).slice(0, 16)}`,
+          details: { how: opts.how },
+        },
       ]);
       return fromRow(r.rows[0] as Row);
     });
