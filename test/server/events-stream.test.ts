@@ -154,6 +154,6 @@ describe('GET /v1/events/stream', () => {
     expect(refused.headers.get('content-type')).toMatch(/application\/json/);
     const bad = await fetch(`${base}/v1/events/stream`, { headers: { ...auditor, 'last-event-id': 'nope' } });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).field).toBe('headers.last-event-id');
+    expect(((await bad.json()) as { field?: string }).field).toBe('headers.last-event-id');
   });
 });

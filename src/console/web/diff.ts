@@ -46,8 +46,8 @@ export function diffLines(before: string, after: string): DiffLine[] {
   const n = am.length;
   const m = bm.length;
   if (n * m > MAX_CELLS) {
-    am.forEach((text, i) => out.push({ kind: 'del', text, oldNo: head + i + 1 }));
-    bm.forEach((text, j) => out.push({ kind: 'add', text, newNo: head + j + 1 }));
+    for (const [i, text] of am.entries()) out.push({ kind: 'del', text, oldNo: head + i + 1 });
+    for (const [j, text] of bm.entries()) out.push({ kind: 'add', text, newNo: head + j + 1 });
   } else {
     // len[i][j]: the LCS length of am[i..] and bm[j..], in one flat array.
     const w = m + 1;

@@ -148,7 +148,7 @@ export async function timeline(id: string, ctx: ViewContext): Promise<HTMLElemen
   const { steps, source } = await loadSteps(w, ctx);
   return h(
     'section',
-    { class: 'card timeline', 'aria-labelledby': 'timeline-title' },
+    { class: 'card', 'aria-labelledby': 'timeline-title' },
     h('h2', { id: 'timeline-title' }, 'Withdrawal ', shortId(w.id, 13), ' ', pill(w.state)),
     h(
       'dl',
@@ -167,7 +167,7 @@ export async function timeline(id: string, ctx: ViewContext): Promise<HTMLElemen
     h('p', { class: 'muted' }, `Steps ${source}:`),
     h(
       'ol',
-      { class: 'steps' },
+      { class: 'timeline' },
       steps.map((s) =>
         h(
           'li',
