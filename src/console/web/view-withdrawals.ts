@@ -109,7 +109,7 @@ export async function renderWithdrawals(main: HTMLElement, ctx: ViewContext) {
     time(w.createdAt),
     shortId(w.party, 20),
     shortId(w.receiver, 20),
-    h('span', { class: 'amount' }, `${w.amount} ${w.instrument?.id ?? ''}`),
+    h('span', { class: 'amount' }, `${w.amount} ${w.instrument?.id ?? 'Amulet'}`),
     pill(w.state),
     w.delivery ? pill(w.delivery) : '',
     time(w.updatedAt),
