@@ -6,9 +6,13 @@
  * credentials), the deliveries by receiver and state (dead letters:
  * `state=dead`), and redelivering one delivery or every dead one of a
  * receiver from a seq on (operator or admin; audited `webhook.redeliver`).
+ * `GET /v1/events/stream` is the same outbox pushed as server-sent events
+ * (the console's live updates): woken by the in-process append signal, a
+ * poll as the safety net, a keepalive comment so proxies keep it open.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { onEventsAppended } from '../../store/event-hook.js';
 import type { StoredEvent } from '../../store/repos/events.js';
 import { WEBHOOK_DELIVERY_STATES, type WebhookDelivery } from '../../store/repos/webhooks.js';
 import { redactUrl } from '../config.js';
@@ -36,6 +40,34 @@ const EventsQuery = z.object({
       'a comma-separated list of types (withdrawal.committed) or families (deposit.*)',
     ),
 });
+
+const StreamQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('the last seq already read (default: the current last seq, i.e. only new events)'),
+  type: EventsQuery.shape.type,
+});
+
+/** How often the stream looks at the outbox when nothing woke it (events become visible after commit). */
+const STREAM_POLL_MS = 2000;
+/** How often a comment line keeps an idle stream open through proxies. */
+const STREAM_KEEPALIVE_MS = 15_000;
+/** After an append signal, how long (and how often) the stream waits for that transaction to commit. */
+const STREAM_WAKE_WAIT_MS = 2000;
+const STREAM_WAKE_STEP_MS = 15;
+const STREAM_PAGE = 500;
+
+/** The `type` query as the store's filter: nothing (or `*`) is every type. */
+function typeFilter(type: string | undefined): { types?: string[] } {
+  const types = (type ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  return types.length > 0 && !types.includes('*') ? { types } : {};
+}
 
 export const EventView = z.object({
   id: z.string().describe('stable across redeliveries: deduplicate on it'),
@@ -144,17 +176,142 @@ export async function eventsRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
     },
     async (request) => {
       const q = request.query as z.output<typeof EventsQuery>;
-      const types = (q.type ?? '')
-        .split(',')
-        .map((t) => t.trim())
-        .filter((t) => t !== '');
-      // `*` (or nothing) is every type.
-      const items = await deps.store.events.list({
-        after: q.after,
-        limit: q.limit,
-        ...(types.length > 0 && !types.includes('*') ? { types } : {}),
-      });
+      const items = await deps.store.events.list({ after: q.after, limit: q.limit, ...typeFilter(q.type) });
       return { items: items.map(eventView), nextAfter: items.at(-1)?.seq ?? q.after };
+    },
+  );
+
+  // Open streams end when the service closes (a server does not close while a response is open).
+  const streams = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...streams]) end();
+  });
+
+  app.get(
+    '/events/stream',
+    {
+      config: { roles: READERS },
+      schema: {
+        tags: ['events'],
+        summary: 'Events as they are committed, pushed as server-sent events (text/event-stream)',
+        description:
+          'The outbox of GET /v1/events, pushed: each event is sent as `event: event`, `id: <seq>`, ' +
+          '`data: <the event as GET /v1/events/{id} shows it>`. Starts after `after` (default: the current last ' +
+          'seq, so only new events), or after the `Last-Event-ID` header a reconnecting client sends. `type` ' +
+          'filters as in GET /v1/events. A `: keepalive` comment line comes every 15 s.',
+        querystring: s(StreamQuery),
+        response: {
+          200: {
+            description: 'text/event-stream: one message per event, in seq order, until the client closes',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const q = request.query as z.output<typeof StreamQuery>;
+      const header = request.headers['last-event-id'];
+      let resumeAt: number | undefined;
+      if (header !== undefined) {
+        const text = Array.isArray(header) ? header[0] : header;
+        if (text === undefined || !/^[0-9]{1,15}$/.test(text.trim()))
+          throw new ApiError(
+            400,
+            'invalid_request',
+            'headers.last-event-id: the seq of the last event received (a whole number)',
+            'headers.last-event-id',
+          );
+        resumeAt = Number(text.trim());
+      }
+      const filter = typeFilter(q.type);
+      let cursor = resumeAt ?? q.after ?? (await deps.store.events.head());
+
+      reply.hijack();
+      const raw = reply.raw;
+      // The headers the hooks set (request id, security headers) go out with the stream's own.
+      const set: Record<string, string | number | string[]> = {};
+      for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) set[k] = v;
+      raw.writeHead(200, {
+        ...set,
+        'x-request-id': request.id,
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+        connection: 'keep-alive',
+      });
+      raw.write('retry: 3000\n\n');
+
+      let closed = false;
+      let busy = false;
+      let again = false;
+      // The highest seq an append signal named, and when: waited for until it is visible (committed).
+      let wanted = 0;
+      let wantedSince = 0;
+      let wakeTimer: NodeJS.Timeout | undefined;
+
+      const pump = async (): Promise<void> => {
+        if (closed) return;
+        if (busy) {
+          again = true;
+          return;
+        }
+        busy = true;
+        try {
+          do {
+            again = false;
+            for (;;) {
+              const items = await deps.store.events.list({ after: cursor, limit: STREAM_PAGE, ...filter });
+              if (closed) return;
+              for (const e of items) {
+                raw.write(`event: event\nid: ${e.seq}\ndata: ${JSON.stringify(eventView(e))}\n\n`);
+                cursor = e.seq;
+              }
+              if (items.length < STREAM_PAGE) break;
+            }
+          } while (again && !closed);
+          // A signalled append not visible yet: its transaction has not committed; look again shortly.
+          if (!closed && wanted > 0) {
+            const head = await deps.store.events.head();
+            if (head >= wanted || Date.now() - wantedSince > STREAM_WAKE_WAIT_MS) wanted = 0;
+            else if (!wakeTimer)
+              wakeTimer = setTimeout(() => {
+                wakeTimer = undefined;
+                void pump();
+              }, STREAM_WAKE_STEP_MS);
+          }
+        } catch (err) {
+          request.log.warn({ err }, 'event stream: reading the outbox failed; retried at the next poll');
+        } finally {
+          busy = false;
+        }
+      };
+
+      const unsubscribe = onEventsAppended((seq) => {
+        if (seq > wanted) {
+          wanted = seq;
+          wantedSince = Date.now();
+        }
+        void pump();
+      });
+      const poll = setInterval(() => void pump(), STREAM_POLL_MS);
+      const keepalive = setInterval(() => {
+        if (!closed) raw.write(': keepalive\n\n');
+      }, STREAM_KEEPALIVE_MS);
+      const end = () => {
+        if (closed) return;
+        closed = true;
+        unsubscribe();
+        clearInterval(poll);
+        clearInterval(keepalive);
+        if (wakeTimer) clearTimeout(wakeTimer);
+        streams.delete(end);
+        raw.end();
+      };
+      streams.add(end);
+      request.raw.on('close', end);
+      raw.on('close', end);
+      raw.on('error', end);
+      void pump();
     },
   );
 
