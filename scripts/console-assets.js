@@ -7,4 +7,5 @@ const from = 'src/console/web';
 const to = 'dist/console/web';
 mkdirSync(to, { recursive: true });
 for (const name of readdirSync(from))
-  if (['.html', '.css', '.svg', '.png'].includes(extname(name))) copyFileSync(join(from, name), join(to, name));
+  if (['.html', '.css', '.svg', '.png'].includes(extname(name)))
+    copyFileSync(join(from, name), join(to, name));

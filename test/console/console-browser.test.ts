@@ -106,17 +106,17 @@ async function signedIn(login: string): Promise<Page> {
 }
 
 /** The page is no wider than the screen at phone size (the content reflows; tables scroll inside). */
-async function fitsPhone(page: Page): Promise<void> {
+async function fitsPhone(page: Page, name: string): Promise<void> {
   const size = page.viewportSize();
   await page.setViewportSize(MOBILE);
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  expect(overflow).toBeLessThanOrEqual(0);
+  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+  expect(overflow, `${name} is wider than a phone's screen`).toBeLessThanOrEqual(0);
   if (size) await page.setViewportSize(size);
 }
 
 async function shoot(page: Page, name: string): Promise<void> {
-  await fitsPhone(page);
   await screenshotBoth(page, name);
+  await fitsPhone(page, name);
 }
 
 beforeAll(async () => {
@@ -178,7 +178,7 @@ describe('the console in Chromium', () => {
     await shoot(anon, 'console-signin');
     tara = await signedIn('tara');
     const nav = tara.getByRole('navigation', { name: 'Console' });
-    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['Approvals', 'Passkeys']);
+    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['Approvals', 'Policy', 'Passkeys']);
     ada = await signedIn('ada');
     const adaNav = await ada.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
     expect(adaNav).toEqual(expect.arrayContaining(['Approvals', 'Withdrawals', 'Audit log', 'Passkeys']));
@@ -211,14 +211,14 @@ describe('the console in Chromium', () => {
     await card.waitFor();
     // The memo is shown as the characters it holds, and none of it ran.
     await expect(card.locator('q.memo').textContent()).resolves.toBe(MEMO);
-    expect(await tara.evaluate(() => (window as { __owned?: number }).__owned)).toBeUndefined();
+    expect(await tara.evaluate('window.__owned')).toBeUndefined();
     await shoot(tara, 'console-approvals');
     // Keyboard only: tab to the approve button and press Enter.
     await tara.locator('body').focus();
     let reached = false;
     for (let i = 0; i < 60 && !reached; i++) {
       await tara.keyboard.press('Tab');
-      reached = await tara.evaluate(() => document.activeElement?.textContent === 'Approve with passkey');
+      reached = await tara.evaluate<boolean>("document.activeElement?.textContent === 'Approve with passkey'");
     }
     expect(reached).toBe(true);
     await tara.keyboard.press('Enter');
@@ -262,13 +262,13 @@ describe('the console in Chromium', () => {
     // Through the same route the button would call, with tom's own session.
     const answer = await tom.evaluate(
       async ({ id, hash }) => {
-        const s = await (await fetch('/console/session')).json();
+        const s = (await (await fetch('/console/session')).json()) as { session: { csrf: string } };
         const r = await fetch(`/v1/approvals/${id}/approve`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-csrf-token': s.session.csrf },
           body: JSON.stringify({ credentialId: crypto.randomUUID(), statementHash: hash, signature: 'AAAA' }),
         });
-        return { status: r.status, body: await r.json() };
+        return { status: r.status, body: (await r.json()) as { code: string } };
       },
       { id: request.id, hash: request.statementHash },
     );
