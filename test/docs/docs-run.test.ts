@@ -13,7 +13,7 @@
  *   `npx` of anything else fails: no network), no CANTON_SIGNER_* variable from the
  *   caller, and its own free ports: the sandbox's default port 7575
  *   (CANTON_SIGNER_SANDBOX_PORT) and the service's 8080 (CANTON_SIGNER_PORT) are
- *   replaced by free ones, in URLs of the text too.
+ *   replaced by free ones, in URLs of the text too (at 127.0.0.1 or localhost).
  * - A block that is not meant to be run as written (an output sample, a synopsis
  *   with placeholders, a command that needs what CI cannot have: a hardware HSM,
  *   a real network, a second machine) has a marker on the line before its fence:
@@ -139,7 +139,8 @@ function script(file: string, blocks: DocBlock[], ports: { sandbox: number; serv
     if (!runs(b)) continue;
     const code = b.code
       .replaceAll('127.0.0.1:7575', `127.0.0.1:${ports.sandbox}`)
-      .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.service}`);
+      .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.service}`)
+      .replaceAll('localhost:8080', `localhost:${ports.service}`);
     parts.push(`echo "docs-run: ${file}:${b.line} (at \${SECONDS}s)" >&2`, code);
   }
   return `${parts.join('\n')}\n`;
