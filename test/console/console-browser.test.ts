@@ -31,8 +31,9 @@ import { type OidcProvider, signInAtProvider, startOidcProvider } from '../suppo
 import { type ServiceEnv, serviceEnv, TEST_AUDIENCE, TEST_SECRET, testConfig } from '../support/service.js';
 
 const POLICY = `version: 1
-approverGroups: { treasury: [tara, tom] }
+approverGroups: { treasury: [tara, tom], admins: [ada] }
 approvals: { ttl: 1h }
+policyChanges: { approvals: [{ group: treasury, count: 1 }] }
 rules:
   - id: large
     when: { amount: { gte: "100" } }
@@ -178,7 +179,11 @@ describe('the console in Chromium', () => {
     await shoot(anon, 'console-signin');
     tara = await signedIn('tara');
     const nav = tara.getByRole('navigation', { name: 'Console' });
-    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['Approvals', 'Policy', 'Passkeys']);
+    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual([
+      'Approvals',
+      'Policy',
+      'Passkeys',
+    ]);
     ada = await signedIn('ada');
     const adaNav = await ada.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
     expect(adaNav).toEqual(expect.arrayContaining(['Approvals', 'Withdrawals', 'Audit log', 'Passkeys']));
@@ -218,7 +223,9 @@ describe('the console in Chromium', () => {
     let reached = false;
     for (let i = 0; i < 60 && !reached; i++) {
       await tara.keyboard.press('Tab');
-      reached = await tara.evaluate<boolean>("document.activeElement?.textContent === 'Approve with passkey'");
+      reached = await tara.evaluate<boolean>(
+        "document.activeElement?.textContent === 'Approve with passkey'",
+      );
     }
     expect(reached).toBe(true);
     await tara.keyboard.press('Enter');
@@ -230,6 +237,16 @@ describe('the console in Chromium', () => {
     // Ada's page was not reloaded: the row changed on the live event.
     await ada.locator('tr', { hasText: 'committed' }).first().waitFor({ timeout: 15_000 });
     await shoot(ada, 'console-withdrawals');
+    // Its timeline, from the journal: received … approved … committed.
+    await ada.getByRole('button', { name: `Timeline of withdrawal ${w.id}` }).click();
+    const timeline = ada.locator('ol.timeline');
+    await timeline.waitFor();
+    const steps = (await timeline.locator('li').allTextContents()).join(' | ');
+    expect(steps).toMatch(/received/i);
+    expect(steps).toMatch(/approv/i);
+    expect(steps).toMatch(/signed/i);
+    expect(steps).toMatch(/committed/i);
+    await shoot(ada, 'console-withdrawal-timeline');
   }, 90_000);
 
   it('a rejection with a reason ends the withdrawal', async () => {
@@ -277,6 +294,26 @@ describe('the console in Chromium', () => {
     expect((await env.store.withdrawals.get(w.id))?.state).toBe('awaiting_approval');
     await tom.close();
   }, 60_000);
+
+  it('a pending policy change shows its diff against the version in force', async () => {
+    const changed = POLICY.replace('gte: "100"', 'gte: "50"');
+    const r = await env.service.app.inject({
+      method: 'PUT',
+      url: '/v1/policy',
+      headers: { authorization: `Bearer ${await token('ada', ['admin'])}` },
+      payload: { document: changed },
+    });
+    expect(r.statusCode, r.body).toBe(202);
+    await ada.goto(`${base}/console/#/policy`);
+    await ada.locator('.diff').waitFor();
+    await expect(ada.locator('.diff .add').allTextContents()).resolves.toEqual([
+      expect.stringContaining('gte: "50"'),
+    ]);
+    await expect(ada.locator('.diff .del').allTextContents()).resolves.toEqual([
+      expect.stringContaining('gte: "100"'),
+    ]);
+    await shoot(ada, 'console-policy-pending');
+  }, 30_000);
 
   it('every page at both sizes', async () => {
     for (const view of ['parties', 'keys', 'audit', 'policy']) {
