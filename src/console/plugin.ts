@@ -206,7 +206,6 @@ async function mountConsole(
         how: 'oidc',
       });
       sessions.setCookie(reply, id);
-      reply.header('set-cookie', loginCookie('', secure(), 0));
       return reply.redirect(`${CONSOLE}/${pending.returnTo}`, 303);
     } catch (e) {
       req.log.warn({ err: e instanceof SignInError ? e.message : e }, 'console sign-in refused');
@@ -254,6 +253,28 @@ async function mountConsole(
       sessions.setCookie(reply, id);
       return reply.status(204).send();
     },
+  );
+
+  app.post(
+    `${CONSOLE}/sessions/end`,
+    {
+      config: { roles: ['admin'] },
+      schema: {
+        tags: ['console'],
+        summary:
+          'Sign a person out of the console at once, on every instance (e.g. after their roles were taken away at the identity provider)',
+        body: s(
+          z.strictObject({ caller: z.string().min(1).max(1000).describe('as the audit log names them') }),
+        ),
+        response: { 200: out(z.object({ ended: z.number() }), 'how many live sessions ended') },
+      },
+    },
+    async (req) => ({
+      ended: await deps.store.sessions.endAllOf(
+        (req.body as { caller: string }).caller,
+        (req.principal as Principal).caller,
+      ),
+    }),
   );
 
   app.post(

@@ -333,6 +333,18 @@ describe('console sessions', () => {
     expect(
       (await inject({ method: 'GET', url: '/console/session', headers: { cookie: b.cookie } })).statusCode,
     ).toBe(401);
+    // An admin signs a person out everywhere.
+    const c = await signIn('revoked');
+    const ended = await inject({
+      method: 'POST',
+      url: '/console/sessions/end',
+      headers: await as('ada', ['admin']),
+      payload: { caller: 'revoked' },
+    });
+    expect(ended.json()).toEqual({ ended: 1 });
+    expect(
+      (await inject({ method: 'GET', url: '/console/session', headers: { cookie: c.cookie } })).statusCode,
+    ).toBe(401);
     const forged = `cs_session=${'A'.repeat(43)}`;
     expect(
       (await inject({ method: 'GET', url: '/console/session', headers: { cookie: forged } })).statusCode,

@@ -109,6 +109,23 @@ export class SessionRepo {
     return fromRow(row);
   }
 
+  /** Ends every live session of `caller` (an admin signing a person out); how many ended. */
+  async endAllOf(caller: string, who: string): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const r = await tx.query(
+        `UPDATE console_sessions SET ended_at = now()
+          WHERE principal->>'caller' = $1 AND ended_at IS NULL AND expires_at > now()`,
+        [caller],
+      );
+      const n = r.rowCount ?? 0;
+      if (n > 0)
+        await appendAuditBatch(tx, [
+          { actor: who, action: 'console.signout', subject: `caller:${caller}`, details: { sessions: n } },
+        ]);
+      return n;
+    });
+  }
+
   /** Ends the session (sign-out); false when it was not live. */
   async end(id: string, who: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
