@@ -149,6 +149,11 @@ async function serve(opts: ServeCliOptions): Promise<void> {
     : { env: settings, devPassphrase: false, ignored: undefined };
   const devProblem = dev?.devConfigProblem(config);
   if (devProblem !== undefined) throw new CliExit(2, devProblem);
+  if (!dev && config.console.devSignIn)
+    throw new CliExit(
+      2,
+      'console.devSignIn: the one-click sign-in (every role, no password) exists only in development mode (npm start, serve --dev); remove it and configure console.oidc',
+    );
   const devAuth = dev ? await dev.applyDevSecret(config) : undefined;
   if (dev)
     process.stderr.write(

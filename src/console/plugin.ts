@@ -84,10 +84,23 @@ async function mountConsole(
         wantClaims: [auth.rolesClaim],
       })
     : undefined;
+  // Checked per request too (the configuration object is the live one).
+  const devAllowed = devSignInSafe(deps, extra);
+  if (cfg.devSignIn && !devAllowed)
+    app.log.warn(
+      'console.devSignIn is off: the one-click sign-in (every role, no password) needs network.sandbox and a service listening on localhost only',
+    );
+  const devSignIn = () => cfg.devSignIn && devAllowed;
   const absoluteMs = cfg.session.maxHours * 3_600_000;
   const secure = () => extra.origin().startsWith('https:');
   const redirectUri = () => `${extra.origin()}${CONSOLE}/auth/callback`;
   const rpId = () => cfg.webauthn.rpId ?? new URL(extra.origin()).hostname;
+
+  /** A new sign-in in a browser ends the session it had (no two live sessions behind one cookie jar). */
+  const endEarlier = async (req: FastifyRequest) => {
+    const earlier = await sessions.resolve(req);
+    if (earlier) await deps.store.sessions.end(earlier.id, earlier.principal.caller);
+  };
 
   app.addHook('onRequest', async (req, reply) => {
     if (req.url === CONSOLE || req.url.startsWith(`${CONSOLE}/`)) reply.headers(CONSOLE_HEADERS);
@@ -110,15 +123,21 @@ async function mountConsole(
         summary: 'How a person can sign in to the console (no secrets)',
         response: {
           200: out(
-            z.object({ oidc: z.boolean(), dev: z.boolean(), issuer: z.string().optional() }),
+            z.object({
+              oidc: z.boolean(),
+              dev: z.boolean(),
+              issuer: z.string().optional(),
+              signedIn: z.boolean().describe("whether the request's session cookie names a live session"),
+            }),
             'the ways to sign in offered',
           ),
         },
       },
     },
-    async () => ({
+    async (req) => ({
+      signedIn: (await sessions.resolve(req)) !== undefined,
       oidc: oidc !== undefined,
-      dev: cfg.devSignIn,
+      dev: devSignIn(),
       ...(cfg.oidc ? { issuer: new URL(cfg.oidc.issuer).host } : {}),
     }),
   );
@@ -162,7 +181,7 @@ async function mountConsole(
               },
             }
           : {}),
-        dev: cfg.devSignIn,
+        dev: devSignIn(),
         webauthn: { rpId: rpId(), rpName: cfg.webauthn.rpName },
       };
     },
@@ -200,7 +219,10 @@ async function mountConsole(
           );
         throw e;
       }
-      const { id } = await deps.store.sessions.start(principal as never, {
+      // The session, not the ID token, bounds the sign-in from here on.
+      const { expiresAt: _idTokenExpiry, ...stored } = principal;
+      await endEarlier(req);
+      const { id } = await deps.store.sessions.start(stored as never, {
         absoluteMs,
         who: principal.caller,
         how: 'oidc',
@@ -233,7 +255,7 @@ async function mountConsole(
       },
     },
     async (req, reply) => {
-      if (!cfg.devSignIn)
+      if (!devSignIn())
         throw new ApiError(404, 'not_found', 'the one-click sign-in exists only in development mode');
       refuseForeignOrigin(req, extra.origin());
       const { name } = req.body as { name: string };
@@ -245,6 +267,7 @@ async function mountConsole(
         roles: [...DEV_ROLES],
         parties: [],
       };
+      await endEarlier(req);
       const { id } = await deps.store.sessions.start(principal as never, {
         absoluteMs,
         who: principal.caller,
@@ -296,6 +319,15 @@ async function mountConsole(
   );
 }
 
+/** The one-click sign-in only where nothing real is at stake: the sandbox network, on this machine. */
+function devSignInSafe(deps: ServiceDeps, extra: AppExtra): boolean {
+  const host = new URL(extra.origin()).hostname;
+  const local = host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
+  const listen = deps.config.listen.host;
+  const listensLocally = listen === '127.0.0.1' || listen === 'localhost' || listen === '::1';
+  return deps.config.network.sandbox && local && listensLocally;
+}
+
 function sendAsset(reply: FastifyReply, assets: ConsoleAssets, name: string) {
   const a = assets.get(name);
   if (!a) throw new ApiError(404, 'not_found', `the console has no asset ${name}`);
@@ -306,7 +338,10 @@ function sendAsset(reply: FastifyReply, assets: ConsoleAssets, name: string) {
 function refuseForeignOrigin(req: FastifyRequest, own: string): void {
   const origin = req.headers.origin;
   if (origin !== undefined && origin !== own)
-    throw new AuthError('csrf', `a sign-in from ${origin} is refused (only ${own})`);
+    throw new AuthError(
+      'csrf',
+      `a sign-in from ${origin} is refused: open the console at ${own}${CONSOLE}/ (passkeys and the session cookie belong to that address)`,
+    );
 }
 
 /** The console location to return to after signing in: a hash route only, never another site. */

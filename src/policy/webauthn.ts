@@ -11,20 +11,33 @@
  * must be consumed exactly. Refusals are WebAuthnError with a code and a
  * sentence; nothing secret is ever part of a message.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import {
+  createHash,
+  createPublicKey,
+  constants as cryptoConstants,
+  verify as rsaVerify,
+  timingSafeEqual,
+} from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import { canonicalJson } from '../store/canonical.js';
 
-/** COSE algorithm identifiers: ES256 (P-256 with SHA-256) and EdDSA (Ed25519). */
-export type CoseAlg = -7 | -8;
+/**
+ * COSE algorithm identifiers: ES256 (P-256 with SHA-256), EdDSA (Ed25519),
+ * and RS256 (RSA PKCS#1 v1.5 with SHA-256, which some platform
+ * authenticators offer alone).
+ */
+export type CoseAlg = -7 | -8 | -257;
 
 /** An approver's passkey, as registration yields it and the store keeps it. */
 export interface PasskeyKey {
   /** base64url, no padding. */
   credentialId: string;
   alg: CoseAlg;
-  /** Hex: P-256 uncompressed (65 bytes, 04 || x || y) or Ed25519 raw (32 bytes). */
+  /**
+   * Hex: P-256 uncompressed (65 bytes, 04 || x || y), Ed25519 raw (32 bytes), or the RSA modulus
+   * (256 to 512 bytes; the exponent is always 65537).
+   */
   publicKey: string;
   rpId: string;
   /** The origin the passkey was registered from. */
@@ -75,7 +88,7 @@ const MAX_CREDENTIAL_ID = 1023;
 const MAX_CLIENT_DATA = 4096;
 const MAX_AUTH_DATA = 4096;
 const MAX_ATTESTATION_OBJECT = 16384;
-const MAX_SIGNATURE = 256;
+const MAX_SIGNATURE = 512;
 const MAX_CHALLENGE = 1024;
 const MAX_RP_ID = 253;
 const MAX_ORIGIN = 2048;
@@ -333,6 +346,8 @@ function checkAuthDataTail(bytes: Uint8Array, flags: number, at: number): void {
 
 const EC2_LABELS = new Set<number | string>([1, 3, -1, -2, -3]);
 const OKP_LABELS = new Set<number | string>([1, 3, -1, -2]);
+const RSA_LABELS = new Set<number | string>([1, 3, -1, -2]);
+const RSA_E_65537 = '010001';
 
 const bytes32 = (v: CborValue | undefined): v is Uint8Array => v instanceof Uint8Array && v.length === 32;
 
@@ -365,7 +380,21 @@ function coseKey(value: CborValue): { alg: CoseAlg; publicKey: string } {
     if (!bytes32(x)) return fail('unsupported_key', 'The Ed25519 public key is not 32 bytes.');
     return { alg: -8, publicKey: checkPublicKey(-8, toHex(x)) };
   }
-  return fail('unsupported_key', 'The credential key is neither ES256 (P-256) nor EdDSA (Ed25519).');
+  if (kty === 3 && alg === -257) {
+    for (const k of value.keys())
+      if (!RSA_LABELS.has(k))
+        fail('unsupported_key', 'The RS256 public key has a member this service does not accept.');
+    const n = value.get(-1);
+    const e = value.get(-2);
+    if (!(e instanceof Uint8Array) || toHex(e) !== RSA_E_65537)
+      return fail('unsupported_key', 'The RS256 public key does not use the exponent 65537.');
+    if (!(n instanceof Uint8Array)) return fail('unsupported_key', 'The RS256 public key has no modulus.');
+    return { alg: -257, publicKey: checkPublicKey(-257, toHex(n)) };
+  }
+  return fail(
+    'unsupported_key',
+    'The credential key is neither ES256 (P-256), EdDSA (Ed25519) nor RS256 (RSA, 2048 to 4096 bits).',
+  );
 }
 
 /**
@@ -373,8 +402,15 @@ function coseKey(value: CborValue): { alg: CoseAlg; publicKey: string } {
  * hex of the right length, unsupported_key when it is no usable point.
  */
 function checkPublicKey(alg: unknown, publicKey: unknown): string {
+  if (alg === -257) {
+    if (typeof publicKey !== 'string' || !/^([0-9a-f]{2}){256,512}$/.test(publicKey))
+      return fail('malformed', 'The RSA modulus is not 256 to 512 bytes of lowercase hex.');
+    if (Number.parseInt(publicKey.slice(0, 2), 16) < 0x80)
+      return fail('unsupported_key', 'The RSA modulus is shorter than its length says (2048 bits at least).');
+    return publicKey;
+  }
   if (alg !== -7 && alg !== -8)
-    return fail('unsupported_key', 'The key algorithm is neither ES256 nor EdDSA.');
+    return fail('unsupported_key', 'The key algorithm is neither ES256, EdDSA nor RS256.');
   const len = alg === -7 ? 65 : 32;
   if (typeof publicKey !== 'string' || !new RegExp(`^[0-9a-f]{${len * 2}}$`).test(publicKey))
     return fail('malformed', `The public key is not ${len} bytes of lowercase hex.`);
@@ -478,8 +514,16 @@ export function verifyAssertion(key: PasskeyKey, a: Assertion, e: Expected): { s
     if (k.alg === -7) {
       // DER, as WebAuthn specifies; authenticators may emit high-S, which is valid ECDSA.
       ok = p256.verify(signature, message, publicKey, { format: 'der', prehash: true, lowS: false });
-    } else {
+    } else if (k.alg === -8) {
       ok = signature.length === 64 && ed25519.verify(signature, message, publicKey, { zip215: false });
+    } else {
+      const key = createPublicKey({
+        key: { kty: 'RSA', n: publicKey.toString('base64url'), e: 'AQAB' },
+        format: 'jwk',
+      });
+      ok =
+        signature.length === publicKey.length &&
+        rsaVerify('sha256', message, { key, padding: cryptoConstants.RSA_PKCS1_PADDING }, signature);
     }
   } catch {
     ok = false;

@@ -280,7 +280,14 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
     ...(opts.sessions ? { sessions: opts.sessions } : {}),
     origin: opts.origin ?? (() => 'http://localhost'),
   };
-  for (const plugin of opts.plugins ?? []) app.register(async (root) => plugin(root, deps, extra));
+  for (const plugin of opts.plugins ?? []) {
+    // Not encapsulated: a plugin's hooks apply at the root, so they also reach the answers no route
+    // of its own gives (a 404 under its prefix).
+    const mount = Object.assign(async (root: FastifyInstance) => plugin(root, deps, extra), {
+      [Symbol.for('skip-override')]: true,
+    });
+    app.register(mount);
+  }
 
   return { app, routes };
 }

@@ -91,6 +91,11 @@ export interface Principal {
   parties: string[];
   /** The token's `jti`, when it has one. */
   tokenId?: string;
+  /**
+   * When the credential that authenticated the caller stops being valid (epoch ms): the token's
+   * `exp`. A long-lived answer (the event stream) ends then.
+   */
+  expiresAt?: number;
 }
 
 export interface Verifier {
@@ -219,6 +224,7 @@ export function principalOf(payload: JWTPayload, cfg: AuthConfig): Principal {
     roles,
     parties,
     ...(typeof payload.jti === 'string' ? { tokenId: payload.jti } : {}),
+    ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}),
   };
 }
 

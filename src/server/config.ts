@@ -655,6 +655,21 @@ function crossChecks(value: unknown, ctx: Ctx): void {
       if (net[k] === undefined) issue(['network', k], 'required unless network.sandbox is true');
   }
 
+  const consoleCfg = obj(root.console);
+  if (consoleCfg.devSignIn === true) {
+    const host = obj(root.listen).host;
+    if (net.sandbox !== true)
+      issue(
+        ['console', 'devSignIn'],
+        'the one-click sign-in (every role, no password) exists only for development against network.sandbox (npm start); configure console.oidc',
+      );
+    else if (host !== undefined && !['127.0.0.1', 'localhost', '::1'].includes(String(host)))
+      issue(
+        ['console', 'devSignIn'],
+        `the one-click sign-in (every role, no password) is for a service listening on this machine only, not on ${String(host)}`,
+      );
+  }
+
   const auth = obj(root.auth);
   const algs = (Array.isArray(auth.algorithms) ? auth.algorithms : DEFAULT_ALGORITHMS).filter(
     (a): a is JwsAlgorithm => typeof a === 'string' && (ALGORITHMS as readonly string[]).includes(a),

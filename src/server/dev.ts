@@ -64,8 +64,6 @@ export function devDefaults(): Record<string, unknown> {
     log: { level: DEV_LOG_LEVEL },
     // The demo deposit's memo (acct-1001) names customer account 1001.
     exchange: { deposits: { attribution: [{ name: 'demo-accounts', match: 'prefix', value: 'acct-' }] } },
-    // The console's one-click sign-in (said loudly on its page); kept only with development auth.
-    console: { devSignIn: true },
     auth: {
       issuer: DEV_ISSUER,
       audience: DEV_AUDIENCE,
@@ -178,6 +176,8 @@ export async function applyDevSecret(config: ServiceConfig): Promise<{ file: str
   }
   const { secret, file } = await devSecret(config.database.dataDir);
   config.auth.sharedSecret = secret;
+  // The console's one-click sign-in (said loudly on its page): with development auth, on this machine.
+  config.console.devSignIn = ['127.0.0.1', 'localhost', '::1'].includes(config.listen.host);
   return { file };
 }
 

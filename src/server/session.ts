@@ -105,7 +105,7 @@ export function createSessionAuth(sessions: SessionRepo, settings: SessionSettin
       const origin = request.headers.origin;
       const own = settings.origin();
       if (origin !== undefined && origin !== own)
-        return `a request from ${origin} cannot use the console's session (only ${own})`;
+        return `a request from ${origin} cannot use the console's session: open the console at ${own}/console/`;
       const given = request.headers['x-csrf-token'];
       if (typeof given !== 'string' || !sameText(given, session.csrf))
         return 'a change made with the console session needs its CSRF token in X-CSRF-Token';

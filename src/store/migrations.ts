@@ -380,7 +380,7 @@ const M006: Migration = {
 
 const M012: Migration = {
   version: 12,
-  name: 'console sign-in sessions',
+  name: 'console sign-in sessions; one credential per authenticator key',
   statements: [
     // A session is found by the SHA-256 of its cookie value: the database never holds a usable cookie.
     `CREATE TABLE console_sessions (
@@ -394,6 +394,13 @@ const M012: Migration = {
       CHECK (expires_at > created_at)
     )`,
     `CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)`,
+    // One authenticator key, one credential, ever, whatever its kind: a passkey registration
+    // (attestation "none") proves no possession, so the same public key under a second credential
+    // id would let one person's assertion count for another approver.
+    `CREATE UNIQUE INDEX approver_credentials_raw_key ON approver_credentials
+      ((CASE WHEN kind = 'webauthn' THEN public_key::jsonb ->> 'publicKey' ELSE public_key END))`,
+    `CREATE UNIQUE INDEX approver_credentials_passkey_id ON approver_credentials
+      ((public_key::jsonb ->> 'credentialId')) WHERE kind = 'webauthn'`,
   ],
 };
 

@@ -315,6 +315,11 @@ describe('console sessions', () => {
     expect(csp).not.toContain('unsafe-inline');
     expect(csp).toContain("frame-ancestors 'none'");
     expect(r.body).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    // Also on what no route of the console answers.
+    const missing = await inject({ method: 'GET', url: '/console/nope' });
+    expect(missing.statusCode).toBe(404);
+    expect(String(missing.headers['content-security-policy'])).toContain("default-src 'none'");
+    expect(missing.headers['x-frame-options']).toBe('DENY');
   });
 
   it('an idle session, a signed-out one and a forged cookie authenticate nobody', async () => {

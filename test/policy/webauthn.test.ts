@@ -6,7 +6,7 @@
  * throws on junk, and the stored text forms round-trip and refuse anything
  * but their canonical shape.
  */
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { p256 } from '@noble/curves/nist.js';
 import fc from 'fast-check';
@@ -624,10 +624,57 @@ describe('stored forms', () => {
       JSON.stringify({ ...kobj, credentialId: 'a/b' }),
     ];
     for (const t of badKeys) expect(codeOf(() => decodePasskeyKey(t))).toBe('malformed');
-    expect(codeOf(() => decodePasskeyKey(JSON.stringify({ ...kobj, alg: -257 })))).toBe('unsupported_key');
+    expect(codeOf(() => decodePasskeyKey(JSON.stringify({ ...kobj, alg: -35 })))).toBe('unsupported_key');
     expect(codeOf(() => encodeAssertion({ ...a, credentialId: 'not base64url!' }))).toBe('malformed');
     expect(codeOf(() => encodePasskeyKey({ ...keyOf(ES), publicKey: ED25519.publicKeyHex }))).toBe(
       'malformed',
     );
+  });
+});
+
+describe('RS256 passkeys', () => {
+  // An RSA authenticator: COSE kty 3, alg -257, n and e (65537), PKCS#1 v1.5 signatures over SHA-256.
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const n = new Uint8Array(Buffer.from(publicKey.export({ format: 'jwk' }).n as string, 'base64url'));
+  const rsa: Authenticator = {
+    alg: -8, // unused for RSA: the helpers below build and sign it themselves
+    credentialId: new Uint8Array(20).fill(9),
+    secretKey: new Uint8Array(0),
+    publicKeyHex: hex(n),
+    cose: new Map<number | string, Cbor>([
+      [1, 3],
+      [3, -257],
+      [-1, n],
+      [-2, new Uint8Array([1, 0, 1])],
+    ]),
+  };
+  const rsaAssertion = (challenge = CHALLENGE): Assertion => {
+    const authData = authDataHead(UP | UV, 3);
+    const cd = clientData('webauthn.get', { challenge });
+    const sig = sign('sha256', cat(authData, sha256(cd)), privateKey);
+    return {
+      credentialId: b64u(rsa.credentialId),
+      authenticatorData: b64u(authData),
+      clientDataJSON: b64u(cd),
+      signature: b64u(new Uint8Array(sig)),
+    };
+  };
+
+  it('registers, verifies, and refuses a signature over another challenge or with e ≠ 65537', () => {
+    const key = parseRegistration(register(rsa), EXPECTED);
+    expect(key).toMatchObject({ alg: -257, publicKey: hex(n) });
+    expect(verifyAssertion(key, rsaAssertion(), EXPECTED).signCount).toBe(3);
+    expect(codeOf(() => verifyAssertion(key, rsaAssertion(new Uint8Array(32)), EXPECTED))).toBe(
+      'wrong_challenge',
+    );
+    const forged = { ...rsaAssertion(), signature: b64u(new Uint8Array(256).fill(1)) };
+    expect(codeOf(() => verifyAssertion(key, forged, EXPECTED))).toBe('bad_signature');
+    const e3 = new Map(rsa.cose);
+    e3.set(-2, new Uint8Array([3]));
+    expect(codeOf(() => parseRegistration(register({ ...rsa, cose: e3 }), EXPECTED))).toBe('unsupported_key');
+    const short = new Map(rsa.cose);
+    short.set(-1, n.subarray(0, 128));
+    expect(codeOf(() => parseRegistration(register({ ...rsa, cose: short }), EXPECTED))).toBe('malformed');
+    expect(decodePasskeyKey(encodePasskeyKey(key))).toEqual(key);
   });
 });

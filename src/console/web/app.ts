@@ -19,15 +19,32 @@ const SIGN_IN_ERRORS: Record<string, string> = {
   login_expired: 'The sign-in took too long or was started in another browser. Start again.',
 };
 
+interface SignInOptions {
+  oidc: boolean;
+  dev: boolean;
+  issuer?: string;
+  signedIn: boolean;
+}
+
 async function main(): Promise<void> {
   const root = document.getElementById('app');
   if (!root) return;
+  let options: SignInOptions = { oidc: false, dev: false, signedIn: false };
+  try {
+    options = await get<SignInOptions>('/console/auth/options');
+  } catch {
+    // shown on the sign-in page as "no way to sign in"
+  }
+  if (!options.signedIn) {
+    signInPage(root, options);
+    return;
+  }
   let session: Session;
   try {
     session = await get<Session>('/console/session');
   } catch (e) {
     if (e instanceof ApiFailure && (e.status === 401 || e.status === 403)) {
-      await signInPage(root, e.status === 403 ? e.message : undefined);
+      signInPage(root, options, e.status === 403 ? e.message : undefined);
       return;
     }
     fill(root, notice('error', e instanceof Error ? e.message : 'The console could not start.'));
@@ -37,15 +54,9 @@ async function main(): Promise<void> {
   shell(root, session);
 }
 
-async function signInPage(root: HTMLElement, refusal?: string): Promise<void> {
+function signInPage(root: HTMLElement, options: SignInOptions, refusal?: string): void {
   const error = new URLSearchParams(location.search).get('error');
   const returnTo = location.hash.startsWith('#/') ? location.hash : '';
-  let options = { oidc: false, dev: false, issuer: undefined as string | undefined };
-  try {
-    options = await get('/console/auth/options');
-  } catch {
-    // shown below as "no way to sign in"
-  }
   const status = h('div', { 'aria-live': 'polite' });
   const devForm = options.dev
     ? h(

@@ -82,6 +82,7 @@ export async function createPasskey(
       pubKeyCredParams: [
         { type: 'public-key', alg: -7 },
         { type: 'public-key', alg: -8 },
+        { type: 'public-key', alg: -257 },
       ],
       authenticatorSelection: { userVerification: 'required', residentKey: 'preferred' },
       attestation: 'none',

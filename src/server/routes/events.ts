@@ -293,7 +293,21 @@ export async function eventsRoutes(app: FastifyInstance, deps: ServiceDeps): Pro
         }
         void pump();
       });
-      const poll = setInterval(() => void pump(), STREAM_POLL_MS);
+      // The stream lasts only as long as what authenticated it: the token until its expiry, the
+      // console session until it ends (signed out, idle, expired, or ended by an admin).
+      const session = request.session;
+      const expiresAt = request.principal?.expiresAt;
+      const idleMs = deps.config.console.session.idleMinutes * 60_000;
+      const stillAuthorised = async (): Promise<boolean> => {
+        if (expiresAt !== undefined && Date.now() >= expiresAt) return false;
+        if (session) return deps.store.sessions.alive(session.id, idleMs);
+        return true;
+      };
+      const poll = setInterval(() => {
+        void stillAuthorised()
+          .then((ok) => (ok ? pump() : end()))
+          .catch(() => end());
+      }, STREAM_POLL_MS);
       const keepalive = setInterval(() => {
         if (!closed) raw.write(': keepalive\n\n');
       }, STREAM_KEEPALIVE_MS);

@@ -597,7 +597,7 @@ export async function approvalsRoutes(app: FastifyInstance, deps: ServiceDeps): 
       credentialId: B64U(1400),
       authenticatorData: B64U(5500),
       clientDataJSON: B64U(5500),
-      signature: B64U(400),
+      signature: B64U(800),
     })
     .describe(
       "a passkey's answer (navigator.credentials.get, base64url each) whose challenge is approvalMessage(statementHash, decision)",

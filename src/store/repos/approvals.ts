@@ -127,6 +127,37 @@ export interface Credential {
   seal?: string;
 }
 
+/** Whether `text` reads as a stored passkey: a JSON object with a hex publicKey and a credentialId. */
+function passkeyText(text: string): boolean {
+  if (text.length === 0 || text.length > 10_000) return false;
+  try {
+    const o = JSON.parse(text) as Record<string, unknown>;
+    return (
+      o !== null &&
+      typeof o === 'object' &&
+      typeof o.publicKey === 'string' &&
+      /^[0-9a-f]{64,1024}$/.test(o.publicKey) &&
+      typeof o.credentialId === 'string'
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** A credential's raw public key (hex) and, for a passkey, its credential id. */
+function rawKeyOf(kind: CredentialKind, publicKey: string): { key: string; credentialId?: string } {
+  if (kind !== 'webauthn') return { key: publicKey };
+  try {
+    const o = JSON.parse(publicKey) as { publicKey?: unknown; credentialId?: unknown };
+    return {
+      key: typeof o.publicKey === 'string' ? o.publicKey : publicKey,
+      ...(typeof o.credentialId === 'string' ? { credentialId: o.credentialId } : {}),
+    };
+  } catch {
+    return { key: publicKey };
+  }
+}
+
 const REQUEST_COLUMNS = `id, subject, statement, statement_hash AS "statementHash", party, requester,
   entry_point AS "entryPoint", policy_version AS "policyVersion", rule, requirement, status,
   expires_at AS "expiresAt", created_at AS "createdAt", decided_at AS "decidedAt", decided_by AS "decidedBy",
@@ -652,20 +683,30 @@ export class ApprovalRepo {
     // An Ed25519 key's hex is kept lower-case; a passkey's text (base64url inside) exactly as given.
     const publicKey =
       typeof c.publicKey !== 'string' ? '' : c.kind === 'ed25519' ? c.publicKey.toLowerCase() : c.publicKey;
-    if (c.kind === 'ed25519' ? !HEX64.test(publicKey) : publicKey.length === 0 || publicKey.length > 10_000)
+    if (c.kind === 'ed25519' && !HEX64.test(publicKey))
       throw new BadRequestError('publicKey', 'must be the 32-byte Ed25519 public key in hex (64 digits)');
+    if (c.kind === 'webauthn' && !passkeyText(publicKey))
+      throw new BadRequestError(
+        'publicKey',
+        "must be the passkey's JSON (credentialId, alg, publicKey, rpId, origin)",
+      );
     const label = c.label === undefined ? null : text(c.label, 'label', 200);
     return this.db.transaction(async (tx) => {
       const r = await tx.query<Record<string, unknown>>(
         `INSERT INTO approver_credentials (id, approver, kind, public_key, label) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (kind, public_key) DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
+         ON CONFLICT DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
         [randomUUID(), approver, c.kind, publicKey, label],
       );
       const row = r.rows[0];
       if (!row) {
+        // The same key (of either kind) or the same passkey credential id is registered already.
+        const raw = rawKeyOf(c.kind, publicKey);
         const existing = await tx.query<{ id: string }>(
-          'SELECT id FROM approver_credentials WHERE kind = $1 AND public_key = $2',
-          [c.kind, publicKey],
+          `SELECT id FROM approver_credentials
+            WHERE (CASE WHEN kind = 'webauthn' THEN public_key::jsonb ->> 'publicKey' ELSE public_key END) = $1
+               OR (kind = 'webauthn' AND public_key::jsonb ->> 'credentialId' = $2)
+            LIMIT 1`,
+          [raw.key, raw.credentialId ?? ''],
         );
         throw new DuplicateCredentialError(existing.rows[0]?.id ?? 'unknown');
       }

@@ -109,6 +109,17 @@ export class SessionRepo {
     return fromRow(row);
   }
 
+  /** Whether the session is still live (not ended, expired or idle), without renewing its idle clock. */
+  async alive(id: string, idleMs: number): Promise<boolean> {
+    const r = await this.db.query(
+      `SELECT 1 FROM console_sessions
+        WHERE id_hash = $1 AND ended_at IS NULL AND expires_at > now()
+          AND last_seen > now() - $2::int * interval '1 millisecond'`,
+      [sessionIdHash(id), Math.max(1000, Math.round(idleMs))],
+    );
+    return r.rows.length > 0;
+  }
+
   /** Ends every live session of `caller` (an admin signing a person out); how many ended. */
   async endAllOf(caller: string, who: string): Promise<number> {
     return this.db.transaction(async (tx) => {
