@@ -141,7 +141,7 @@ export async function pgliteTemplateBlob(): Promise<Blob> {
  * milliseconds of creating the schema. `fresh()` still runs the migrations on
  * it, which then checks what is applied against this build.
  */
-async function pgliteMigratedBlob(): Promise<Blob> {
+export async function pgliteMigratedBlob(): Promise<Blob> {
   const migrations = MIGRATIONS.map((m) => `${m.version} ${m.name} ${migrationChecksum(m)}`).join('\n');
   return cachedBlob(`pglite ${pgliteVersion()} utc migrated\n${migrations}`, async () => {
     const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
