@@ -9,12 +9,12 @@ import { openPglite } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
 import { holdLease, LeaseExpiredError } from '../../src/store/repos/leases.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
+import { pgliteMigratedBlob } from '../support/pg.js';
 
 let store: Store;
 
 beforeAll(async () => {
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+  const db = await openPglite('memory', { loadDataDir: await pgliteMigratedBlob() });
   await migrate(db);
   store = storeOn(db, 'test');
 }, 30_000);

@@ -17,7 +17,7 @@ import { reconcile, scanNetChange, updateIdOfEvent } from '../../src/exchange/re
 import { step } from '../../src/sandbox/automation.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { migrate, openPglite, type Store, storeOn } from '../../src/store/index.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
+import { pgliteMigratedBlob } from '../support/pg.js';
 import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 import { tokenKit } from '../support/sandbox-token.js';
 
@@ -56,7 +56,7 @@ beforeAll(async () => {
   kit = tokenKit(sb);
   scan = new ScanClient({ baseUrl: sb.urls.scan, retry: { attempts: 1 } });
   treasury = addExternalParty(sb.ctx.net, 'treasury');
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+  const db = await openPglite('memory', { loadDataDir: await pgliteMigratedBlob() });
   await migrate(db);
   store = storeOn(db, 'test');
   // The treasury is in the book: ingestion follows it from the start of the ledger.

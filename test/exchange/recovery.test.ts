@@ -27,7 +27,7 @@ import { step } from '../../src/sandbox/automation.js';
 import { isoMicros } from '../../src/sandbox/ledger/clock.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { holdLease, listAudit, migrate, openPglite, type Store, storeOn } from '../../src/store/index.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
+import { pgliteMigratedBlob } from '../support/pg.js';
 import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 import { tokenKit } from '../support/sandbox-token.js';
 
@@ -98,7 +98,7 @@ beforeAll(async () => {
   sb = await startSandbox({ seed: 'ingest-recovery', timers: false });
   kit = tokenKit(sb);
   // From the template cluster (about 1 s) rather than a fresh initdb.
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+  const db = await openPglite('memory', { loadDataDir: await pgliteMigratedBlob() });
   await migrate(db);
   store = storeOn(db, 'test');
   treasury = addExternalParty(sb.ctx.net, 'treasury');

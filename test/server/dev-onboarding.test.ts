@@ -16,6 +16,7 @@ import type { Signer } from '../../src/keys/signer.js';
 import { parseRequestEnvelope, trustedExportKey } from '../../src/offline/format.js';
 import { reviewRequest, signReview } from '../../src/offline/review.js';
 import { testSigner } from '../support/flow-env.js';
+import { seedPgliteDir } from '../support/pg.js';
 import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
@@ -43,6 +44,9 @@ beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'canton-signer-dev-onboard-'));
   coldDir = await mkdtemp(join(tmpdir(), 'canton-signer-dev-cold-'));
   cold = testSigner(coldDir, 'offline machine passphrase');
+  // The subject is onboarding: the embedded database starts as an existing one, which spares
+  // initdb (test/server/dev.test.ts starts on a fresh folder).
+  await seedPgliteDir(join(cwd, 'dev', 'data'));
   p = startServe(['--dev'], {
     cwd,
     env: devEnv({ CANTON_SIGNER_LOG_LEVEL: 'warn' }),

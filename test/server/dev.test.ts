@@ -14,6 +14,7 @@ import { createVerifier } from '../../src/server/auth.js';
 import { configSchema } from '../../src/server/config.js';
 import { DEV_AUDIENCE, DEV_ISSUER, DEV_PASSPHRASE, DEV_TOKEN_ROLES } from '../../src/server/dev.js';
 import { cliEnv, runCli } from '../support/cli.js';
+import { seedPgliteDir } from '../support/pg.js';
 import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
 
 let cwd: string;
@@ -186,6 +187,9 @@ describe('serve --dev and the CLI keystore of the README', () => {
       env: cliEnv({ CANTON_SIGNER_PASSPHRASE: 'the passphrase of the README flows' }),
     });
     expect(made.status, made.stderr).toBe(0);
+    // The subject is the keystores: the embedded database starts as an existing one (a first start
+    // on a fresh folder is the test above), which spares initdb.
+    await seedPgliteDir(join(dir, 'dev', 'data'));
     const p = startServe(['--dev'], { cwd: dir, env: devEnv() });
     await p.waitFor(/export TOKEN=(\S+)/, 90_000);
     expect((await readdir(keystore)).sort()).toEqual(['.keystore.json', 'treasury.key.json']);

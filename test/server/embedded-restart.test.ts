@@ -21,7 +21,7 @@ import { migrate, type Store, storeOn } from '../../src/store/index.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { cliEnv, ROOT } from '../support/cli.js';
 import { type FlowEnv, flowEnv, hostParty, testSigner } from '../support/flow-env.js';
-import { pgliteTemplateBlob } from '../support/pg.js';
+import { pgliteMigratedBlob } from '../support/pg.js';
 
 const CHILD = join(ROOT, 'test', 'support', 'crash-worker.mjs');
 const PASSPHRASE = 'embedded-restart-passphrase';
@@ -85,7 +85,7 @@ describe('embedded database: a killed service restarts as the same process id an
     dataDir = join(dir, 'data');
     keystore = join(dir, 'keystore');
     signer = testSigner(keystore, PASSPHRASE);
-    const db = await openPglite(dataDir, { loadDataDir: await pgliteTemplateBlob(), maintenance: false });
+    const db = await openPglite(dataDir, { loadDataDir: await pgliteMigratedBlob(), maintenance: false });
     await migrate(db);
     const store = storeOn(db, 'test');
     alice = await hostParty(env.net, signer, store.parties, 'alice', { label: 'er-alice', fund: '100' });

@@ -7,7 +7,9 @@
  * process holds: a port in use (serve, sandbox) and a data folder a running
  * service holds (a second serve, audit verify) exit 75 with one sentence
  * naming it and what to do; the embedded database's files are owner-only
- * even in a folder of mode 0777 under umask 000.
+ * even in a folder of mode 0777 under umask 000. Where the subject is not a
+ * first start, the service starts on a copy of an existing embedded database
+ * (`seedPgliteDir`), which spares it initdb.
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +19,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, runCli } from '../support/cli.js';
 import { testSigner } from '../support/flow-env.js';
+import { seedPgliteDir } from '../support/pg.js';
 import { LISTENING, SANDBOX_ORIGIN, startServe, stopAll } from '../support/serve-process.js';
 
 const SECRET = 'serve-test-shared-secret-0123456789-abcdef';
@@ -90,6 +93,7 @@ describe('serve: configuration errors', () => {
         }),
       );
     const env = { PATH: process.env.PATH ?? '', CANTON_SIGNER_PASSPHRASE: PASSPHRASE };
+    await seedPgliteDir(join(dir, 'policy-data'));
     await write(policy);
     const r = await runCli(['serve', '--config', config, '--port', '0'], { env });
     expect(r.status, r.stderr).toBe(2);
@@ -109,6 +113,7 @@ describe('serve: keys at start', () => {
     const signer = testSigner(keystore, 'the-right-passphrase');
     await signer.generate({ label: 'treasury', scheme: 'ed25519', backend: 'file' });
     await signer.close();
+    await seedPgliteDir(join(dir, 'ks-wrong-data'));
     const r = await runCli(['serve'], {
       env: serveEnv(join(dir, 'ks-wrong-data'), {
         CANTON_SIGNER_KEYSTORE: keystore,
@@ -125,6 +130,7 @@ describe('serve: keys at start', () => {
   it('a passphrase file that does not exist stops the start even with an empty keystore (exit 1, the file named)', async () => {
     buildDist(['cli/serve.js', 'keys/file-backend.js']);
     const missing = join(dir, 'no-such-passphrase');
+    await seedPgliteDir(join(dir, 'ks-empty-data'));
     const r = await runCli(['serve'], {
       env: serveEnv(join(dir, 'ks-empty-data'), {
         CANTON_SIGNER_KEYSTORE: join(dir, 'ks-empty'),
@@ -220,6 +226,7 @@ describe('serve: a running service', () => {
         log: { level: 'info' },
       }),
     );
+    await seedPgliteDir(join(dir, 'db'));
     const p = startServe(['--config', cfgFile], {
       cwd: dir,
       env: { CANTON_SIGNER_PASSPHRASE: PASSPHRASE },
@@ -310,6 +317,7 @@ function occupy(): Promise<{ server: Server; port: number }> {
 describe('serve and sandbox: what another process holds', () => {
   it('a port in use: exit 75 naming the port and how to choose another', async () => {
     const { server, port } = await occupy();
+    await seedPgliteDir(join(dir, 'port-data'));
     try {
       const r = await runCli(['serve'], {
         env: serveEnv(join(dir, 'port-data'), { CANTON_SIGNER_PORT: String(port) }),
@@ -392,6 +400,7 @@ describe('serve and sandbox: what another process holds', () => {
       const file = join(dir, 'passphrase');
       await writeFile(file, `${PASSPHRASE}\n`, { mode: 0o600 });
       const env = serveEnv(join(dir, 'file-data'), { CANTON_SIGNER_PASSPHRASE_FILE: file });
+      await seedPgliteDir(join(dir, 'file-data'));
       const p = startServe([], { cwd: dir, env: { ...env, CANTON_SIGNER_PASSPHRASE: undefined } });
       await p.waitFor(LISTENING, 60_000);
       const environ = readFileSync(`/proc/${p.child.pid}/environ`, 'latin1');

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ENV_SETTINGS, loadConfig } from '../../src/server/config.js';
 import { cliEnv, ROOT, runCli } from '../support/cli.js';
+import { seedPgliteDir } from '../support/pg.js';
 import { LISTENING, startServe, stopAll } from '../support/serve-process.js';
 
 const EXAMPLE = join(ROOT, 'canton-signer.example.yaml');
@@ -101,6 +102,9 @@ describe('canton-signer.example.yaml', () => {
 
 describe('a minted token against serve with the example configuration', () => {
   it('is accepted; a token of another issuer or signed by another key is refused (401)', async () => {
+    // The subject is the tokens: the example's embedded database (./data) starts as an existing
+    // one, which spares initdb.
+    await seedPgliteDir(at('data'));
     const s = startServe(['--config', at('canton-signer.yaml')], {
       cwd: dir,
       env: { CANTON_SIGNER_PORT: '0', CANTON_SIGNER_PASSPHRASE: 'token-test-passphrase-long-enough' },

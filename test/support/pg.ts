@@ -9,6 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { cp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -140,7 +141,7 @@ export async function pgliteTemplateBlob(): Promise<Blob> {
  * milliseconds of creating the schema. `fresh()` still runs the migrations on
  * it, which then checks what is applied against this build.
  */
-async function pgliteMigratedBlob(): Promise<Blob> {
+export async function pgliteMigratedBlob(): Promise<Blob> {
   const migrations = MIGRATIONS.map((m) => `${m.version} ${m.name} ${migrationChecksum(m)}`).join('\n');
   return cachedBlob(`pglite ${pgliteVersion()} utc migrated\n${migrations}`, async () => {
     const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
@@ -149,6 +150,36 @@ async function pgliteMigratedBlob(): Promise<Blob> {
     await db.close();
     return blob;
   });
+}
+
+/**
+ * A copy of an embedded database folder (PGlite's cluster, migrated by this
+ * build) in `dir`, for a `serve` child process whose test is about something
+ * else than a first start: the process opens it as an existing database and
+ * skips initdb (5-15 s of CPU each, the larger part of such a test). The
+ * folder is made once per machine in the temp dir (keyed like the tarballs
+ * above, from the migrated one). A test about a fresh folder (the files the
+ * engine makes, `npm start` on a fresh clone) must start on an empty one.
+ */
+export async function seedPgliteDir(dir: string): Promise<void> {
+  const migrations = MIGRATIONS.map((m) => `${m.version} ${m.name} ${migrationChecksum(m)}`).join('\n');
+  const tag = createHash('sha256')
+    .update(`pglite ${pgliteVersion()} utc migrated folder\n${migrations}`)
+    .digest('hex')
+    .slice(0, 16);
+  const template = join(tmpdir(), `canton-signer-pglite-folder-${tag}`);
+  if (!existsSync(template)) {
+    const tmp = `${template}.${randomBytes(4).toString('hex')}`;
+    const db = await openPglite(tmp, { loadDataDir: await pgliteMigratedBlob(), maintenance: false });
+    await db.close();
+    try {
+      renameSync(tmp, template);
+    } catch {
+      // another test file made it meanwhile
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+  await cp(template, dir, { recursive: true });
 }
 
 export function pgliteDriver(): Driver {

@@ -19,7 +19,7 @@ import type { PolicyRequest } from '../../src/policy/hook.js';
 import { openPglite } from '../../src/store/db.js';
 import { type Store, storeOn } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
-import { pgliteTemplateBlob } from './pg.js';
+import { pgliteMigratedBlob } from './pg.js';
 
 export const ALICE = `alice::1220${'a'.repeat(64)}`;
 export const BOB = `bob::1220${'b'.repeat(64)}`;
@@ -78,7 +78,7 @@ export function transferRequest(
 
 /** A migrated store and a signer over a new keystore (the seal key is made there on first use). */
 export async function engineStore(): Promise<{ store: Store; signer: Signer }> {
-  const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+  const db = await openPglite('memory', { loadDataDir: await pgliteMigratedBlob() });
   await migrate(db);
   const signer = new Signer({
     file: new FileBackend({

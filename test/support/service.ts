@@ -17,7 +17,7 @@ import { type Store, storeOn } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv, hostParty } from './flow-env.js';
-import { pgliteTemplateBlob } from './pg.js';
+import { pgliteMigratedBlob } from './pg.js';
 
 export const TEST_ISSUER = 'https://issuer.test';
 export const TEST_AUDIENCE = 'canton-signer-test';
@@ -79,8 +79,9 @@ export async function serviceEnv(
   const flow = await flowEnv({ seed: opts.seed ?? 'service', ...(opts.hsm ? { hsm: true } : {}) });
   let store = opts.store;
   if (!store) {
-    // From the template cluster (about 1 s) rather than a fresh initdb (3-15 s).
-    const db = await openPglite('memory', { loadDataDir: await pgliteTemplateBlob() });
+    // From the migrated template cluster (about 1 s) rather than a fresh initdb (3-15 s); migrate()
+    // then only checks what is applied against this build.
+    const db = await openPglite('memory', { loadDataDir: await pgliteMigratedBlob() });
     await migrate(db);
     store = storeOn(db, 'service');
   }
