@@ -9,6 +9,7 @@
  * is not in the ID token.
  */
 import * as client from 'openid-client';
+import { claim } from '../server/auth.js';
 
 export interface OidcSettings {
   issuer: string;
@@ -104,7 +105,7 @@ export class OidcSignIn {
       throw new SignInError('sign_in_failed', `the identity provider's answer was refused: ${describe(e)}`);
     }
     const claims = { ...(tokens.claims() ?? {}) } as Record<string, unknown>;
-    const missing = this.s.wantClaims.some((c) => claimAt(claims, c) === undefined);
+    const missing = this.s.wantClaims.some((c) => claim(claims, c) === undefined);
     if (missing && typeof claims.sub === 'string') {
       try {
         const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
@@ -115,17 +116,6 @@ export class OidcSignIn {
     }
     return claims;
   }
-}
-
-/** A claim by name or dotted path (as the API reads the roles claim). */
-function claimAt(claims: Record<string, unknown>, name: string): unknown {
-  if (Object.hasOwn(claims, name)) return claims[name];
-  let v: unknown = claims;
-  for (const part of name.split('.')) {
-    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, part)) return undefined;
-    v = (v as Record<string, unknown>)[part];
-  }
-  return v;
 }
 
 /** An openid-client error as a sentence, without tokens or codes. */

@@ -96,10 +96,19 @@ async function mountConsole(
   const redirectUri = () => `${extra.origin()}${CONSOLE}/auth/callback`;
   const rpId = () => cfg.webauthn.rpId ?? new URL(extra.origin()).hostname;
 
-  /** A new sign-in in a browser ends the session it had (no two live sessions behind one cookie jar). */
-  const endEarlier = async (req: FastifyRequest) => {
+  /**
+   * Starts a session for `principal` and sets its cookie. A new sign-in in a browser first ends the
+   * session it had: no two live sessions behind one cookie jar.
+   */
+  const signIn = async (req: FastifyRequest, reply: FastifyReply, principal: Principal, how: string) => {
     const earlier = await sessions.resolve(req);
     if (earlier) await deps.store.sessions.end(earlier.id, earlier.principal.caller);
+    const { id } = await deps.store.sessions.start(principal as never, {
+      absoluteMs,
+      who: principal.caller,
+      how,
+    });
+    sessions.setCookie(reply, id);
   };
 
   app.addHook('onRequest', async (req, reply) => {
@@ -221,13 +230,7 @@ async function mountConsole(
       }
       // The session, not the ID token, bounds the sign-in from here on.
       const { expiresAt: _idTokenExpiry, ...stored } = principal;
-      await endEarlier(req);
-      const { id } = await deps.store.sessions.start(stored as never, {
-        absoluteMs,
-        who: principal.caller,
-        how: 'oidc',
-      });
-      sessions.setCookie(reply, id);
+      await signIn(req, reply, stored as Principal, 'oidc');
       return reply.redirect(`${CONSOLE}/${pending.returnTo}`, 303);
     } catch (e) {
       req.log.warn({ err: e instanceof SignInError ? e.message : e }, 'console sign-in refused');
@@ -267,13 +270,7 @@ async function mountConsole(
         roles: [...DEV_ROLES],
         parties: [],
       };
-      await endEarlier(req);
-      const { id } = await deps.store.sessions.start(principal as never, {
-        absoluteMs,
-        who: principal.caller,
-        how: 'development',
-      });
-      sessions.setCookie(reply, id);
+      await signIn(req, reply, principal, 'development');
       return reply.status(204).send();
     },
   );

@@ -160,7 +160,7 @@ function copyPrincipal(p: Principal): Principal {
 }
 
 /** A claim by its exact name, else by a dotted path into nested objects (`realm_access.roles`). */
-function claim(payload: JWTPayload, name: string): unknown {
+export function claim(payload: JWTPayload, name: string): unknown {
   if (Object.hasOwn(payload, name)) return payload[name];
   let v: unknown = payload;
   for (const part of name.split('.')) {

@@ -25,43 +25,7 @@ import {
   verifyAssertion,
   WebAuthnError,
 } from '../../src/policy/webauthn.js';
-
-// --- a minimal CBOR encoder (definite lengths, shortest form) ----------------
-
-type Cbor = number | string | Uint8Array | boolean | null | Cbor[] | Map<number | string, Cbor>;
-
-function head(major: number, n: number): number[] {
-  if (n < 24) return [(major << 5) | n];
-  if (n < 0x100) return [(major << 5) | 24, n];
-  if (n < 0x10000) return [(major << 5) | 25, n >> 8, n & 0xff];
-  return [(major << 5) | 26, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff];
-}
-
-function cbor(v: Cbor): Uint8Array {
-  const out: number[] = [];
-  const put = (x: Cbor): void => {
-    if (typeof x === 'number') out.push(...(x >= 0 ? head(0, x) : head(1, -1 - x)));
-    else if (typeof x === 'string') {
-      const b = Buffer.from(x, 'utf8');
-      out.push(...head(3, b.length), ...b);
-    } else if (x instanceof Uint8Array) out.push(...head(2, x.length), ...x);
-    else if (x === false) out.push(0xf4);
-    else if (x === true) out.push(0xf5);
-    else if (x === null) out.push(0xf6);
-    else if (Array.isArray(x)) {
-      out.push(...head(4, x.length));
-      for (const i of x) put(i);
-    } else {
-      out.push(...head(5, x.size));
-      for (const [k, i] of x) {
-        put(k);
-        put(i);
-      }
-    }
-  };
-  put(v);
-  return new Uint8Array(out);
-}
+import { type Cbor, cbor } from '../support/soft-passkey.js';
 
 // --- the software authenticator ----------------------------------------------
 

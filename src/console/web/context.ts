@@ -29,6 +29,8 @@ export interface Live {
   readonly connected: boolean;
   /** Calls `fn` with each event whose type starts with one of `prefixes`; returns the unsubscribe. */
   subscribe(prefixes: string[], fn: (e: LiveEvent) => void): () => void;
+  /** Calls `fn` every `ms` while the stream is not connected; returns the stop. */
+  whileOffline(fn: () => void, ms?: number): () => void;
 }
 
 export interface ViewContext {

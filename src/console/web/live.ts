@@ -47,6 +47,12 @@ export function openLive(roles: readonly Role[]): Live & { close(): void } {
       subscribers.add(s);
       return () => void subscribers.delete(s);
     },
+    whileOffline(fn, ms = 10_000) {
+      const timer = window.setInterval(() => {
+        if (!connected) fn();
+      }, ms);
+      return () => clearInterval(timer);
+    },
     close() {
       source?.close();
     },

@@ -309,12 +309,10 @@ export async function renderApprovals(main: HTMLElement, ctx: ViewContext) {
 
   await load();
   const off = ctx.live.subscribe(['approval.', 'withdrawal.'], () => void load());
-  const poll = window.setInterval(() => {
-    if (!ctx.live.connected) void load();
-  }, 10_000);
+  const stopPolling = ctx.live.whileOffline(() => void load());
   return () => {
     off();
-    clearInterval(poll);
+    stopPolling();
     for (const t of timers) clearInterval(t);
   };
 }

@@ -179,12 +179,10 @@ export async function renderWithdrawals(main: HTMLElement, ctx: ViewContext) {
         }
       }, 300);
   });
-  const poll = window.setInterval(() => {
-    if (!ctx.live.connected) void load();
-  }, 10_000);
+  const stopPolling = ctx.live.whileOffline(() => void load());
   return () => {
     off();
-    clearInterval(poll);
+    stopPolling();
     if (timelineRefresh !== undefined) clearTimeout(timelineRefresh);
   };
 }
