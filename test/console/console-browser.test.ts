@@ -102,7 +102,10 @@ async function signedIn(login: string): Promise<Page> {
   await page.getByRole('link', { name: /Sign in with/ }).click();
   await signInAtProvider(page, login);
   await page.waitForURL(`${base}/console/**`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  // Signed in (the shell with Sign out), or the sign-in page saying why not: fail with what it says.
+  await page.locator('header .who button, .notice-error').first().waitFor({ timeout: 60_000 });
+  if (!(await page.getByRole('button', { name: 'Sign out' }).isVisible()))
+    throw new Error(`${login} is not signed in at ${page.url()}: ${await page.locator('main').innerText()}`);
   return page;
 }
 

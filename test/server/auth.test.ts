@@ -129,6 +129,7 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)('%s tokens against a configu
       roles: ['withdrawer'],
       parties: [ALICE],
       tokenId: 'token-1',
+      expiresAt: expect.any(Number),
     });
   });
 
@@ -582,6 +583,7 @@ describe('JWKS from a URL', () => {
         roles: ['withdrawer'],
         parties: [ALICE],
         tokenId: 'token-1',
+        expiresAt: expect.any(Number),
       });
       // Another token is verified (and a forged copy of the remembered one's payload is refused).
       const [h, , sig] = t.split('.');

@@ -34,12 +34,22 @@ let env: ServiceEnv;
 const tokens = new Map<string, string>();
 const answers: string[] = [];
 
+/** Routes whose answer does not end by itself (server-sent events): read up to the status, then closed. */
+const STREAMS = new Set(['/v1/events/stream']);
+
 async function call(method: string, url: string, token?: string) {
-  const r = await env.service.app.inject({
-    method: method as 'GET',
-    url,
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-  });
+  const headers = token ? { authorization: `Bearer ${token}` } : {};
+  if (STREAMS.has(url)) {
+    const r = await env.service.app.inject({ method: method as 'GET', url, headers, payloadAsStream: true });
+    const stream = r.stream();
+    if (r.statusCode !== 200) {
+      let body = '';
+      for await (const chunk of stream) body += String(chunk);
+      answers.push(JSON.stringify(r.headers) + body);
+    } else stream.destroy();
+    return r.statusCode;
+  }
+  const r = await env.service.app.inject({ method: method as 'GET', url, headers });
   answers.push(JSON.stringify(r.headers) + r.body);
   return r.statusCode;
 }

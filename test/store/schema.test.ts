@@ -38,6 +38,7 @@ const TABLES = [
   'approver_credentials',
   'audit_head',
   'audit_log',
+  'console_sessions',
   'deposits',
   'events',
   'ingest_cursor',
