@@ -10,6 +10,7 @@
  */
 import * as client from 'openid-client';
 import { claim } from '../server/auth.js';
+import { isLoopbackHost } from '../server/config.js';
 
 export interface OidcSettings {
   issuer: string;
@@ -39,8 +40,6 @@ export class SignInError extends Error {
   }
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
 export class OidcSignIn {
   private config: Promise<client.Configuration> | undefined;
   constructor(private readonly s: OidcSettings) {}
@@ -49,7 +48,7 @@ export class OidcSignIn {
     if (!this.config) {
       const issuer = new URL(this.s.issuer);
       // Plain http only for a provider on this machine (the configuration refuses it elsewhere).
-      const insecure = issuer.protocol === 'http:' && LOOPBACK.has(issuer.hostname);
+      const insecure = issuer.protocol === 'http:' && isLoopbackHost(issuer.hostname);
       this.config = client
         .discovery(
           issuer,

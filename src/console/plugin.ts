@@ -15,6 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppExtra, AppPlugin } from '../server/app.js';
 import { AuthError, callerId, type Principal, principalOf } from '../server/auth.js';
+import { isLoopbackHost } from '../server/config.js';
 import type { ServiceDeps } from '../server/deps.js';
 import { ApiError } from '../server/errors.js';
 import { ROLES } from '../server/roles.js';
@@ -318,11 +319,11 @@ async function mountConsole(
 
 /** The one-click sign-in only where nothing real is at stake: the sandbox network, on this machine. */
 function devSignInSafe(deps: ServiceDeps, extra: AppExtra): boolean {
-  const host = new URL(extra.origin()).hostname;
-  const local = host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
-  const listen = deps.config.listen.host;
-  const listensLocally = listen === '127.0.0.1' || listen === 'localhost' || listen === '::1';
-  return deps.config.network.sandbox && local && listensLocally;
+  return (
+    deps.config.network.sandbox &&
+    isLoopbackHost(new URL(extra.origin()).hostname) &&
+    isLoopbackHost(deps.config.listen.host)
+  );
 }
 
 function sendAsset(reply: FastifyReply, assets: ConsoleAssets, name: string) {

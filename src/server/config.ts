@@ -122,7 +122,12 @@ export function publicJwk(entry: PublicKeyEntry): JsonWebKey & { kty: string; cr
 
 // ---------------------------------------------------------------- schema
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** Whether `host` (a URL's host name, or a listen address) is this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.has(host);
+}
 
 function httpUrl(opts: { httpsUnlessLoopback?: boolean } = {}) {
   return z.string().superRefine((s, ctx) => {
@@ -135,7 +140,7 @@ function httpUrl(opts: { httpsUnlessLoopback?: boolean } = {}) {
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:')
       ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL' });
-    else if (opts.httpsUnlessLoopback && u.protocol === 'http:' && !LOOPBACK.has(u.hostname))
+    else if (opts.httpsUnlessLoopback && u.protocol === 'http:' && !isLoopbackHost(u.hostname))
       ctx.addIssue({ code: 'custom', message: 'must be https (plain http only for localhost)' });
   });
 }
@@ -663,7 +668,7 @@ function crossChecks(value: unknown, ctx: Ctx): void {
         ['console', 'devSignIn'],
         'the one-click sign-in (every role, no password) exists only for development against network.sandbox (npm start); configure console.oidc',
       );
-    else if (host !== undefined && !['127.0.0.1', 'localhost', '::1'].includes(String(host)))
+    else if (host !== undefined && !isLoopbackHost(String(host)))
       issue(
         ['console', 'devSignIn'],
         `the one-click sign-in (every role, no password) is for a service listening on this machine only, not on ${String(host)}`,

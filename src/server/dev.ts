@@ -23,7 +23,7 @@ import type { Signer } from '../keys/signer.js';
 import { hostExternalParty, sandboxPartyRecord } from '../sandbox/host-party.js';
 import type { RunningSandbox } from '../sandbox/server.js';
 import type { PartyBook, PartyRecord } from '../store/parties.js';
-import type { ServiceConfig } from './config.js';
+import { isLoopbackHost, type ServiceConfig } from './config.js';
 import type { ServiceDeps } from './deps.js';
 import type { Role } from './roles.js';
 
@@ -177,7 +177,7 @@ export async function applyDevSecret(config: ServiceConfig): Promise<{ file: str
   const { secret, file } = await devSecret(config.database.dataDir);
   config.auth.sharedSecret = secret;
   // The console's one-click sign-in (said loudly on its page): with development auth, on this machine.
-  config.console.devSignIn = ['127.0.0.1', 'localhost', '::1'].includes(config.listen.host);
+  config.console.devSignIn = isLoopbackHost(config.listen.host);
   return { file };
 }
 
@@ -262,8 +262,7 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 export function consoleUrl(url: string): string {
   const u = new URL(url);
-  if (u.hostname === '127.0.0.1' || u.hostname === '[::1]' || u.hostname === '0.0.0.0')
-    u.hostname = 'localhost';
+  if (isLoopbackHost(u.hostname) || u.hostname === '0.0.0.0') u.hostname = 'localhost';
   return `${u.origin}/console/`;
 }
 
