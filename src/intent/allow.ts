@@ -36,6 +36,8 @@ export const PKG = {
   registryApp: 'utility-registry-app-v0',
   registryHolding: 'utility-registry-holding-v0',
   settlementApp: 'utility-settlement-app-v1',
+  nameService: 'splice-amulet-name-service',
+  walletPayments: 'splice-wallet-payments',
 } as const;
 
 /** `package-name:Entity`: how the allow-lists name a node's template. */
@@ -66,6 +68,13 @@ export const ROOT_TEMPLATES: Readonly<Record<ActionKind, ReadonlySet<string> | u
   'allocation-cancel': new Set(ALLOCATIONS),
   'allocation-request-reject': new Set([t(PKG.settlementApp, 'Dvp')]),
   'allocation-request-withdraw': new Set([t(PKG.settlementApp, 'Dvp')]),
+  'ans-entry-request': new Set([t(PKG.nameService, 'AnsRules')]),
+  'ans-entry-pay': new Set([t(PKG.walletPayments, 'SubscriptionRequest')]),
+  'ans-renewal-pay': new Set([t(PKG.walletPayments, 'SubscriptionIdleState')]),
+  'ans-payment-expire': new Set([
+    t(PKG.walletPayments, 'SubscriptionPayment'),
+    t(PKG.walletPayments, 'SubscriptionInitialPayment'),
+  ]),
   create: undefined,
   exercise: undefined,
 };
@@ -102,6 +111,10 @@ export const ALLOWED_CONSEQUENCES: Readonly<Record<ActionKind, ReadonlySet<strin
   'allocation-cancel': new Set([...UNLOCK, ...ARCHIVE]),
   'allocation-request-reject': new Set(),
   'allocation-request-withdraw': new Set(),
+  'ans-entry-request': new Set(),
+  'ans-entry-pay': new Set(),
+  'ans-renewal-pay': new Set(),
+  'ans-payment-expire': new Set(),
   // Generic intents: every sub-exercise is the root's own consequence, except value-moving ones.
   create: new Set(),
   exercise: new Set(),
@@ -125,6 +138,10 @@ export const ALLOWED_CREATES: Readonly<Record<ActionKind, ReadonlySet<string> | 
   'allocation-cancel': new Set([AMULET, HOLDING]),
   'allocation-request-reject': new Set([t(PKG.settlementApp, 'RejectedDvp')]),
   'allocation-request-withdraw': new Set(),
+  'ans-entry-request': new Set(),
+  'ans-entry-pay': new Set(),
+  'ans-renewal-pay': new Set(),
+  'ans-payment-expire': new Set(),
   create: undefined,
   exercise: undefined,
 };

@@ -23,6 +23,10 @@ export const ACTION_KINDS = [
   'allocation-cancel', // Allocation_Cancel
   'allocation-request-reject', // AllocationRequest_Reject
   'allocation-request-withdraw', // AllocationRequest_Withdraw
+  'ans-entry-request', // AnsRules_RequestEntry (name service: ask for an entry)
+  'ans-entry-pay', // SubscriptionRequest_AcceptAndMakePayment (lock the first payment)
+  'ans-renewal-pay', // SubscriptionIdleState_MakePayment (lock a renewal payment)
+  'ans-payment-expire', // SubscriptionPayment_Expire / SubscriptionInitialPayment_Expire (take back an uncollected payment)
   'create', // any other create, only under an explicit generic intent
   'exercise', // any other exercise, only under an explicit generic intent
 ] as const;
@@ -64,6 +68,8 @@ export interface RecognisedAction {
   transferKind?: 'direct' | 'offer' | 'self';
   /** Preapproval sends: the TransferCommand nonce. */
   nonce?: string;
+  /** Name-service actions: the entry's name (`alice.unverified.cns`). */
+  name?: string;
 }
 
 // ---- intents (what the caller asks for) --------------------------------------------------------
@@ -196,6 +202,71 @@ export const AllocationIntentSchema = z.strictObject({
     .optional(),
 });
 
+const ansName = z.string().min(1).max(255);
+const micros = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a positive whole number of microseconds');
+
+/**
+ * Asking the name service for an entry: the request and the entry context
+ * the DSO's AnsRules create must name the party as user and sender, the DSO
+ * as receiver and provider, and carry exactly these name, URL, description
+ * and the AnsRules terms Scan published (fee in USD, lifetime, renewal
+ * window, description prefix).
+ */
+export const AnsEntryRequestIntentSchema = z.strictObject({
+  kind: z.literal('ans-entry-request'),
+  party,
+  dso: party,
+  /** The AnsRules contract exercised (disclosed from Scan). */
+  ansRulesCid: contractId,
+  name: ansName,
+  url: z.string().max(255),
+  description: z.string().max(140),
+  entryFee: decimal,
+  entryLifetimeUs: micros,
+  renewalDurationUs: micros,
+  descriptionPrefix: z.string().max(255),
+});
+
+/**
+ * Paying for an entry: the first payment (`ans-entry-pay`, on the
+ * SubscriptionRequest) or a renewal (`ans-renewal-pay`, on the
+ * SubscriptionIdleState). The party locks Canton Coin for the DSO: exactly
+ * `targetAmount` is what the DSO will collect, and at most `maxAmount` may be
+ * locked (the collection fee included); the change and nothing else comes
+ * back to the party.
+ */
+export const AnsPaymentIntentSchema = z.strictObject({
+  kind: z.enum(['ans-entry-pay', 'ans-renewal-pay']),
+  party,
+  dso: party,
+  /** The SubscriptionRequest (first payment) or SubscriptionIdleState (renewal) exercised. */
+  contractId,
+  /** The entry paid for: the subscription's description must name it. */
+  name: ansName,
+  /** CC the DSO collects: the entry fee in USD divided by the round's Amulet price. */
+  targetAmount: decimal,
+  /** The most CC the lock may hold, fees included. */
+  maxAmount: decimal,
+  /** When given, the payment must consume exactly these holdings. */
+  inputs: z.array(contractId).min(1).max(100).optional(),
+  /** Renewals: the due date being paid (the idle state's `nextPaymentDueAt`). */
+  dueAt: isoTime.optional(),
+});
+
+/**
+ * Taking back a payment the DSO did not collect, after its lock expired: the
+ * locked Canton Coin returns to the party (and, for a renewal, the idle
+ * state comes back).
+ */
+export const AnsPaymentExpireIntentSchema = z.strictObject({
+  kind: z.literal('ans-payment-expire'),
+  party,
+  dso: party,
+  /** The SubscriptionPayment or SubscriptionInitialPayment. */
+  contractId,
+  name: ansName,
+});
+
 /**
  * A generic intent for a prepared transaction an operator supplies: the one
  * root must be exactly this exercise (or create); nothing else may act for the
@@ -224,12 +295,18 @@ export const IntentSchema = z.discriminatedUnion('kind', [
   PreapprovalProposalIntentSchema,
   AllocateIntentSchema,
   AllocationIntentSchema,
+  AnsEntryRequestIntentSchema,
+  AnsPaymentIntentSchema,
+  AnsPaymentExpireIntentSchema,
   ExerciseIntentSchema,
   CreateIntentSchema,
 ]);
 export type Intent = z.output<typeof IntentSchema>;
 export type TransferIntent = z.output<typeof TransferIntentSchema>;
 export type PreapprovalSendIntent = z.output<typeof PreapprovalSendIntentSchema>;
+export type AnsEntryRequestIntent = z.output<typeof AnsEntryRequestIntentSchema>;
+export type AnsPaymentIntent = z.output<typeof AnsPaymentIntentSchema>;
+export type AnsPaymentExpireIntent = z.output<typeof AnsPaymentExpireIntentSchema>;
 
 /** The party an intent acts for (the one whose key signs). */
 export function actingParty(intent: Intent): string {
