@@ -538,6 +538,34 @@ export const consoleSchema = z
 
 export type ConsoleConfig = z.output<typeof consoleSchema>;
 
+/** Names of the book's parties: registration and renewal (docs/names.md). */
+export const namesSchema = z
+  .strictObject({
+    /** Run the keeper that follows registrations and pays renewals (default on). */
+    enabled: z.boolean().default(true),
+    /** The network's name-service acronym: names end in `.unverified.<acronym>` (Scan's `name_service_name_acronym`). */
+    acronym: z
+      .string()
+      .regex(/^[a-z][a-z0-9]{0,9}$/, 'lower-case letters and digits, at most 10')
+      .default('cns'),
+    /** How much above the fee (in CC) a payment's lock may hold for transfer fees, in percent. */
+    feeAllowancePercent: z.number().min(0).max(100).default(10),
+    /** A failed step (a payment without funds, a network error) is tried again after this long (s). */
+    retrySeconds: z.number().int().min(1).max(86_400).default(300),
+    /** `name.expiring` is sent when less than this is left before an entry expires and it is not renewed (h). */
+    expiringHours: z.number().min(1).max(24 * 365).default(24 * 7),
+    /**
+     * How long a signature across the air gap takes (h). A cold party's renewal is exported as soon
+     * as its window opens; a warning says when the time left is shorter than this.
+     */
+    airGapTurnaroundHours: z.number().min(0).max(24 * 365).default(72),
+    /** How often the keeper looks at the registrations (ms). */
+    pollMs: z.number().int().min(20).max(3_600_000).default(30_000),
+  })
+  .prefault({});
+
+export type NamesConfig = z.output<typeof namesSchema>;
+
 export const configSchema = z
   .strictObject({
     listen: z
@@ -632,6 +660,7 @@ export const configSchema = z
     exchange: exchangeSchema,
     /** The web console for approvers and operators (docs/console.md). */
     console: consoleSchema,
+    names: namesSchema,
     log: z.strictObject({ level: z.enum(LOG_LEVELS).default('info') }).prefault({}),
   })
   .check(z.superRefine(crossChecks, { when: () => true }));

@@ -10,6 +10,7 @@ import type { Automation } from '../exchange/automation.js';
 import type { IngestionAccess } from '../exchange/ingest-control.js';
 import type { Sweeps } from '../exchange/sweeps.js';
 import type { FlowContext } from '../flows/context.js';
+import type { NameKeeper } from '../flows/names-keeper.js';
 import type { WithdrawalWorker } from '../flows/withdrawal.js';
 import type { Signer } from '../keys/signer.js';
 import type { OnlineAirGap } from '../offline/online.js';
@@ -37,6 +38,8 @@ export interface ServiceDeps {
   ingestion?: IngestionAccess;
   /** Auto-accept of offers and sweeps, run by one instance under the `automation` lease. */
   automation: { runner: Automation; autoAccept: AutoAccept; sweeps: Sweeps };
+  /** Names of the book's parties: registration and the keeper that renews them. */
+  names: NameKeeper;
   /** Exports for and imports from offline keys. */
   airGap: OnlineAirGap;
   /** The webhook deliverer (kicked after a redeliver), when receivers are configured and workers run. */

@@ -49,6 +49,12 @@ export class ServiceMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
+  readonly nameEvents = new Counter({
+    name: 'canton_signer_name_events_total',
+    help: 'Name-service registrations: payments made, renewals that failed and warnings sent',
+    labelNames: ['what'] as const,
+    registers: [this.registry],
+  });
   readonly keyErrors = new Counter({
     name: 'canton_signer_key_backend_errors_total',
     help: 'Errors of the key backends (HSM and file keystore), by backend and error code',

@@ -21,6 +21,7 @@ import { ValidatorClient } from '../canton/validator/client.js';
 import { createWebhookDeliverer, type WebhookDeliverer } from '../events/webhooks.js';
 import { createAutoAccept } from '../exchange/auto-accept.js';
 import { type Automation, type AutomationOptions, createAutomation } from '../exchange/automation.js';
+import { createNameKeeper } from '../flows/names-keeper.js';
 import { attributionOf } from '../exchange/deposits.js';
 import { createIngestion, type Ingestion, type IngestionOptions } from '../exchange/ingest.js';
 import { createSweeps } from '../exchange/sweeps.js';
@@ -425,9 +426,20 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       config.exchange.autoAccept.rules.length > 0 ||
       config.exchange.autoAccept.otherwise !== 'wait' ||
       config.exchange.sweeps.length > 0;
+    // Names of the book's parties: registrations followed and renewals paid, under the same lease.
+    const names = createNameKeeper({
+      store,
+      flows,
+      feeAllowancePercent: config.names.feeAllowancePercent,
+      retryMs: config.names.retrySeconds * 1000,
+      expiringMs: config.names.expiringHours * 3_600_000,
+      airGapTurnaroundMs: config.names.airGapTurnaroundHours * 3_600_000,
+      pollMs: config.names.pollMs,
+      observe: (what) => metrics.nameEvents.inc({ what }),
+    });
     const runner: Automation = createAutomation({
       store,
-      tasks: [autoAccept, sweeps],
+      tasks: config.names.enabled ? [autoAccept, sweeps, names] : [autoAccept, sweeps],
       ...(ingestion ? { subscribe: (fn: () => void) => ingestion.subscribe(() => fn()) } : {}),
       pollMs: config.exchange.automationPollMs,
       logger: log,
@@ -450,6 +462,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       ...(webhooks ? { webhooks } : {}),
       ingestion: ingestor.access,
       automation: { runner, autoAccept, sweeps },
+      names,
       async ready() {
         // Anyone may ask: the answer names a failing check by a fixed code; why it failed
         // (a host name, a database user) goes only to the (redacting) log.
@@ -505,7 +518,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       delivery.start();
       await webhooks?.start();
       ingestion?.start();
-      if (automated) runner.start();
+      if (automated || config.names.enabled) runner.start();
     }
     let closed = false;
     return {

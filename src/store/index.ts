@@ -12,6 +12,7 @@ import { EventRepo } from './repos/events.js';
 import { KeyRepo } from './repos/keys.js';
 import { LeaseRepo } from './repos/leases.js';
 import { LedgerRepo } from './repos/ledger.js';
+import { NameRepo } from './repos/names.js';
 import { DbPartyBook } from './repos/parties.js';
 import { PolicyRepo } from './repos/policy.js';
 import { DbRecorder } from './repos/recorder.js';
@@ -32,6 +33,7 @@ export * from './repos/events.js';
 export * from './repos/keys.js';
 export * from './repos/leases.js';
 export * from './repos/ledger.js';
+export * from './repos/names.js';
 export * from './repos/parties.js';
 export * from './repos/policy.js';
 export * from './repos/recorder.js';
@@ -59,6 +61,8 @@ export interface Store {
   webhooks: WebhookRepo;
   /** Console sign-in sessions. */
   sessions: SessionRepo;
+  /** Names of the book's parties (name-service entries). */
+  names: NameRepo;
   close(): Promise<void>;
 }
 
@@ -86,6 +90,7 @@ export function storeOn(db: Db, actor = 'system'): Store {
     deposits: new DepositRepo(db, { actor }),
     webhooks: new WebhookRepo(db, { actor }),
     sessions: new SessionRepo(db),
+    names: new NameRepo(db, { actor }),
     close: () => db.close(),
   };
 }

@@ -858,6 +858,50 @@ const M011: Migration = {
   ],
 };
 
+const M013: Migration = {
+  version: 13,
+  name: "names of the signer's parties (name service entries and their renewals)",
+  statements: [
+    // One row per registration: from the request to the entry, its renewals and its end.
+    // Times are µs since the epoch (the ledger's precision); amounts are CC or USD decimals.
+    `CREATE TABLE ans_names (
+      id              uuid PRIMARY KEY,
+      party           text NOT NULL,
+      name            text NOT NULL,
+      url             text NOT NULL DEFAULT '',
+      description     text NOT NULL DEFAULT '',
+      state           text NOT NULL CHECK (state IN
+                        ('requesting', 'requested', 'paid', 'active', 'renewing', 'lapsed', 'expired', 'rejected', 'failed')),
+      auto_renew      boolean NOT NULL DEFAULT true,
+      dso             text NOT NULL,
+      entry_fee_usd   numeric(38, 10) NOT NULL CHECK (entry_fee_usd > 0),
+      lifetime_us     bigint NOT NULL CHECK (lifetime_us > 0),
+      renewal_us      bigint NOT NULL CHECK (renewal_us > 0),
+      description_prefix text NOT NULL,
+      request_cid     text,
+      entry_cid       text,
+      payment_cid     text,
+      expires_us      bigint,
+      next_due_us     bigint,
+      renewals        integer NOT NULL DEFAULT 0,
+      paid_cc         numeric(38, 10) NOT NULL DEFAULT 0,
+      last_payment_cc numeric(38, 10),
+      last_price      numeric(38, 10),
+      export_id       text,
+      approval_id     text,
+      notified        text NOT NULL DEFAULT '',
+      error           text,
+      retry_at_us     bigint,
+      created_at      timestamptz(3) NOT NULL DEFAULT now(),
+      updated_at      timestamptz(3) NOT NULL DEFAULT now()
+    )`,
+    // A name is registered by at most one row at a time; an ended one may be registered again.
+    `CREATE UNIQUE INDEX ans_names_live ON ans_names (name) WHERE state NOT IN ('expired', 'rejected', 'failed')`,
+    `CREATE UNIQUE INDEX ans_names_request ON ans_names (request_cid) WHERE request_cid IS NOT NULL`,
+    `CREATE INDEX ans_names_party ON ans_names (party, created_at)`,
+  ],
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   M001,
   M002,
@@ -871,6 +915,7 @@ export const MIGRATIONS: readonly Migration[] = [
   M010,
   M011,
   M012,
+  M013,
 ];
 
 /** Key of the transaction-scoped advisory lock the runner holds ("cs-migr" in ASCII). */

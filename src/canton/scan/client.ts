@@ -9,6 +9,8 @@
  */
 import { encodePath, HttpClient, type HttpClientOptions } from '../http.js';
 import {
+  type GetAmuletRulesResponse,
+  GetAmuletRulesResponseSchema,
   type GetAnsRulesRequest,
   type GetAnsRulesResponse,
   GetAnsRulesResponseSchema,
@@ -159,6 +161,18 @@ export class ScanClient {
       path: '/v0/ans-rules',
       body: req,
       response: GetAnsRulesResponseSchema,
+      idempotent: true,
+      timeoutMs: opts?.timeoutMs,
+    });
+  }
+
+  /** `POST /v0/amulet-rules` with no cached contract: the current AmuletRules. Read-only → idempotent. */
+  async getAmuletRules(opts?: CallOptions): Promise<GetAmuletRulesResponse> {
+    return this.http.request({
+      method: 'POST',
+      path: '/v0/amulet-rules',
+      body: {},
+      response: GetAmuletRulesResponseSchema,
       idempotent: true,
       timeoutMs: opts?.timeoutMs,
     });

@@ -88,6 +88,12 @@ export interface GetAnsRulesRequest {
   cached_ans_rules_domain_id?: string;
 }
 
+/** `GetAmuletRulesResponse` (`POST /v0/amulet-rules` with no cached contract). */
+export const GetAmuletRulesResponseSchema = z.object({
+  amulet_rules_update: MaybeCachedContractWithStateSchema,
+});
+export type GetAmuletRulesResponse = z.output<typeof GetAmuletRulesResponseSchema>;
+
 /** `GetAnsRulesResponse`. */
 export const GetAnsRulesResponseSchema = z.object({ ans_rules_update: MaybeCachedContractWithStateSchema });
 export type GetAnsRulesResponse = z.output<typeof GetAnsRulesResponseSchema>;

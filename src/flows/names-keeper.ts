@@ -1,0 +1,499 @@
+/**
+ * The name keeper: registers names for the book's parties and keeps them
+ * alive. Each pass (one instance at a time, under the automation lease)
+ * reads each party's name-service contracts once, then for every open
+ * registration takes the step the lifecycle table (names-lifecycle.ts) names
+ * and records the result with its events. Registration runs the same steps
+ * at once for the caller (request, then the first payment).
+ *
+ * A step that cannot sign now waits without failing: a key across the air
+ * gap (the export is open; a new one is made when its window closes
+ * unsigned), a payment waiting for approvals. Any other failure is recorded
+ * on the row and tried again after `retryMs`; the entry's expiry is the
+ * deadline, and `name.expiring` says when it comes close.
+ */
+import { decimalEquals } from '../intent/decimal.js';
+import { AwaitingApproval } from '../policy/hook.js';
+import type { Queryable } from '../store/db.js';
+import type { Store } from '../store/index.js';
+import { holdLease, type Lease } from '../store/repos/leases.js';
+import type { NameEvent, NamePatch, NameRecord } from '../store/repos/names.js';
+import { AwaitingSignature } from './air-gap.js';
+import {
+  type AnsContract,
+  type AnsSnapshot,
+  ansSnapshot,
+  fieldText,
+  fieldTime,
+  loadAnsTerms,
+  lockOf,
+  referenceOf,
+  subscriptionDataOf,
+  subscriptionDescription,
+} from './ans-ledger.js';
+import { expirePayment, payEntry, requestEntry } from './ans-steps.js';
+import type { FlowContext } from './context.js';
+import { type NameFacts, type NameHorizons, nextStep } from './names-lifecycle.js';
+import { Refusal } from './refusal.js';
+
+export interface NameKeeperOptions {
+  store: Store;
+  flows: FlowContext;
+  /** How far above the collected amount a lock may go for fees (percent). */
+  feeAllowancePercent: number;
+  /** A failed step is tried again after this long (ms). */
+  retryMs: number;
+  /** `name.expiring` when less than this is left before the entry expires (ms). */
+  expiringMs: number;
+  /** How long a signature across the air gap takes (ms): warned about when a renewal window is shorter. */
+  airGapTurnaroundMs: number;
+  /** A pass over all registrations at most this often (ms); `advance` and `renewNow` are not limited. */
+  pollMs?: number;
+  /** Told of each payment made, failed renewal and warning (metrics). */
+  observe?: (what: 'payment' | 'renewal_failed' | 'warning', n: NameRecord) => void;
+}
+
+/** A registration as the REST API shows it (also every name event's data). */
+export interface NameView {
+  id: string;
+  partyId: string;
+  name: string;
+  url: string;
+  description: string;
+  state: NameRecord['state'];
+  autoRenew: boolean;
+  entryFeeUsd: string;
+  lifetimeDays: number;
+  renewalWindowDays: number;
+  expiresAt?: string;
+  nextPaymentDueAt?: string;
+  renewalWindowOpensAt?: string;
+  renewals: number;
+  paidCc: string;
+  lastPaymentCc?: string;
+  lastPrice?: string;
+  entryCid?: string;
+  waiting?: { for: 'signature'; exportId: string } | { for: 'approval'; approvalId: string };
+  error?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const DAY_US = 86_400_000_000n;
+const isoUs = (us: bigint) => new Date(Number(us / 1000n)).toISOString();
+const days = (us: bigint) => Math.round((Number(us) / Number(DAY_US)) * 100) / 100;
+
+export function nameView(n: NameRecord): NameView {
+  return {
+    id: n.id,
+    partyId: n.party,
+    name: n.name,
+    url: n.url,
+    description: n.description,
+    state: n.state,
+    autoRenew: n.autoRenew,
+    entryFeeUsd: n.entryFeeUsd,
+    lifetimeDays: days(n.lifetimeUs),
+    renewalWindowDays: days(n.renewalUs),
+    ...(n.expiresUs !== undefined ? { expiresAt: isoUs(n.expiresUs) } : {}),
+    ...(n.nextDueUs !== undefined
+      ? { nextPaymentDueAt: isoUs(n.nextDueUs), renewalWindowOpensAt: isoUs(n.nextDueUs - n.renewalUs) }
+      : {}),
+    renewals: n.renewals,
+    paidCc: n.paidCc,
+    ...(n.lastPaymentCc !== undefined ? { lastPaymentCc: n.lastPaymentCc } : {}),
+    ...(n.lastPrice !== undefined ? { lastPrice: n.lastPrice } : {}),
+    ...(n.entryCid !== undefined ? { entryCid: n.entryCid } : {}),
+    ...(n.exportId !== undefined
+      ? { waiting: { for: 'signature' as const, exportId: n.exportId } }
+      : n.approvalId !== undefined
+        ? { waiting: { for: 'approval' as const, approvalId: n.approvalId } }
+        : {}),
+    ...(n.error !== undefined ? { error: n.error } : {}),
+    createdAt: n.createdAt,
+    updatedAt: n.updatedAt,
+  };
+}
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
+
+export interface NameKeeper {
+  name: string;
+  run(lease: Lease): Promise<void>;
+  /** Takes steps for one registration until it waits (no lease: the caller's request). */
+  advance(id: string, opts?: { actor?: string }): Promise<NameRecord | undefined>;
+  /** Pays the next renewal now if its window is open (auto-renew or not). */
+  renewNow(id: string, actor: string): Promise<NameRecord | undefined>;
+}
+
+export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
+  const { store, flows } = opts;
+  const names = store.names;
+  const horizons: NameHorizons = { expiringUs: BigInt(opts.expiringMs) * 1000n };
+  let lastPass = 0;
+  const now = () => (flows.nowUs ?? (() => BigInt(Date.now()) * 1000n))();
+
+  /** What the ledger shows about `n`, from the party's snapshot. */
+  async function factsOf(n: NameRecord, snap: AnsSnapshot): Promise<NameFacts> {
+    const nowUs = now();
+    const ref = n.requestCid;
+    const lockUs = (cid: string | undefined) => {
+      const l = cid === undefined ? undefined : snap.locks.find((x) => x.contractId === cid);
+      return l ? lockOf(l).expiresAt : undefined;
+    };
+    const mine = (xs: AnsContract[]) => (ref === undefined ? [] : xs.filter((c) => referenceOf(c) === ref));
+    const init = mine(snap.initialPayments)[0];
+    const idle = mine(snap.idleStates)[0];
+    const pay = mine(snap.payments)[0];
+    const entry = snap.entries.find(
+      (e) => fieldText(e, 'name') === n.name && fieldText(e, 'user') === n.party,
+    );
+    let exportOpen = false;
+    if (n.exportId !== undefined) {
+      const x = await store.airGap.get(n.exportId);
+      exportOpen =
+        x !== undefined &&
+        (x.status === 'open' || x.status === 'imported') &&
+        Date.parse(x.windowLatest) * 1000 > Number(nowUs);
+    }
+    return {
+      nowUs,
+      request: ref !== undefined && snap.requests.some((c) => c.contractId === ref),
+      ...(init
+        ? {
+            initialPayment: {
+              cid: init.contractId,
+              ...(lockUs(fieldText(init, 'lockedAmulet')) !== undefined
+                ? { lockExpiresUs: lockUs(fieldText(init, 'lockedAmulet'))! }
+                : {}),
+            },
+          }
+        : {}),
+      ...(idle && fieldTime(idle, 'nextPaymentDueAt') !== undefined
+        ? { idle: { cid: idle.contractId, dueUs: fieldTime(idle, 'nextPaymentDueAt')! } }
+        : {}),
+      ...(pay
+        ? {
+            payment: {
+              cid: pay.contractId,
+              dueUs: fieldTime(pay, 'thisPaymentDueAt') ?? 0n,
+              ...(lockUs(fieldText(pay, 'lockedAmulet')) !== undefined
+                ? { lockExpiresUs: lockUs(fieldText(pay, 'lockedAmulet'))! }
+                : {}),
+            },
+          }
+        : {}),
+      ...(entry && fieldTime(entry, 'expiresAt') !== undefined
+        ? { entry: { cid: entry.contractId, expiresUs: fieldTime(entry, 'expiresAt')! } }
+        : {}),
+      exportOpen,
+      backingOff: n.retryAtUs !== undefined && nowUs < n.retryAtUs,
+    };
+  }
+
+  /** What the ledger shows, written onto the row (cids, expiry, due date). */
+  function observed(n: NameRecord, f: NameFacts): NamePatch {
+    const p: NamePatch = {};
+    if (f.entry) {
+      p.entryCid = f.entry.cid;
+      p.expiresUs = f.entry.expiresUs;
+    }
+    if (f.idle) p.nextDueUs = f.idle.dueUs;
+    if (f.payment) p.paymentCid = f.payment.cid;
+    else if (f.initialPayment) p.paymentCid = f.initialPayment.cid;
+    // A new due date: the warnings of the last one are spent.
+    if (f.idle && n.nextDueUs !== undefined && f.idle.dueUs !== n.nextDueUs) p.notified = '';
+    if (n.exportId !== undefined && !f.exportOpen) p.exportId = null;
+    return p;
+  }
+
+  const events = (type: string | undefined, extra: Record<string, unknown> = {}) =>
+    type ? (n: NameRecord): NameEvent[] => [{ type, data: { ...nameView(n), ...extra } }] : undefined;
+
+  async function stepOnce(
+    n: NameRecord,
+    snap: AnsSnapshot,
+    guard: ((tx: Queryable) => Promise<void>) | undefined,
+    actor: string,
+  ): Promise<{ row: NameRecord; acted: boolean }> {
+    const f = await factsOf(n, snap);
+    const line = nextStep(n, f, horizons);
+    if (!line) return { row: n, acted: false };
+    const base = observed(n, f);
+    const move = (
+      to: typeof line.next,
+      patch: NamePatch,
+      type = line.event,
+      extra: Record<string, unknown> = {},
+    ) =>
+      names.move(
+        n.id,
+        [n.state],
+        to,
+        { ...base, ...patch },
+        {
+          actor,
+          ...(guard ? { guard } : {}),
+          ...(events(type, extra) ? { events: events(type, extra)! } : {}),
+        },
+      );
+    switch (line.action) {
+      case 'none': {
+        const changed = Object.keys(base).length > 0;
+        return { row: (changed ? await move(n.state, {}, undefined) : n) ?? n, acted: false };
+      }
+      case 'record': {
+        const patch: NamePatch = { error: null, retryAtUs: null, approvalId: null };
+        if (line.event === 'name.renewed') {
+          patch.renewals = n.renewals + 1;
+          patch.paymentCid = null;
+        }
+        if (line.next === 'expired' || line.next === 'lapsed') patch.entryCid = null;
+        const extra =
+          line.event === 'name.rejected'
+            ? {
+                reason:
+                  'the DSO refused the name (invalid or taken) and returned the payment to the party; the fees of locking it are not returned',
+              }
+            : {};
+        const row = await move(line.next, patch, line.event, extra);
+        return { row: row ?? n, acted: row !== undefined && line.next !== n.state };
+      }
+      case 'warn': {
+        const what = line.event === 'name.renewal_due' ? 'renewal_due' : 'expiring';
+        const warnings: string[] = [];
+        const left = f.entry ? f.entry.expiresUs - f.nowUs : undefined;
+        const cold = await isCold(n.party);
+        if (cold && left !== undefined && left < BigInt(opts.airGapTurnaroundMs) * 1000n)
+          warnings.push(
+            `the party's key is across the air gap and ${days(left)} days are left before the entry expires, less than the configured turnaround of ${days(BigInt(opts.airGapTurnaroundMs) * 1000n)} days: sign the exported renewal now`,
+          );
+        if (!n.autoRenew && what === 'renewal_due')
+          warnings.push('auto-renew is off: renew it yourself or the entry expires');
+        const notifiedNow = [...n.notified.split(',').filter(Boolean), what].join(',');
+        const row = await move(
+          n.state,
+          { notified: notifiedNow },
+          line.event,
+          warnings.length ? { warnings } : {},
+        );
+        if (row) opts.observe?.('warning', row);
+        return { row: row ?? n, acted: true };
+      }
+      default:
+        return act(n, f, line.action, base, guard, actor);
+    }
+  }
+
+  async function isCold(party: string): Promise<boolean> {
+    const p = await flows.parties.get(party);
+    if (!p) return false;
+    try {
+      return (await flows.signer.describe(p.keyLabel)).backend === 'offline';
+    } catch {
+      return false;
+    }
+  }
+
+  async function act(
+    n: NameRecord,
+    f: NameFacts,
+    action: 'request' | 'pay-initial' | 'pay-renewal' | 'reclaim',
+    base: NamePatch,
+    guard: ((tx: Queryable) => Promise<void>) | undefined,
+    actor: string,
+  ): Promise<{ row: NameRecord; acted: boolean }> {
+    const keep = (patch: NamePatch) =>
+      names.move(n.id, [n.state], n.state, { ...base, ...patch }, { actor, ...(guard ? { guard } : {}) });
+    try {
+      if (action === 'request') {
+        await requestEntry(flows, {
+          partyId: n.party,
+          name: n.name,
+          url: n.url,
+          description: n.description,
+          terms: await termsOf(n),
+          commandId: `cs-ans-req-${n.id}`,
+        });
+        const snap = await ansSnapshot(flows, n.party);
+        const want = subscriptionDescription(n.descriptionPrefix, n.name);
+        const req = snap.requests.find((c) => {
+          const d = subscriptionDataOf(c);
+          return d.sender === n.party && d.dso === n.dso && d.description === want;
+        });
+        if (!req)
+          throw new Error(
+            'the request committed but its SubscriptionRequest is not among the party’s contracts',
+          );
+        const row = await names.move(
+          n.id,
+          ['requesting'],
+          'requested',
+          { ...base, requestCid: req.contractId, error: null, retryAtUs: null },
+          { actor, ...(guard ? { guard } : {}) },
+        );
+        return { row: row ?? n, acted: true };
+      }
+      if (action === 'pay-initial' || action === 'pay-renewal') {
+        const renewal = action === 'pay-renewal';
+        const cid = renewal ? f.idle!.cid : n.requestCid!;
+        const r = await payEntry(flows, {
+          partyId: n.party,
+          name: n.name,
+          dso: n.dso,
+          entryFee: n.entryFeeUsd,
+          kind: renewal ? 'ans-renewal-pay' : 'ans-entry-pay',
+          contractId: cid,
+          ...(renewal ? { dueAtUs: f.idle!.dueUs } : {}),
+          feeAllowancePercent: opts.feeAllowancePercent,
+          commandId: renewal ? `cs-ans-renew-${n.id}-${f.idle!.dueUs}` : `cs-ans-pay-${n.id}`,
+        });
+        const row = await names.move(
+          n.id,
+          [n.state],
+          renewal ? 'renewing' : 'paid',
+          {
+            ...base,
+            paid: r.targetAmount,
+            lastPrice: r.amuletPrice,
+            error: null,
+            retryAtUs: null,
+            exportId: null,
+            approvalId: null,
+          },
+          {
+            actor,
+            ...(guard ? { guard } : {}),
+            details: { updateId: r.flow.result.updateId, targetAmount: r.targetAmount, round: r.round },
+          },
+        );
+        if (row) opts.observe?.('payment', row);
+        return { row: row ?? n, acted: true };
+      }
+      // reclaim
+      const initial = f.initialPayment !== undefined && n.state === 'paid';
+      const paymentCid = initial ? f.initialPayment!.cid : f.payment!.cid;
+      const r = await expirePayment(flows, {
+        partyId: n.party,
+        name: n.name,
+        dso: n.dso,
+        paymentCid,
+        initial,
+        commandId: `cs-ans-reclaim-${n.id}-${paymentCid.slice(2, 18)}`,
+      });
+      const next = n.state === 'paid' ? 'rejected' : 'expired';
+      const row = await names.move(
+        n.id,
+        [n.state],
+        next,
+        { ...base, paymentCid: null, error: null, retryAtUs: null },
+        {
+          actor,
+          ...(guard ? { guard } : {}),
+          details: { updateId: r.result.updateId, reclaimed: paymentCid },
+          events: (x) => [
+            {
+              type: 'name.payment_reclaimed',
+              data: {
+                ...nameView(x),
+                reason:
+                  'the DSO did not collect the payment before its lock expired; the locked CC is back with the party',
+              },
+            },
+            ...(next === 'rejected' ? [{ type: 'name.rejected', data: { ...nameView(x) } }] : []),
+          ],
+        },
+      );
+      return { row: row ?? n, acted: true };
+    } catch (e) {
+      if (e instanceof AwaitingSignature) {
+        const row = await keep({ exportId: e.exportId, error: null });
+        return { row: row ?? n, acted: false };
+      }
+      if (e instanceof AwaitingApproval) {
+        const row = await keep({ approvalId: e.requestId, error: null });
+        return { row: row ?? n, acted: false };
+      }
+      const retryAtUs = now() + BigInt(opts.retryMs) * 1000n;
+      // The request itself refused before anything was paid: nothing to keep alive.
+      if (action === 'request' && e instanceof Refusal) {
+        const row = await names.move(
+          n.id,
+          ['requesting'],
+          'failed',
+          { error: errorText(e) },
+          {
+            actor,
+            ...(guard ? { guard } : {}),
+            events: events('name.failed', { reason: errorText(e) })!,
+          },
+        );
+        return { row: row ?? n, acted: false };
+      }
+      const row = await keep({ error: errorText(e), retryAtUs });
+      if (row && action === 'pay-renewal') opts.observe?.('renewal_failed', row);
+      return { row: row ?? n, acted: false };
+    }
+  }
+
+  async function termsOf(n: NameRecord) {
+    const t = await loadAnsTerms(flows);
+    if (t.dso !== n.dso || !decimalEquals(t.entryFee, n.entryFeeUsd))
+      throw new Refusal(
+        'bad_request',
+        `the name service's terms changed since ${n.name} was asked for (DSO or fee): register it again`,
+      );
+    return t;
+  }
+
+  /** Steps for `n` until it waits; at most a few, so a pass never loops. */
+  async function drive(n0: NameRecord, guard: ((tx: Queryable) => Promise<void>) | undefined, actor: string) {
+    let n = n0;
+    for (let i = 0; i < 6; i++) {
+      const snap = await ansSnapshot(flows, n.party);
+      const r = await stepOnce(n, snap, guard, actor);
+      n = r.row;
+      if (!r.acted) break;
+    }
+    return n;
+  }
+
+  return {
+    name: 'names',
+    async run(lease) {
+      const t = Date.now();
+      if (opts.pollMs !== undefined && t - lastPass < opts.pollMs) return;
+      lastPass = t;
+      const guard = (tx: Queryable) => holdLease(tx, lease);
+      const problems: string[] = [];
+      for (const n of await names.open())
+        await drive(n, guard, 'name-keeper').catch((e: unknown) =>
+          problems.push(`${n.name}: ${errorText(e)}`),
+        );
+      if (problems.length > 0) throw new Error(problems.join('; '));
+    },
+    async advance(id, o = {}) {
+      const n = await names.get(id);
+      return n && drive(n, undefined, o.actor ?? 'name-keeper');
+    },
+    async renewNow(id, actor) {
+      const n = await names.get(id);
+      if (!n) return undefined;
+      if (n.state !== 'active')
+        throw new Refusal('bad_request', `${n.name} is ${n.state}: only an active entry is renewed`);
+      const snap = await ansSnapshot(flows, n.party);
+      const f = await factsOf(n, snap);
+      if (!f.idle)
+        throw new Refusal('bad_request', `${n.name} has no subscription waiting for a payment on the ledger`);
+      if (f.nowUs < f.idle.dueUs - n.renewalUs)
+        throw new Refusal(
+          'bad_request',
+          `the renewal window of ${n.name} opens at ${isoUs(f.idle.dueUs - n.renewalUs)} (${days(n.renewalUs)} days before the due date ${isoUs(f.idle.dueUs)}); the name service refuses an earlier payment`,
+        );
+      const r = await act(n, f, 'pay-renewal', observed(n, f), undefined, actor);
+      if (r.row.error !== undefined && r.row.retryAtUs !== undefined)
+        throw new Refusal('bad_request', `the renewal of ${n.name} was not paid: ${r.row.error}`);
+      return r.row;
+    },
+  };
+}
