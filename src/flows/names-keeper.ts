@@ -121,9 +121,9 @@ export interface NameKeeper {
   name: string;
   run(lease: Lease): Promise<void>;
   /** Takes steps for one registration until it waits (no lease: the caller's request). */
-  advance(id: string, opts?: { actor?: string }): Promise<NameRecord | undefined>;
+  advance(id: string, opts?: { actor?: string; flows?: FlowContext }): Promise<NameRecord | undefined>;
   /** Pays the next renewal now if its window is open (auto-renew or not). */
-  renewNow(id: string, actor: string): Promise<NameRecord | undefined>;
+  renewNow(id: string, actor: string, ctx?: FlowContext): Promise<NameRecord | undefined>;
 }
 
 export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
@@ -215,6 +215,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     snap: AnsSnapshot,
     guard: ((tx: Queryable) => Promise<void>) | undefined,
     actor: string,
+    ctx: FlowContext,
   ): Promise<{ row: NameRecord; acted: boolean }> {
     const f = await factsOf(n, snap);
     const line = nextStep(n, f, horizons);
@@ -281,7 +282,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         return { row: row ?? n, acted: true };
       }
       default:
-        return act(n, f, line.action, base, guard, actor);
+        return act(n, f, line.action, base, guard, actor, ctx);
     }
   }
 
@@ -302,20 +303,21 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     base: NamePatch,
     guard: ((tx: Queryable) => Promise<void>) | undefined,
     actor: string,
+    ctx: FlowContext,
   ): Promise<{ row: NameRecord; acted: boolean }> {
     const keep = (patch: NamePatch) =>
       names.move(n.id, [n.state], n.state, { ...base, ...patch }, { actor, ...(guard ? { guard } : {}) });
     try {
       if (action === 'request') {
-        await requestEntry(flows, {
+        await requestEntry(ctx, {
           partyId: n.party,
           name: n.name,
           url: n.url,
           description: n.description,
-          terms: await termsOf(n),
+          terms: await termsOf(ctx, n),
           commandId: `cs-ans-req-${n.id}`,
         });
-        const snap = await ansSnapshot(flows, n.party);
+        const snap = await ansSnapshot(ctx, n.party);
         const want = subscriptionDescription(n.descriptionPrefix, n.name);
         const req = snap.requests.find((c) => {
           const d = subscriptionDataOf(c);
@@ -337,7 +339,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       if (action === 'pay-initial' || action === 'pay-renewal') {
         const renewal = action === 'pay-renewal';
         const cid = renewal ? f.idle!.cid : n.requestCid!;
-        const r = await payEntry(flows, {
+        const r = await payEntry(ctx, {
           partyId: n.party,
           name: n.name,
           dso: n.dso,
@@ -373,7 +375,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       // reclaim
       const initial = f.initialPayment !== undefined && n.state === 'paid';
       const paymentCid = initial ? f.initialPayment!.cid : f.payment!.cid;
-      const r = await expirePayment(flows, {
+      const r = await expirePayment(ctx, {
         partyId: n.party,
         name: n.name,
         dso: n.dso,
@@ -436,8 +438,8 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     }
   }
 
-  async function termsOf(n: NameRecord) {
-    const t = await loadAnsTerms(flows);
+  async function termsOf(ctx: FlowContext, n: NameRecord) {
+    const t = await loadAnsTerms(ctx);
     if (t.dso !== n.dso || !decimalEquals(t.entryFee, n.entryFeeUsd))
       throw new Refusal(
         'bad_request',
@@ -447,11 +449,16 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   }
 
   /** Steps for `n` until it waits; at most a few, so a pass never loops. */
-  async function drive(n0: NameRecord, guard: ((tx: Queryable) => Promise<void>) | undefined, actor: string) {
+  async function drive(
+    n0: NameRecord,
+    guard: ((tx: Queryable) => Promise<void>) | undefined,
+    actor: string,
+    ctx: FlowContext = flows,
+  ) {
     let n = n0;
     for (let i = 0; i < 6; i++) {
       const snap = await ansSnapshot(flows, n.party);
-      const r = await stepOnce(n, snap, guard, actor);
+      const r = await stepOnce(n, snap, guard, actor, ctx);
       n = r.row;
       if (!r.acted) break;
     }
@@ -474,9 +481,9 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     },
     async advance(id, o = {}) {
       const n = await names.get(id);
-      return n && drive(n, undefined, o.actor ?? 'name-keeper');
+      return n && drive(n, undefined, o.actor ?? 'name-keeper', o.flows ?? flows);
     },
-    async renewNow(id, actor) {
+    async renewNow(id, actor, ctx = flows) {
       const n = await names.get(id);
       if (!n) return undefined;
       if (n.state !== 'active')
@@ -490,7 +497,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           'bad_request',
           `the renewal window of ${n.name} opens at ${isoUs(f.idle.dueUs - n.renewalUs)} (${days(n.renewalUs)} days before the due date ${isoUs(f.idle.dueUs)}); the name service refuses an earlier payment`,
         );
-      const r = await act(n, f, 'pay-renewal', observed(n, f), undefined, actor);
+      const r = await act(n, f, 'pay-renewal', observed(n, f), undefined, actor, ctx);
       if (r.row.error !== undefined && r.row.retryAtUs !== undefined)
         throw new Refusal('bad_request', `the renewal of ${n.name} was not paid: ${r.row.error}`);
       return r.row;

@@ -140,7 +140,7 @@ export async function registerName(
     if (e instanceof NameConflictError) throw new Refusal('bad_request', `${e.message}; nothing was signed`);
     throw e;
   }
-  const advanced = (await keeper.advance(row.id, { actor: req.actor })) ?? row;
+  const advanced = (await keeper.advance(row.id, { actor: req.actor, flows: ctx })) ?? row;
   if (advanced.state === 'failed')
     throw new Refusal('bad_request', `${req.name} was not requested: ${advanced.error ?? 'refused'}`);
   return { name: nameView(advanced), quote };
