@@ -9,7 +9,8 @@
  *   lifetime and renewal window as the DSO's rules say) and one
  *   AnsEntryContext (the DSO, the party, the name, URL and description asked
  *   for, referencing that request);
- * - a first payment or renewal creates exactly one LockedAmulet held by the
+ * - a first payment or renewal runs one AmuletRules_Transfer, by and for the
+ *   party, creates exactly one LockedAmulet held by the
  *   DSO alone and one SubscriptionInitialPayment / SubscriptionPayment for
  *   the intent's subscription, target amount and due date, naming that lock
  *   and repeating the subscription it pays for; reward coupons only for the
@@ -303,12 +304,36 @@ export function checkAnsPayment(
       holders?.kind === 'list'
         ? holders.elements.map((e) => (e.kind === 'party' ? e.value : '(not a party)'))
         : [];
-    if (parties.length !== 1 || parties[0] !== intent.dso)
+    // Held by the transaction's own DSO alone: a DSO other than the intent's is the root's mismatch.
+    const alone = (p: string | undefined) => parties.length === 1 && parties[0] === p;
+    if (!alone(intent.dso) && !alone(a.instrument?.admin))
       add(
         'party_mismatch',
         `the LockedAmulet at node ${locked.nodeId} is held by ${partiesText(parties)} but the intent says the DSO ${intent.dso} alone.`,
         `node ${locked.nodeId}: lock.holders`,
       );
+  }
+
+  // One transfer, by the party for the party: the lock step (its provider earns the app reward).
+  const transfers = descendants(tx, a.nodeId).filter(
+    (d) => !d.rolledBack && d.node.type === 'exercise' && d.node.choiceId === 'AmuletRules_Transfer',
+  );
+  if (transfers.length !== 1)
+    add(
+      'unexplained_exercise',
+      `the ${what} runs AmuletRules_Transfer ${transfers.length} times; locking the payment runs it exactly once.`,
+      `${where}: AmuletRules_Transfer`,
+    );
+  for (const d of transfers) {
+    if (d.node.type !== 'exercise') continue;
+    const f = checker(
+      `the AmuletRules_Transfer at node ${d.nodeId}`,
+      `node ${d.nodeId}`,
+      d.node.chosenValue,
+      add,
+    );
+    f.party('transfer.sender', intent.party, a.parties.sender);
+    f.party('transfer.provider', intent.party, a.parties.walletProvider);
   }
 
   const payment = exactlyOne(created, isTemplate(wp(entity)), entity, what, `${where}: ${entity}`, add);
@@ -325,7 +350,7 @@ export function checkAnsPayment(
   const f = checker(label, `node ${payment.nodeId}`, v, add);
   f.party('subscriptionData.sender', intent.party, a.parties.sender);
   f.party('subscriptionData.receiver', intent.dso, a.parties.receiver);
-  f.party('subscriptionData.provider', intent.dso);
+  f.party('subscriptionData.provider', intent.dso, a.instrument?.admin);
   f.party('subscriptionData.dso', intent.dso, a.instrument?.admin);
   f.amount('targetAmount', intent.targetAmount, a.amounts.targetAmount);
   if (locked) f.cid('lockedAmulet', locked.node.contractId, 'the LockedAmulet the payment creates');
@@ -425,8 +450,8 @@ export function checkAnsExpire(
   else {
     const f = checker(paymentLabel, where, payment, add);
     f.party('subscriptionData.sender', intent.party);
-    f.party('subscriptionData.receiver', intent.dso);
-    f.party('subscriptionData.provider', intent.dso);
+    f.party('subscriptionData.receiver', intent.dso, a.parties.dso);
+    f.party('subscriptionData.provider', intent.dso, a.parties.dso);
     // subscriptionData.dso and the name are the root's own fields, compared there.
   }
 
@@ -475,8 +500,8 @@ export function checkAnsExpire(
     // Only the new state tells whose subscription this is (its dso and name are the root's fields).
     const f = checker(label, `node ${state.nodeId}`, v, add);
     f.party('subscriptionData.sender', intent.party);
-    f.party('subscriptionData.receiver', intent.dso);
-    f.party('subscriptionData.provider', intent.dso);
+    f.party('subscriptionData.receiver', intent.dso, a.parties.dso);
+    f.party('subscriptionData.provider', intent.dso, a.parties.dso);
     return;
   }
   // The payment (checked above) decides; the new state repeats it.

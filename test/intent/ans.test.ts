@@ -271,6 +271,8 @@ const requestIntent = (o: Partial<AnsEntryRequestIntent> = {}): Intent => ({
 interface PayOpts {
   sub?: Partial<Sub>;
   walletProvider?: string;
+  /** The lock step's transfer provider (the wallet provider unless given). */
+  transferProvider?: string;
   holders?: string[];
   lock?: string;
   target?: string;
@@ -315,7 +317,7 @@ function buildPayment(kind: 'entry' | 'renewal', o: PayOpts = {}): PreparedTrans
   const transfer = amuletRulesTransferNodes({
     dso: amuletDso,
     sender: ALICE,
-    provider: walletProvider,
+    provider: o.transferProvider ?? walletProvider,
     receiver: ALICE,
     amount: lockAmount,
     lock: {
@@ -1161,12 +1163,26 @@ describe('checkIntent: a first payment or renewal is refused when it differs', (
         refused(spent, payIntent(kind), 'inputs_mismatch', 'InputAppRewardCoupon');
       });
 
-      it('a wallet provider other than the party', () => {
+      it('a wallet provider other than the party; a lock step by or for someone else; a second transfer', () => {
         refused(
           buildPayment(kind, { walletProvider: MALLORY }),
           payIntent(kind),
           'party_mismatch',
           'walletProvider',
+        );
+        refused(
+          buildPayment(kind, { transferProvider: MALLORY }),
+          payIntent(kind),
+          'party_mismatch',
+          'transfer.provider',
+        );
+        const p = buildPayment(kind);
+        const transfer = p.transaction.nodes.find((n) => isExerciseOf('AmuletRules_Transfer')(n.node))!.node;
+        refused(
+          graft(p, '0', { ...transfer, children: [] } as NodeBody),
+          payIntent(kind),
+          'unexplained_exercise',
+          'AmuletRules_Transfer 2 times',
         );
       });
 
