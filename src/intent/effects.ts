@@ -4,8 +4,10 @@
  * offer and the amount it locks, the one TransferCommand of a preapproval
  * send, the one TransferPreapproval and ValidatorRight of a setup acceptance,
  * the one allocation of an allocate, the holdings each kind may create (owner,
- * instrument, change), the instrument and owner of disclosed inputs, and
- * metadata text the intent did not ask for. Used by ./check.ts.
+ * instrument, change; a name-service payment or expiry only the payer's own
+ * Canton Coin of the intent's DSO), the instrument and owner of disclosed
+ * inputs, and metadata text the intent did not ask for. Used by ./check.ts;
+ * the name service's own records are checked in ./ans.ts.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
