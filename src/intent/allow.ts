@@ -20,7 +20,16 @@
  *   inputs; creates holdings and one DvpLegAllocation;
  * - preapproval send: creates one TransferCommand; setup acceptance: one
  *   TransferPreapproval and one ValidatorRight; allocation request reject:
- *   the registry's RejectedDvp record; proposal: nothing.
+ *   the registry's RejectedDvp record; proposal: nothing;
+ * - name service (Splice.Ans, Splice.Wallet.Subscriptions): an entry request
+ *   exercises nothing and creates one SubscriptionRequest and one
+ *   AnsEntryContext; a first payment or renewal fetches the open round
+ *   (OpenMiningRound_Fetch), runs AmuletRules_ComputeFees and
+ *   AmuletRules_Transfer, archives the Amulets it spends, and creates the
+ *   LockedAmulet, change Amulets, the transfer's reward coupons and one
+ *   SubscriptionInitialPayment / SubscriptionPayment; an expiry runs
+ *   LockedAmulet_OwnerExpireLock (and the round fetch) and creates the
+ *   unlocked Amulet and one SubscriptionIdleState / TerminatedSubscription.
  *
  * Consuming exercises are further limited by the check to declared inputs
  * and contracts the transaction itself created.
@@ -84,6 +93,14 @@ const UNLOCK = [c(LOCKED_AMULET, 'LockedAmulet_Unlock'), c(HOLDING, 'Holding_Unl
 const ARCHIVE = [c(AMULET, 'Archive'), c(LOCKED_AMULET, 'Archive'), c(HOLDING, 'Archive')];
 const AMULET_RULES = t(PKG.amulet, 'AmuletRules');
 const TRANSFER_RULE = t(PKG.registry, 'TransferRule');
+const ROUND_FETCH = c(t(PKG.amulet, 'OpenMiningRound'), 'OpenMiningRound_Fetch');
+/** What locking a name-service payment runs for the payer (lockAndMakeChange in the wallet payments). */
+const ANS_LOCK = [
+  ROUND_FETCH,
+  c(AMULET_RULES, 'AmuletRules_ComputeFees'),
+  c(AMULET_RULES, 'AmuletRules_Transfer'),
+  c(AMULET, 'Archive'),
+];
 
 /** Per kind, the `package-name:Entity:Choice` exercises acting for the party that the action explains. */
 export const ALLOWED_CONSEQUENCES: Readonly<Record<ActionKind, ReadonlySet<string>>> = {
@@ -112,13 +129,21 @@ export const ALLOWED_CONSEQUENCES: Readonly<Record<ActionKind, ReadonlySet<strin
   'allocation-request-reject': new Set(),
   'allocation-request-withdraw': new Set(),
   'ans-entry-request': new Set(),
-  'ans-entry-pay': new Set(),
-  'ans-renewal-pay': new Set(),
-  'ans-payment-expire': new Set(),
+  'ans-entry-pay': new Set(ANS_LOCK),
+  'ans-renewal-pay': new Set(ANS_LOCK),
+  'ans-payment-expire': new Set([ROUND_FETCH, c(LOCKED_AMULET, 'LockedAmulet_OwnerExpireLock')]),
   // Generic intents: every sub-exercise is the root's own consequence, except value-moving ones.
   create: new Set(),
   exercise: new Set(),
 };
+
+/** The lock step of a name-service payment: the lock, change, and the transfer's reward coupons. */
+const ANS_LOCK_CREATES = [
+  AMULET,
+  LOCKED_AMULET,
+  t(PKG.amulet, 'AppRewardCoupon'),
+  t(PKG.amulet, 'ValidatorRewardCoupon'),
+];
 
 /**
  * Per kind, the `package-name:Entity` templates the action may create where
@@ -138,10 +163,17 @@ export const ALLOWED_CREATES: Readonly<Record<ActionKind, ReadonlySet<string> | 
   'allocation-cancel': new Set([AMULET, HOLDING]),
   'allocation-request-reject': new Set([t(PKG.settlementApp, 'RejectedDvp')]),
   'allocation-request-withdraw': new Set(),
-  'ans-entry-request': new Set(),
-  'ans-entry-pay': new Set(),
-  'ans-renewal-pay': new Set(),
-  'ans-payment-expire': new Set(),
+  'ans-entry-request': new Set([
+    t(PKG.walletPayments, 'SubscriptionRequest'),
+    t(PKG.nameService, 'AnsEntryContext'),
+  ]),
+  'ans-entry-pay': new Set([...ANS_LOCK_CREATES, t(PKG.walletPayments, 'SubscriptionInitialPayment')]),
+  'ans-renewal-pay': new Set([...ANS_LOCK_CREATES, t(PKG.walletPayments, 'SubscriptionPayment')]),
+  'ans-payment-expire': new Set([
+    AMULET,
+    t(PKG.walletPayments, 'SubscriptionIdleState'),
+    t(PKG.walletPayments, 'TerminatedSubscription'),
+  ]),
   create: undefined,
   exercise: undefined,
 };

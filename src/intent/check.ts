@@ -15,12 +15,21 @@
  * direct transfer credits exactly the amount, an offer creates one instruction
  * and locks exactly the amount, a send one TransferCommand, and so on. Text
  * the intent does not state (a memo, other metadata) is refused.
+ *
+ * Name-service actions (src/intent/ans.ts for what they create): a request is
+ * on the intent's AnsRules for the party, for the entry named; a payment is
+ * the party's own (sender and wallet provider) to the intent's DSO, of the
+ * intent's target amount in that DSO's Canton Coin, locking at least that and
+ * at most `maxAmount`, spending only Amulets (exactly the intent's, when it
+ * lists them), for the entry named and (renewals) the due date given; an
+ * expiry is the party's, on the intent's payment, for that DSO and entry.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
 import { withArticle } from '../text/english.js';
 import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
-import { decimalEquals } from './decimal.js';
+import { checkAnsExpire, checkAnsPayment, checkAnsRequest } from './ans.js';
+import { compareDecimals, decimalEquals } from './decimal.js';
 import {
   type Created,
   checkAllocationCreated,
@@ -41,7 +50,7 @@ import {
   type IntentProblemReason,
   type RecognisedAction,
 } from './model.js';
-import { REASON_KEY, recogniseActions } from './recognise.js';
+import { REASON_KEY, recogniseActions, transferInputsAt } from './recognise.js';
 import { parseInstantMicros, sameInstant } from './time.js';
 import { descendants, type Visited } from './tree.js';
 import { partyAt } from './values.js';
@@ -237,6 +246,55 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
     );
   };
 
+  /** The name-service entry the action is for. */
+  const entryName = (expected: string) => {
+    if (a.name === expected) return;
+    add(
+      'memo_mismatch',
+      a.name === undefined
+        ? `the transaction names no entry; the intent says ${JSON.stringify(expected)}.`
+        : `the entry is ${JSON.stringify(a.name)} but the intent says ${JSON.stringify(expected)}.`,
+      `${at}: name`,
+    );
+  };
+  /** A payment's lock: at least what the DSO collects, at most what the intent allows. */
+  const lockWithin = (target: string, max: string) => {
+    const found = a.amounts.amount;
+    if (found === undefined) {
+      add(
+        'amount_mismatch',
+        `the transaction locks no readable amount; the intent allows up to ${max}.`,
+        `${at}: amount`,
+      );
+      return;
+    }
+    if ((compareDecimals(found, max) ?? 1) > 0)
+      add(
+        'amount_mismatch',
+        `the payment locks ${found} but the intent allows at most ${max}.`,
+        `${at}: amount`,
+      );
+    else if ((compareDecimals(found, target) ?? -1) < 0)
+      add(
+        'amount_mismatch',
+        `the payment locks ${found}, less than the ${target} the DSO collects.`,
+        `${at}: amount`,
+      );
+  };
+  /** When the intent lists inputs, the action consumes exactly those. */
+  const sameInputs = (expected: readonly string[] | undefined) => {
+    if (expected === undefined) return;
+    const found = a.inputs ?? [];
+    const want = new Set(expected);
+    const have = new Set(found);
+    if (want.size !== have.size || [...want].some((c) => !have.has(c)))
+      add(
+        'inputs_mismatch',
+        `the ${a.kind === 'transfer' ? 'transfer' : 'payment'} consumes ${found.length === 0 ? 'no declared holdings' : found.join(', ')} but the intent says ${expected.join(', ')}.`,
+        `${at}: inputs`,
+      );
+  };
+
   switch (intent.kind) {
     case 'transfer': {
       acting(intent.sender);
@@ -260,17 +318,7 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       }
       checkInputs(tx, intent, a, intent.inputs ?? a.inputs ?? [], at, add);
       if (intent.executeBefore !== undefined) deadline('executeBefore', intent.executeBefore);
-      if (intent.inputs !== undefined) {
-        const found = a.inputs ?? [];
-        const want = new Set(intent.inputs);
-        const have = new Set(found);
-        if (want.size !== have.size || [...want].some((c) => !have.has(c)))
-          add(
-            'inputs_mismatch',
-            `the transfer consumes ${found.length === 0 ? 'no declared holdings' : found.join(', ')} but the intent says ${intent.inputs.join(', ')}.`,
-            `${at}: inputs`,
-          );
-      }
+      sameInputs(intent.inputs);
       if (intent.transferKind !== undefined && a.transferKind !== intent.transferKind)
         add(
           'transfer_kind_mismatch',
@@ -355,6 +403,53 @@ function compareFields(tx: DecodedTransaction, a: RecognisedAction, intent: Inte
       extraArgsMeta(`the ${a.choice ?? 'choice'}`, intent.meta ?? {});
       return;
     }
+    case 'ans-entry-request':
+      acting(intent.party);
+      contract(intent.ansRulesCid, 'AnsRules');
+      party('user', intent.party);
+      // The DSO of the AnsRules exercised, when the transaction discloses the contract.
+      if (a.parties.dso !== undefined) party('dso', intent.dso);
+      entryName(intent.name);
+      return;
+    case 'ans-entry-pay':
+    case 'ans-renewal-pay': {
+      const renewal = intent.kind === 'ans-renewal-pay';
+      acting(intent.party);
+      contract(intent.contractId, renewal ? 'subscription idle state' : 'subscription request');
+      party('sender', intent.party);
+      party('receiver', intent.dso);
+      // Interactive submission is single-party: the wallet provider (who earns the lock's app reward) is the party.
+      party('walletProvider', intent.party);
+      instrument({ admin: intent.dso, id: 'Amulet' });
+      amount(intent.targetAmount, 'targetAmount');
+      lockWithin(intent.targetAmount, intent.maxAmount);
+      entryName(intent.name);
+      if (renewal) {
+        if (intent.dueAt !== undefined) deadline('dueAt', intent.dueAt);
+      } else if (intent.dueAt !== undefined)
+        add(
+          'deadline_mismatch',
+          `the intent gives the due date ${intent.dueAt}, but a first payment pays no due date; only a renewal does.`,
+          `${at}: dueAt`,
+        );
+      const v = root?.type === 'exercise' ? root.chosenValue : undefined;
+      for (const other of (transferInputsAt(v, 'inputs') ?? []).filter((i) => i.tag !== 'InputAmulet'))
+        add(
+          'inputs_mismatch',
+          `the payment spends ${withArticle(other.tag)} ${other.contractId ?? ''}; a name-service payment is signed only when it spends Amulets.`,
+          `${at}: inputs`,
+        );
+      sameInputs(intent.inputs);
+      checkInputs(tx, intent, a, intent.inputs ?? a.inputs ?? [], at, add);
+      return;
+    }
+    case 'ans-payment-expire':
+      acting(intent.party);
+      contract(intent.contractId, 'subscription payment');
+      party('actor', intent.party);
+      party('dso', intent.dso);
+      entryName(intent.name);
+      return;
     case 'exercise': {
       const n = tx.nodeById.get(a.nodeId);
       if (n?.type === 'exercise') {
@@ -452,7 +547,11 @@ function checkConsequences(
   const generic = intent.kind === 'create' || intent.kind === 'exercise';
   const allowed = ALLOWED_CONSEQUENCES[intent.kind];
   const allowedCreates = ALLOWED_CREATES[intent.kind];
-  const declared = new Set(intent.kind === 'transfer' && intent.inputs ? intent.inputs : (a?.inputs ?? []));
+  const stated =
+    intent.kind === 'transfer' || intent.kind === 'ans-entry-pay' || intent.kind === 'ans-renewal-pay'
+      ? intent.inputs
+      : undefined;
+  const declared = new Set(stated ?? a?.inputs ?? []);
   const consumed = consumedIds(tx);
   const createdIds = new Set<string>();
   const created: Created[] = [];
@@ -517,6 +616,16 @@ function checkConsequences(
         created,
         add,
       );
+      return;
+    case 'ans-entry-request':
+      if (root?.type === 'exercise') checkAnsRequest(tx, intent, a, root, created, add);
+      return;
+    case 'ans-entry-pay':
+    case 'ans-renewal-pay':
+      if (root?.type === 'exercise') checkAnsPayment(tx, intent, a, root, created, add);
+      return;
+    case 'ans-payment-expire':
+      if (root?.type === 'exercise') checkAnsExpire(tx, intent, a, root, created, add);
       return;
     default:
       return;

@@ -4,8 +4,10 @@
  * offer and the amount it locks, the one TransferCommand of a preapproval
  * send, the one TransferPreapproval and ValidatorRight of a setup acceptance,
  * the one allocation of an allocate, the holdings each kind may create (owner,
- * instrument, change), the instrument and owner of disclosed inputs, and
- * metadata text the intent did not ask for. Used by ./check.ts.
+ * instrument, change; a name-service payment or expiry only the payer's own
+ * Canton Coin of the intent's DSO), the instrument and owner of disclosed
+ * inputs, and metadata text the intent did not ask for. Used by ./check.ts;
+ * the name service's own records are checked in ./ans.ts.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
@@ -78,6 +80,11 @@ function holdingRules(intent: Intent, a: RecognisedAction | undefined): HoldingR
     case 'allocation-withdraw':
     case 'allocation-cancel':
       return { owners: new Set([intent.party]), instrument: intent.instrument ?? a?.instrument };
+    case 'ans-entry-pay':
+    case 'ans-renewal-pay':
+    case 'ans-payment-expire':
+      // The lock, the change and the unlocked Canton Coin are all the payer's own.
+      return { owners: new Set([intent.party]), instrument: { admin: intent.dso, id: 'Amulet' } };
     case 'create':
     case 'exercise':
       return undefined;
@@ -231,6 +238,20 @@ function expectTotal(
   if (t === undefined || !decimalEquals(t, expected)) add('amount_mismatch', message(t), where);
 }
 
+/** The instrument an intent spends holdings of: its own, or Canton Coin of its DSO for name-service payments. */
+function spentInstrument(intent: Intent): InstrumentId | undefined {
+  switch (intent.kind) {
+    case 'transfer':
+    case 'allocation-allocate':
+      return intent.instrument;
+    case 'ans-entry-pay':
+    case 'ans-renewal-pay':
+      return { admin: intent.dso, id: 'Amulet' };
+    default:
+      return undefined;
+  }
+}
+
 /** Consumed inputs disclosed in the metadata must be holdings of the party, of the intent's instrument. */
 export function checkInputs(
   tx: DecodedTransaction,
@@ -240,7 +261,8 @@ export function checkInputs(
   at: string,
   add: Add,
 ): void {
-  if (intent.kind !== 'transfer' && intent.kind !== 'allocation-allocate') return;
+  const instrument = spentInstrument(intent);
+  if (!instrument) return;
   const owner = actingParty(intent);
   const disclosed = inputContractsById(tx);
   for (const cid of cids) {
@@ -259,10 +281,10 @@ export function checkInputs(
         `input ${cid} is a holding of ${h.owner ?? 'an unreadable owner'} but the intent spends ${owner}'s holdings.`,
         `${at}: inputs`,
       );
-    else if (!sameInstrument(h.instrument, intent.instrument) && !sameInstrument(h.instrument, a.instrument))
+    else if (!sameInstrument(h.instrument, instrument) && !sameInstrument(h.instrument, a.instrument))
       add(
         'instrument_mismatch',
-        `input ${cid} is a holding of ${instrumentText(h.instrument)} but the intent says ${instrumentText(intent.instrument)}.`,
+        `input ${cid} is a holding of ${instrumentText(h.instrument)} but the intent says ${instrumentText(instrument)}.`,
         `${at}: inputs`,
       );
   }
@@ -330,7 +352,7 @@ function fieldChecker(nodeId: string, what: string, v: Value, add: Add) {
   };
 }
 
-function exactlyOne(
+export function exactlyOne(
   created: readonly Created[],
   match: (c: Created) => boolean,
   what: string,

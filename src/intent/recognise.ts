@@ -4,14 +4,16 @@
  * which differs between networks: the templates each kind may act on are
  * pinned in ./allow.ts) and by the argument's record labels. Token-standard and
  * Splice actions get a specific kind with their parties, amount, instrument,
- * deadlines, memo and inputs; any other create or exercise root is listed as a
+ * deadlines, memo and inputs; the name service's request, payments and
+ * expiries also their entry name (read from the subscription description the
+ * DSO's AnsRules write, `prefix "name"`); any other create or exercise root is listed as a
  * generic `create` / `exercise` — as is a known choice on a template of
  * another package. Fetch, rollback and query-by-key roots are not
  * actions and are not listed. Used by the intent check and by `inspect`.
  */
 import { templateName } from '../hashing/inspect.js';
 import type { CreateNode, DecodedTransaction, ExerciseNode, Identifier, Value } from '../hashing/model.js';
-import { ROOT_TEMPLATES, templateKey } from './allow.js';
+import { PKG, ROOT_TEMPLATES, templateKey } from './allow.js';
 import type { ActionKind, InstrumentId, RecognisedAction } from './model.js';
 import { descendants, inputContractsById } from './tree.js';
 import {
@@ -42,6 +44,15 @@ const ALLOCATION_CHOICES: Record<string, ActionKind> = {
   Allocation_Cancel: 'allocation-cancel',
   AllocationRequest_Reject: 'allocation-request-reject',
   AllocationRequest_Withdraw: 'allocation-request-withdraw',
+};
+
+/** Name-service choices: the kind and the one template entity each is a choice of. */
+const ANS_CHOICES: Record<string, { kind: ActionKind; entity: string }> = {
+  AnsRules_RequestEntry: { kind: 'ans-entry-request', entity: 'AnsRules' },
+  SubscriptionRequest_AcceptAndMakePayment: { kind: 'ans-entry-pay', entity: 'SubscriptionRequest' },
+  SubscriptionIdleState_MakePayment: { kind: 'ans-renewal-pay', entity: 'SubscriptionIdleState' },
+  SubscriptionPayment_Expire: { kind: 'ans-payment-expire', entity: 'SubscriptionPayment' },
+  SubscriptionInitialPayment_Expire: { kind: 'ans-payment-expire', entity: 'SubscriptionInitialPayment' },
 };
 
 type Inputs = ReturnType<typeof inputContractsById>;
@@ -90,6 +101,12 @@ function recogniseExercise(
   if (choice === 'AllocationFactory_Allocate') return allocate(nodeId, n);
   const allocationKind = ALLOCATION_CHOICES[choice];
   if (allocationKind) return allocation(nodeId, n, allocationKind, inputs);
+  const ans = ANS_CHOICES[choice];
+  if (ans && n.templateId.entityName === ans.entity) {
+    if (ans.kind === 'ans-entry-request') return ansRequest(nodeId, n, inputs);
+    if (ans.kind === 'ans-payment-expire') return ansExpire(tx, nodeId, n, inputs);
+    return ansPayment(tx, nodeId, n, ans.kind, inputs);
+  }
   return base('exercise', nodeId, n);
 }
 
@@ -323,5 +340,170 @@ function allocation(nodeId: string, n: ExerciseNode, kind: ActionKind, inputs: I
   Object.assign(a, allocationFields(contract, 'allocation'));
   const locked = contractIdAt(contract, 'lockedHoldingCid');
   if (locked) a.inputs = [locked];
+  return a;
+}
+
+// ---- name service ---------------------------------------------------------------------------------------
+
+/**
+ * Daml's `show` of a Text, as AnsRules_RequestEntry puts the name into the
+ * subscription's description: in double quotes, `"` and `\` escaped with a
+ * backslash (entry names are `[a-z0-9_-.]`, so the escapes rarely apply).
+ */
+export function showText(s: string): string {
+  return `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** The subscription description AnsRules_RequestEntry writes for `name` under the DSO's prefix. */
+export function ansDescription(prefix: string, name: string): string {
+  return `${prefix}${showText(name)}`;
+}
+
+/**
+ * The entry name a subscription description carries: its last double-quoted
+ * string (`CNS entry: "alice.unverified.cns"` → `alice.unverified.cns`), which
+ * must close the description; `undefined` when there is none.
+ */
+export function nameFromDescription(description: string | undefined): string | undefined {
+  const d = description;
+  if (d === undefined || !d.endsWith('"') || escapedAt(d, d.length - 1)) return undefined;
+  // Backwards to the opening quote: the first one not escaped (linear: each backslash run is counted once).
+  for (let i = d.length - 2; i >= 0; i--)
+    if (d[i] === '"' && !escapedAt(d, i)) return d.slice(i + 1, -1).replace(/\\(.)/gs, '$1');
+  return undefined;
+}
+
+/** Whether the character at `i` follows an odd number of backslashes. */
+function escapedAt(s: string, i: number): boolean {
+  let k = 0;
+  while (i - 1 - k >= 0 && s[i - 1 - k] === '\\') k++;
+  return k % 2 === 1;
+}
+
+/** A `TransferInput` of a payment choice: its constructor and, when it carries one, its contract id. */
+export interface PaymentInput {
+  tag: string;
+  contractId: string | undefined;
+}
+
+/** The `inputs : [TransferInput]` at `path`; `undefined` when it is not a list of variants. */
+export function transferInputsAt(v: Value | undefined, path: string): PaymentInput[] | undefined {
+  const x = at(v, path);
+  if (x?.kind !== 'list') return undefined;
+  const out: PaymentInput[] = [];
+  for (const e of x.elements) {
+    if (e.kind !== 'variant') return undefined;
+    out.push({ tag: e.constructor, contractId: e.value.kind === 'contractId' ? e.value.value : undefined });
+  }
+  return out;
+}
+
+/** The first create below `nodeId` (not rolled back) of `package-name:Entity` `key`. */
+export function firstCreated(tx: DecodedTransaction, nodeId: string, key: string): CreateNode | undefined {
+  for (const d of descendants(tx, nodeId))
+    if (!d.rolledBack && d.node.type === 'create' && templateKey(d.node) === key) return d.node;
+  return undefined;
+}
+
+const WALLET_PAYMENTS = (entity: string) => `${PKG.walletPayments}:${entity}`;
+
+/** The DSO's AnsRules (an input contract) names the DSO; the choice argument names the user and the entry. */
+function ansRequest(nodeId: string, n: ExerciseNode, inputs: Inputs): RecognisedAction {
+  const v = n.chosenValue;
+  const rules = inputs.get(n.contractId)?.argument;
+  const a: RecognisedAction = {
+    ...base('ans-entry-request', nodeId, n),
+    parties: defined({ user: partyAt(v, 'user'), dso: partyAt(rules, 'dso') }),
+  };
+  const name = textAt(v, 'name');
+  if (name !== undefined) a.name = name;
+  return a;
+}
+
+/**
+ * A first payment or a renewal: the subscription (sender, receiver, DSO,
+ * description) and the target amount are read from the payment contract the
+ * choice creates (else the subscription comes from the request or idle state
+ * exercised, when disclosed); the amount is what the LockedAmulet the payment
+ * names locks — the Canton Coin leaving the party. Inputs are the Amulets the
+ * choice spends (other kinds of transfer input are not listed).
+ */
+function ansPayment(
+  tx: DecodedTransaction,
+  nodeId: string,
+  n: ExerciseNode,
+  kind: ActionKind,
+  inputs: Inputs,
+): RecognisedAction {
+  const v = n.chosenValue;
+  const renewal = kind === 'ans-renewal-pay';
+  const payment = firstCreated(
+    tx,
+    nodeId,
+    WALLET_PAYMENTS(renewal ? 'SubscriptionPayment' : 'SubscriptionInitialPayment'),
+  )?.argument;
+  const state = inputs.get(n.contractId)?.argument;
+  const data = at(payment, 'subscriptionData') ?? at(state, 'subscriptionData');
+  const lockedCid = contractIdAt(payment, 'lockedAmulet');
+  let locked: Value | undefined;
+  for (const d of descendants(tx, nodeId))
+    if (
+      !d.rolledBack &&
+      d.node.type === 'create' &&
+      d.node.templateId.entityName === 'LockedAmulet' &&
+      (lockedCid === undefined || d.node.contractId === lockedCid)
+    ) {
+      locked = d.node.argument;
+      break;
+    }
+  const dso = partyAt(data, 'dso');
+  const a: RecognisedAction = {
+    ...base(kind, nodeId, n),
+    parties: defined({
+      sender: partyAt(data, 'sender'),
+      receiver: partyAt(data, 'receiver'),
+      walletProvider: partyAt(v, 'walletProvider'),
+    }),
+    amounts: defined({
+      amount: numericAt(locked, 'amulet.amount.initialAmount'),
+      targetAmount: numericAt(payment, 'targetAmount'),
+    }),
+    deadlines: renewal
+      ? defined({ dueAt: timeAt(payment, 'thisPaymentDueAt') ?? timeAt(state, 'nextPaymentDueAt') })
+      : {},
+    ...extras({ instrument: dso === undefined ? undefined : { admin: dso, id: 'Amulet' } }),
+  };
+  const paid = transferInputsAt(v, 'inputs');
+  if (paid) a.inputs = paid.filter((i) => i.tag === 'InputAmulet' && i.contractId).map((i) => i.contractId!);
+  const name = nameFromDescription(textAt(data, 'description'));
+  if (name !== undefined) a.name = name;
+  return a;
+}
+
+/**
+ * Taking back an uncollected payment: the payment (an input contract) names
+ * the subscription and the LockedAmulet released, listed as the action's
+ * input; without it the subscription is read from the idle state or
+ * terminated subscription the choice creates.
+ */
+function ansExpire(
+  tx: DecodedTransaction,
+  nodeId: string,
+  n: ExerciseNode,
+  inputs: Inputs,
+): RecognisedAction {
+  const payment = inputs.get(n.contractId)?.argument;
+  const made =
+    firstCreated(tx, nodeId, WALLET_PAYMENTS('SubscriptionIdleState')) ??
+    firstCreated(tx, nodeId, WALLET_PAYMENTS('TerminatedSubscription'));
+  const data = at(payment, 'subscriptionData') ?? at(made?.argument, 'subscriptionData');
+  const a: RecognisedAction = {
+    ...base('ans-payment-expire', nodeId, n),
+    parties: defined({ actor: partyAt(n.chosenValue, 'actor'), dso: partyAt(data, 'dso') }),
+  };
+  const locked = contractIdAt(payment, 'lockedAmulet');
+  if (locked) a.inputs = [locked];
+  const name = nameFromDescription(textAt(data, 'description'));
+  if (name !== undefined) a.name = name;
   return a;
 }
