@@ -51,6 +51,7 @@ export const COMMAND_MODULES: readonly (readonly [
   [['policy'], async () => (await import('./policy.js')).registerPolicy],
   [['approvals', 'approvers'], async () => (await import('./approvals.js')).registerApprovals],
   [['ingest'], async () => (await import('./ingest.js')).registerIngest],
+  [['names'], async () => (await import('./names.js')).registerNames],
 ];
 
 /**

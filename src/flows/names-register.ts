@@ -15,8 +15,8 @@ import {
   DEFAULT_ANS_ACRONYM,
 } from '../canton/ans-rules.js';
 import { isCantonApiError } from '../canton/errors.js';
-import { NameConflictError, type NameRecord } from '../store/repos/names.js';
 import type { Store } from '../store/index.js';
+import { NameConflictError, type NameRecord } from '../store/repos/names.js';
 import { loadAnsTerms, loadPaymentContext, targetAmount } from './ans-ledger.js';
 import { type FlowContext, partyOf } from './context.js';
 import { type NameKeeper, type NameView, nameView } from './names-keeper.js';

@@ -30,6 +30,7 @@ import { depositsRoutes } from './routes/deposits.js';
 import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { keysRoutes } from './routes/keys.js';
+import { namesRoutes } from './routes/names.js';
 import { offersRoutes } from './routes/offers.js';
 import { partiesRoutes } from './routes/parties.js';
 import { approvalsRoutes, policyRoutes } from './routes/policy.js';
@@ -253,6 +254,7 @@ export function buildApp(deps: ServiceDeps, opts: AppOptions): BuiltApp {
       await partiesRoutes(v1, deps);
       await withdrawalsRoutes(v1, deps);
       await offersRoutes(v1, deps);
+      await namesRoutes(v1, deps);
       await signRoutes(v1, deps);
       await auditRoutes(v1, deps);
       await airGapRoutes(v1, deps);

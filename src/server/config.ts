@@ -553,12 +553,20 @@ export const namesSchema = z
     /** A failed step (a payment without funds, a network error) is tried again after this long (s). */
     retrySeconds: z.number().int().min(1).max(86_400).default(300),
     /** `name.expiring` is sent when less than this is left before an entry expires and it is not renewed (h). */
-    expiringHours: z.number().min(1).max(24 * 365).default(24 * 7),
+    expiringHours: z
+      .number()
+      .min(1)
+      .max(24 * 365)
+      .default(24 * 7),
     /**
      * How long a signature across the air gap takes (h). A cold party's renewal is exported as soon
      * as its window opens; a warning says when the time left is shorter than this.
      */
-    airGapTurnaroundHours: z.number().min(0).max(24 * 365).default(72),
+    airGapTurnaroundHours: z
+      .number()
+      .min(0)
+      .max(24 * 365)
+      .default(72),
     /** How often the keeper looks at the registrations (ms). */
     pollMs: z.number().int().min(20).max(3_600_000).default(30_000),
   })

@@ -79,8 +79,7 @@ const AutoRenew = z.strictObject({ enabled: z.boolean() });
 
 async function nameOf(deps: ServiceDeps, partyId: string, name: string) {
   const n = (await deps.store.names.ofParty(partyId)).find((x) => x.name === name);
-  if (!n)
-    throw new ApiError(404, 'not_found', `${partyId} has no registration of ${name}`, 'params.name');
+  if (!n) throw new ApiError(404, 'not_found', `${partyId} has no registration of ${name}`, 'params.name');
   return n;
 }
 
