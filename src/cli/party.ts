@@ -184,7 +184,7 @@ export function registerParty(program: Command): void {
       const text =
         all.length === 0
           ? 'no parties\n'
-          : `${all.map((p) => `${p.partyId}\t${p.keyLabel}\t${p.scheme}\t${p.via}`).join('\n')}\n`;
+          : `${all.map((p) => `${p.partyId}\t${p.keyLabel}\t${p.scheme}\t${p.via}${p.ansName ? `\t${p.ansName}` : ''}`).join('\n')}\n`;
       out(opts.json, { parties: all }, text);
     });
 

@@ -568,7 +568,7 @@ export const namesSchema = z
       .max(24 * 365)
       .default(72),
     /** How often the keeper looks at the registrations (ms). */
-    pollMs: z.number().int().min(20).max(3_600_000).default(30_000),
+    pollMs: z.number().int().min(20).max(3_600_000).default(5000),
   })
   .prefault({});
 

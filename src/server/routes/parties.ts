@@ -173,7 +173,14 @@ export async function partiesRoutes(app: FastifyInstance, deps: ServiceDeps): Pr
       const all = await deps.store.parties.list();
       const scope = request.access?.allowed && !request.access.public ? request.access.parties : [];
       const parties: PartyRecord[] = scope === 'any' ? all : all.filter((p) => scope.includes(p.partyId));
-      return { parties };
+      // Each party's own name next to its id: the entries this signer registered and keeps alive.
+      const names = await deps.store.names.activeNames(parties.map((p) => p.partyId));
+      return {
+        parties: parties.map((p) => {
+          const n = names.get(p.partyId);
+          return n ? { ...p, ansName: n } : p;
+        }),
+      };
     },
   );
 
