@@ -14,6 +14,14 @@ import type { AmuletDso, OpenRound } from './prepared/amulet-inputs.js';
 import { openRoundRecord } from './prepared/amulet-inputs.js';
 import { addAmounts, subAmounts } from './prepared/amulet-transfer.js';
 import {
+  ANS_ID,
+  ANS_PACKAGE_NAME,
+  type AnsConfig,
+  ansEntryRecord,
+  ansRulesRecord,
+  DEFAULT_ANS_CONFIG,
+} from './prepared/ans.js';
+import {
   amuletRecord,
   ID,
   ident,
@@ -43,8 +51,9 @@ export const EXTRA_ID = {
     'Splice.ExternalPartyAmuletRules',
     'TransferCommandCounter',
   ),
-  ansEntry: ident(PKG.spliceAmulet, 'Splice.Ans', 'AnsEntry'),
-  ansRules: ident(PKG.spliceAmulet, 'Splice.Ans', 'AnsRules'),
+  /** The name service's templates live in splice-amulet-name-service (./prepared/ans.ts). */
+  ansEntry: ANS_ID.ansEntry,
+  ansRules: ANS_ID.ansRules,
   featuredAppRight: ident(PKG.spliceAmulet, 'Splice.Amulet', 'FeaturedAppRight'),
 } as const;
 
@@ -313,42 +322,25 @@ export function transferCommandCounterContract(dso: string, sender: string, next
   };
 }
 
+/** An AnsEntry (splice-amulet-name-service), url and description empty, signed by the user and the DSO. */
 export function ansEntryContract(dso: string, user: string, name: string, expiresAt: bigint): NewContract {
   return {
     contractId: freshContractId(),
-    templateId: EXTRA_ID.ansEntry,
-    packageName: PACKAGE_NAME.amulet,
-    argument: record(EXTRA_ID.ansEntry, [
-      ['user', party(user)],
-      ['dso', party(dso)],
-      ['name', text(name)],
-      ['url', text('')],
-      ['description', text('')],
-      ['expiresAt', ts(expiresAt)],
-    ]),
+    templateId: ANS_ID.ansEntry,
+    packageName: ANS_PACKAGE_NAME.nameService,
+    argument: ansEntryRecord({ dso, user, name, url: '', description: '' }, expiresAt),
     signatories: sortedSet(dso, user),
     stakeholders: sortedSet(dso, user),
     nodeId: 0,
   };
 }
 
-export function ansRulesContract(dso: string): NewContract {
-  return dsoContract(
-    dso,
-    EXTRA_ID.ansRules,
-    record(EXTRA_ID.ansRules, [
-      ['dso', party(dso)],
-      [
-        'config',
-        record(ident(PKG.spliceAmulet, 'Splice.Ans', 'AnsRulesConfig'), [
-          ['renewalDuration', int(2_592_000_000_000n)],
-          ['entryLifetime', int(7_776_000_000_000n)],
-          ['entryFee', { kind: 'numeric', value: '1.0000000000' }],
-          ['descriptionPrefix', text('ANS entry: ')],
-        ]),
-      ],
-    ]),
-  );
+/** The DSO's AnsRules (splice-amulet-name-service) with configuration `config`. */
+export function ansRulesContract(dso: string, config: AnsConfig = DEFAULT_ANS_CONFIG): NewContract {
+  return {
+    ...dsoContract(dso, ANS_ID.ansRules, ansRulesRecord(dso, config)),
+    packageName: ANS_PACKAGE_NAME.nameService,
+  };
 }
 
 export function sortedSet(...xs: string[]): string[] {

@@ -18,7 +18,9 @@
  * - lostResponse: processed, then the connection is closed without an answer.
  * - tamper: the prepared transaction handed out pays someone else, pays more,
  *   or carries an extra root node; the claimed hash is the tampered
- *   transaction's own or the original's.
+ *   transaction's own or the original's. A name-service payment tampered
+ *   with `receiver` locks its CC for the thief party (lock holder and
+ *   subscription receiver), with `amount` locks more than the entry's fee.
  * - expiredRound: the mining rounds advance twice after prepare, so the
  *   transaction's round has closed by execute.
  */

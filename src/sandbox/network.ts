@@ -25,6 +25,7 @@ import { builtinNamespace, newUpdateId, suffixContractId } from './ledger/ids.js
 import type { ExternalParty } from './ledger/parties.js';
 import { type Contract, LedgerStore, type NewContract, type Update } from './ledger/store.js';
 import { mapContractIds } from './ledger/value-json.js';
+import { type AnsConfig, DEFAULT_ANS_CONFIG } from './prepared/ans.js';
 import { ID, mintContractId } from './prepared/common.js';
 
 export interface SandboxNetworkOptions {
@@ -36,6 +37,35 @@ export interface SandboxNetworkOptions {
   validatorFunds?: string;
   /** Label of the name service (`alice.unverified.<label>`). Default `cns`. */
   ansLabel?: string;
+  /**
+   * The name service's AnsRules configuration: entry fee in USD (default
+   * '1.0'), entry lifetime (default 90 days), renewal window (default 30
+   * days), the subscription description's prefix (default 'CNS entry: ').
+   */
+  ans?: {
+    entryFee?: string;
+    entryLifetimeMs?: number;
+    renewalDurationMs?: number;
+    descriptionPrefix?: string;
+  };
+}
+
+function ansConfigOf(o: SandboxNetworkOptions['ans'] = {}): AnsConfig {
+  const us = (ms: number | undefined, dflt: bigint, what: string) => {
+    if (ms === undefined) return dflt;
+    if (!Number.isSafeInteger(ms) || ms <= 0)
+      throw new RangeError(`ans.${what} must be a positive whole number of ms`);
+    return BigInt(ms) * 1000n;
+  };
+  const fee = o.entryFee ?? DEFAULT_ANS_CONFIG.entryFee;
+  if (!/^(0|[1-9]\d{0,27})(\.\d{1,10})?$/.test(fee) || /^0(\.0*)?$/.test(fee))
+    throw new RangeError(`ans.entryFee must be a positive decimal with at most 10 decimals, got ${fee}`);
+  return {
+    entryFee: fee,
+    entryLifetimeUs: us(o.entryLifetimeMs, DEFAULT_ANS_CONFIG.entryLifetimeUs, 'entryLifetimeMs'),
+    renewalDurationUs: us(o.renewalDurationMs, DEFAULT_ANS_CONFIG.renewalDurationUs, 'renewalDurationMs'),
+    descriptionPrefix: o.descriptionPrefix ?? DEFAULT_ANS_CONFIG.descriptionPrefix,
+  };
 }
 
 /** A user of the participant (Ledger API) and its rights. */
@@ -83,6 +113,8 @@ export class SandboxNetwork {
   readonly synchronizerId: string;
   readonly synchronizerAlias = 'global';
   readonly ansLabel: string;
+  /** The configuration the network's AnsRules is created with. */
+  readonly ansConfig: AnsConfig;
   /** Splice's migration id: 0, one more after each major upgrade. */
   migrationId = 0;
   readonly parties = new Map<string, ExternalParty>();
@@ -106,6 +138,7 @@ export class SandboxNetwork {
     this.mallory = `mallory::${validatorNs}`;
     this.synchronizerId = `global-domain::${this.namespace}`;
     this.ansLabel = opts.ansLabel ?? 'cns';
+    this.ansConfig = ansConfigOf(opts.ans);
     this.roundIntervalMs = opts.roundIntervalMs ?? 600_000;
     this.localParties.add(this.dso).add(this.validatorParty).add(this.mallory);
     this.addUser(VALIDATOR_USER, this.validatorParty, true);
@@ -160,6 +193,11 @@ export class SandboxNetwork {
 
   externalPartyAmuletRules(): Contract {
     return this.store.activeContracts('Splice.ExternalPartyAmuletRules:ExternalPartyAmuletRules')[0]!;
+  }
+
+  /** The DSO's AnsRules (the name service's configuration). */
+  ansRules(): Contract {
+    return this.store.activeContracts('Splice.Ans:AnsRules')[0]!;
   }
 
   /** The newest open round: what choice contexts hand out. */
@@ -318,7 +356,7 @@ export class SandboxNetwork {
       creates: [
         amuletRulesContract(this.dso),
         externalRulesContract(this.dso),
-        ansRulesContract(this.dso),
+        ansRulesContract(this.dso, this.ansConfig),
         newRoundContract(this.dso, 0n, now, tickUs),
         newRoundContract(this.dso, 1n, now, tickUs),
         ansEntryContract(this.dso, this.dso, `dso.${this.ansLabel}`, entryExpiry),

@@ -15,6 +15,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { registerSandboxAdminRoutes } from './admin.js';
+import { installAnsAutomation } from './ans-automation.js';
 import { DISCOVERY_PATH, JWKS_PATH, SandboxAuth, type SandboxAuthOptions, TOKEN_PATH } from './auth.js';
 import { installAutomation } from './automation.js';
 import type { SandboxContext } from './context.js';
@@ -77,6 +78,7 @@ export function buildSandboxApp(opts: SandboxOptions = {}): { app: FastifyInstan
     scan: new ScanHistory(net),
   };
   installAutomation(net);
+  installAnsAutomation(net);
   const app = Fastify({
     // Requests are logged as method and url, never headers.
     // Logs go to stderr: stdout is the command's output (`canton-signer sandbox --json`).

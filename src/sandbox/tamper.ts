@@ -5,9 +5,10 @@
  * refuses it. The result is a well-formed transaction (it decodes and hashes).
  */
 import type { Node, PreparedTransaction, Value } from '../hashing/model.js';
+import { fromUnits } from '../intent/decimal.js';
 import { amuletContract } from './amulet.js';
 import type { SandboxNetwork } from './network.js';
-import { createNode, mintContractId } from './prepared/common.js';
+import { createNode, mintContractId, numericUnits } from './prepared/common.js';
 
 export type TamperChange = 'receiver' | 'amount' | 'instrument' | 'extraRoot';
 
@@ -103,12 +104,105 @@ function mapNodes(
   return { ...p, transaction: { ...p.transaction, nodes } };
 }
 
+/** The name-service payments: their root locks CC for the DSO (../prepared/ans.ts). */
+const ANS_PAYMENTS = new Set([
+  'SubscriptionRequest_AcceptAndMakePayment',
+  'SubscriptionIdleState_MakePayment',
+]);
+
+function ansPaymentRoot(p: PreparedTransaction): boolean {
+  const root = p.transaction.nodes.find((n) => n.nodeId === p.transaction.roots[0])?.node;
+  return root?.type === 'exercise' && ANS_PAYMENTS.has(root.choiceId);
+}
+
+const entity = (v: Value) => (v.kind === 'record' ? v.recordId?.entityName : undefined);
+const fieldOf = (v: Value, label: string) =>
+  v.kind === 'record' ? v.fields.find((f) => f.label === label)?.value : undefined;
+const withField = (v: Value, label: string, value: Value): Value =>
+  v.kind === 'record' ? { ...v, fields: v.fields.map((f) => (f.label === label ? { label, value } : f)) } : v;
+
+/**
+ * A name-service payment tampered with: `amount` raises targetAmount tenfold
+ * and the lock by as much (the payer locks and is charged more than the
+ * entry's fee); `receiver` makes the network's thief party the lock's holder
+ * and the subscription's receiver (so it, not the DSO, could collect or
+ * release the lock). Signatories and acting parties follow.
+ */
+function tamperAnsPayment(net: SandboxNetwork, p: PreparedTransaction, change: 'amount' | 'receiver') {
+  const nodes = p.transaction.nodes.map((n) => n.node);
+  const payment = nodes.find(
+    (n) =>
+      n.type === 'create' &&
+      (n.templateId.entityName === 'SubscriptionInitialPayment' ||
+        n.templateId.entityName === 'SubscriptionPayment'),
+  );
+  const locked = nodes.find((n) => n.type === 'create' && n.templateId.entityName === 'LockedAmulet');
+  if (payment?.type !== 'create' || locked?.type !== 'create')
+    throw new Error(`tamper ${change}: the name-service payment creates no payment or lock`);
+  const dso = net.dso;
+  if (change === 'amount') {
+    const target = fieldOf(payment.argument, 'targetAmount');
+    const amulet = fieldOf(locked.argument, 'amulet');
+    const lock = amulet && fieldOf(fieldOf(amulet, 'amount') ?? amulet, 'initialAmount');
+    if (target?.kind !== 'numeric' || lock?.kind !== 'numeric')
+      throw new Error('tamper amount: the payment names no target amount');
+    const t = numericUnits(target.value);
+    const bigger = fromUnits(t * 10n);
+    const biggerLock = fromUnits(numericUnits(lock.value) + t * 9n);
+    return mapNodes(p, (x) => {
+      if (x.kind !== 'numeric') return undefined;
+      if (x.value === target.value) return { kind: 'numeric', value: bigger };
+      if (x.value === lock.value) return { kind: 'numeric', value: biggerLock };
+      return undefined;
+    });
+  }
+  const thief = net.mallory;
+  const swapped = mapNodes(p, (x) => {
+    const e = entity(x);
+    if (e === 'TimeLock') {
+      const holders = fieldOf(x, 'holders');
+      if (holders?.kind !== 'list') return undefined;
+      return withField(x, 'holders', {
+        kind: 'list',
+        elements: holders.elements.map((h) =>
+          h.kind === 'party' && h.value === dso ? { kind: 'party', value: thief } : h,
+        ),
+      });
+    }
+    if (e === 'SubscriptionData' || e === 'TransferOutput') {
+      const r = fieldOf(x, 'receiver');
+      if (r?.kind === 'party' && r.value === dso)
+        return withField(x, 'receiver', { kind: 'party', value: thief });
+    }
+    return undefined;
+  });
+  const add = (xs: string[]) => [...new Set([...xs, thief])].sort();
+  const out: Node[] = swapped.transaction.nodes.map(({ nodeId, node }) => {
+    if (
+      node.type === 'create' &&
+      ['LockedAmulet', 'SubscriptionInitialPayment', 'SubscriptionPayment'].includes(
+        node.templateId.entityName,
+      )
+    )
+      return {
+        nodeId,
+        node: { ...node, signatories: add(node.signatories), stakeholders: add(node.stakeholders) },
+      };
+    if (node.type === 'exercise' && node.choiceId === 'AmuletRules_Transfer')
+      return { nodeId, node: { ...node, actingParties: add(node.actingParties) } };
+    return { nodeId, node };
+  });
+  return { ...swapped, transaction: { ...swapped.transaction, nodes: out } };
+}
+
 /** Returns a tampered copy; throws if the change does not apply to this transaction. */
 export function tamper(
   net: SandboxNetwork,
   p: PreparedTransaction,
   change: TamperChange,
 ): PreparedTransaction {
+  if ((change === 'amount' || change === 'receiver') && ansPaymentRoot(p))
+    return tamperAnsPayment(net, p, change);
   // Where the receiver or amount is named: the root action's value first, then every node's.
   const rootFirst = [...p.transaction.nodes].sort(
     (a, b) => Number(b.nodeId === p.transaction.roots[0]) - Number(a.nodeId === p.transaction.roots[0]),

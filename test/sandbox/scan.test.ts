@@ -349,10 +349,14 @@ describe('ANS, DSO party, preapprovals, counters', () => {
     ])
       expect((await rejection(p)).status).toBe(404);
     const listed = await scan.listAnsEntries({ namePrefix: 'a', pageSize: 10 });
-    expect(listed.entries.map((e) => e.name)).toEqual(['alice.unverified.cns', 'aaa.unverified.cns']);
+    // Ordered by name, as Scan's query orders them.
+    expect(listed.entries.map((e) => e.name)).toEqual(['aaa.unverified.cns', 'alice.unverified.cns']);
     expect(validateAgainst(scanSpec, 'ListEntriesResponse', listed)).toEqual([]);
     const one = await validator.scanProxyListAnsEntries({ pageSize: 1 });
-    expect(one.entries.map((e) => e.name)).toEqual(['dso.cns']);
+    expect(one.entries.map((e) => e.name)).toEqual(['aaa.unverified.cns']);
+    // The DSO's reserved name follows the entries when the page has room.
+    const dsoListed = await scan.listAnsEntries({ namePrefix: 'd', pageSize: 10 });
+    expect(dsoListed.entries).toEqual([{ user: net.dso, name: 'dso.cns', url: '', description: '' }]);
     const all = await scan.listAnsEntries({ pageSize: 100 });
     expect(all.entries.map((e) => e.name)).not.toContain('bob.unverified.cns');
     const missing = await fetch(`${sb.urls.scan}/v0/ans-entries`);

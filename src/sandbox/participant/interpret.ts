@@ -3,7 +3,8 @@
  * signs) and for submit-and-wait (a local party, the participant signs): the
  * Splice actions (token-standard transfer, transfer-instruction
  * accept/reject/withdraw, TransferPreapprovalProposal creation,
- * TransferPreapproval renew/cancel) and Canton's built-in Ping (create,
+ * TransferPreapproval renew/cancel, the name service's entry requests and
+ * payments in ./interpret-ans.ts) and Canton's built-in Ping (create,
  * archive). It checks the command against the ledger as the Daml code would
  * (controllers, Amulet's checks on admin, instrument, amounts, deadlines,
  * inputs valued after holding fees as of the open round; contracts the
@@ -39,6 +40,7 @@ import { pingArchive, pingCreate } from '../prepared/ping.js';
 import { transferPreapprovalCancel, transferPreapprovalRenew } from '../prepared/preapproval-manage.js';
 import { transferPreapprovalProposalCreate } from '../prepared/proposal.js';
 import { tokenStandardTransfer } from '../prepared/token-transfer.js';
+import { ANS_CHOICES, interpretAnsChoice } from './interpret-ans.js';
 import { DEVNET_CHOICES, interpretDevNetChoice } from './interpret-devnet.js';
 
 /** The parts of a prepare request the interpreter reads. */
@@ -189,6 +191,9 @@ function exercise(net: SandboxNetwork, req: PrepareCommand, actor: string, cmd: 
   // AmuletRules_DevNet_Tap, AmuletRules_DevNet_FeatureApp, AmuletRules_BuyMemberTraffic: ./interpret-devnet.ts
   const devnet = DEVNET_CHOICES.find((c) => c === choice);
   if (devnet) return interpretDevNetChoice(net, req, actor, cmd, devnet, arg);
+  // The name service: requesting, paying and renewing an entry, taking back a payment: ./interpret-ans.ts
+  const ans = ANS_CHOICES.find((c) => c === choice);
+  if (ans) return interpretAnsChoice(net, req, actor, cmd, ans, arg);
   switch (choice) {
     case 'TransferFactory_Transfer':
       return factoryTransfer(net, req, actor, cid, arg);

@@ -67,7 +67,8 @@ export const holdingRef = (
   stakeholders: [dso, owner],
 });
 
-const relTime = (us: bigint): Value =>
+/** `DA.Time.Types:RelTime { microseconds }` (daml-stdlib). */
+export const relTime = (us: bigint): Value =>
   record(
     ident('b70db8369e1c461d5c70f1c86f526a29e9776c655e6ffc2560f95b05ccb8b946', 'DA.Time.Types', 'RelTime'),
     [['microseconds', int(us)]],

@@ -64,6 +64,11 @@ export interface AmuletTransferSpec {
   change: { contractId: string; argument: Value } | undefined;
   outputArgument: Value;
   extraMeta: Record<string, string>;
+  /**
+   * Callers that pass no `expectedDso` (the wallet-payments helpers): the
+   * field is None, which the participant drops as a trailing None.
+   */
+  omitExpectedDso?: boolean;
 }
 
 /** Sum of decimal amounts with 10 decimals, exactly. */
@@ -143,7 +148,7 @@ export function transferResult(s: AmuletTransferSpec, withMeta: boolean): Value 
 
 /** The AmuletRules_Transfer argument. */
 export function amuletRulesTransferArg(s: AmuletTransferSpec): Value {
-  return record(amuletType('Splice.AmuletRules', 'AmuletRules_Transfer'), [
+  const fields: [string, Value][] = [
     [
       'transfer',
       record(amuletType('Splice.AmuletRules', 'Transfer'), [
@@ -154,8 +159,9 @@ export function amuletRulesTransferArg(s: AmuletTransferSpec): Value {
       ]),
     ],
     ['context', transferContext(s.dso.openRound.contractId)],
-    ['expectedDso', some(party(s.dso.dso))],
-  ]);
+  ];
+  if (!s.omitExpectedDso) fields.push(['expectedDso', some(party(s.dso.dso))]);
+  return record(amuletType('Splice.AmuletRules', 'AmuletRules_Transfer'), fields);
 }
 
 /**

@@ -16,7 +16,7 @@ import type { Contract } from '../ledger/store.js';
 import { str } from '../ledger/value-json.js';
 import type { SandboxNetwork } from '../network.js';
 import { contractWithState, preapprovalOf, spliceContract } from '../validator/routes.js';
-import { ansEntriesWithPrefix, ansEntryByName, ansEntryByParty, renderAnsEntry } from './ans.js';
+import { ansEntriesWithPrefix, ansEntryByName, ansEntryByParty } from './ans.js';
 import { featuredAppRightOf } from './featured.js';
 import { MAX_PAGE_SIZE } from './history.js';
 import { holdingsSummary } from './holdings.js';
@@ -88,29 +88,28 @@ function registerShared(app: FastifyInstance, ctx: SandboxContext, prefix: strin
   app.get(`${prefix}/ans-entries`, cfg('listAnsEntries'), async (req) => {
     const q = query(req);
     const pageSize = intParam(q.page_size, 'page_size', 1, MAX_PAGE_SIZE);
-    return {
-      entries: ansEntriesWithPrefix(net, q.name_prefix ?? '', pageSize).map((c) => renderAnsEntry(net, c)),
-    };
+    return { entries: ansEntriesWithPrefix(net, q.name_prefix ?? '', pageSize) };
   });
 
   app.get(`${prefix}/ans-entries/by-name/:name`, cfg('lookupAnsEntryByName'), async (req) => {
     const { name } = req.params as { name: string };
-    const c = ansEntryByName(net, name);
-    if (!c) throw spliceError(404, `No ANS entry found for name ${name}`);
-    return { entry: renderAnsEntry(net, c) };
+    const entry = ansEntryByName(net, name);
+    if (!entry) throw spliceError(404, `No ans entry found for name: ${name}`);
+    return { entry };
   });
 
   app.get(`${prefix}/ans-entries/by-party/:party`, cfg('lookupAnsEntryByParty'), async (req) => {
     const { party } = req.params as { party: string };
-    const c = ansEntryByParty(net, party);
-    if (!c) throw spliceError(404, `No ANS entry found for party ${party}`);
-    return { entry: renderAnsEntry(net, c) };
+    const entry = ansEntryByParty(net, party);
+    if (!entry) throw spliceError(404, `No ans entry found for party: ${party}`);
+    return { entry };
   });
 
   app.post(`${prefix}/ans-rules`, cfg('getAnsRules'), async (req) => {
     const b = body(req);
     const cachedId = optionalString(b, 'cached_ans_rules_contract_id');
     const cachedDomain = optionalString(b, 'cached_ans_rules_domain_id');
+    // The live AnsRules: whatever the DSO's current contract is.
     const rules = net.store.activeContracts('Splice.Ans:AnsRules')[0];
     if (!rules) throw spliceError(404, 'No AnsRules contract found');
     return { ans_rules_update: maybeCached(net, rules, cachedId, cachedDomain) };
