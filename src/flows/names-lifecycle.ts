@@ -173,19 +173,19 @@ export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
   },
   {
     state: 'active',
-    when: 'the window is open and auto-renew is on',
-    test: (r, f) => windowOpen(r, f) && r.autoRenew && mayAct(f),
-    action: 'pay-renewal',
-    next: 'renewing',
-  },
-  {
-    state: 'active',
     when: 'less than the expiring horizon is left (announce once)',
     test: (r, f, h) =>
       f.entry !== undefined && f.nowUs >= f.entry.expiresUs - h.expiringUs && !notified(r, 'expiring'),
     action: 'warn',
     next: 'active',
     event: 'name.expiring',
+  },
+  {
+    state: 'active',
+    when: 'the window is open and auto-renew is on',
+    test: (r, f) => windowOpen(r, f) && r.autoRenew && mayAct(f),
+    action: 'pay-renewal',
+    next: 'renewing',
   },
   { state: 'active', when: 'otherwise', test: () => true, action: 'none', next: 'active' },
   // A renewal waits for the DSO.

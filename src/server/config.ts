@@ -567,8 +567,8 @@ export const namesSchema = z
       .min(0)
       .max(24 * 365)
       .default(72),
-    /** How often the keeper looks at the registrations (ms). */
-    pollMs: z.number().int().min(20).max(3_600_000).default(5000),
+    /** How often the keeper looks at the registrations (ms; 0: at every automation pass). */
+    pollMs: z.number().int().min(0).max(3_600_000).default(5000),
   })
   .prefault({});
 

@@ -1,197 +1,225 @@
 /**
- * ANS names where a party is accepted (src/flows/names.ts) against the
- * sandbox's AnsEntry contracts: by name through Scan, the validator's scan
- * proxy only as a cross-check that must agree (an attacker validator's answer
- * is refused, and without Scan a name is refused); party ids untouched;
- * unknown, expired and malformed names refused; the reverse lookup (display
- * only: Scan, then the proxy) and `showParty`'s name and preapproval.
+ * Names of the book's parties against the sandbox's name service, through the
+ * service (REST and its keeper): registration to `active` with a file key and
+ * a SoftHSM2 key; a taken and an invalid name refused before anything is
+ * signed, and with this signer's checks bypassed, refused by the DSO with the
+ * payment returned; auto-renew across three lifetimes as the clock moves; a
+ * renewal missed for lack of funds (warnings, then expiry, and the entry gone
+ * from Scan); a participant that tampers the payment's amount or receiver
+ * gets nothing signed; a keeper that dies right after paying pays once.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { FlowContext } from '../../src/flows/context.js';
-import { isPartyId, nameOfParty, resolveParty } from '../../src/flows/names.js';
-import { showParty } from '../../src/flows/onboard.js';
-import { ansEntryContract, transferPreapprovalContract } from '../../src/sandbox/amulet.js';
-import { type FlowEnv, flowEnv, refusal } from '../support/flow-env.js';
+import { registerName } from '../../src/flows/names-register.js';
+import { ansEntryContract, balanceOf } from '../../src/sandbox/amulet.js';
+import { ansAutomationLog } from '../../src/sandbox/ans-automation.js';
+import { str } from '../../src/sandbox/ledger/value-json.js';
+import type { PartyRecord } from '../../src/store/parties.js';
+import { type ServiceEnv, serviceEnv, testConfig } from '../support/service.js';
 
-let env: FlowEnv;
-let alice: string;
-let bob: string;
+const DAY_MS = 86_400_000;
+let env: ServiceEnv;
+let hdr: { authorization: string };
 
 beforeAll(async () => {
-  env = await flowEnv({ seed: 'names' });
-  alice = (await env.addParty('alice')).partyId;
-  bob = (await env.addParty('bob')).partyId;
-  const net = env.net;
-  const far = net.clock.now() + 86_400_000_000n;
-  net.commitInternal({
-    archives: [],
-    creates: [
-      ansEntryContract(net.dso, alice, 'alice.unverified.cns', far),
-      ansEntryContract(net.dso, bob, 'bob-old.unverified.cns', net.clock.now() - 1n),
-      transferPreapprovalContract(net.dso, alice, net.validatorParty, net.clock.now()),
-    ],
-    commandId: 'names-test',
+  env = await serviceEnv({
+    seed: 'names',
+    hsm: true,
+    worker: false,
+    sandboxClock: true,
+    service: { config: testConfig({ names: { pollMs: 0, retrySeconds: 1, expiringHours: 24 * 10 } }) },
   });
-});
+  hdr = await env.auth(['operator']);
+}, 60_000);
 afterAll(async () => env?.close());
 
-describe('resolveParty', () => {
-  it('returns a party id as is, without asking anyone', async () => {
-    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
-    expect(await resolveParty(env.ctx, alice)).toEqual({ partyId: alice });
-    expect(await resolveParty(env.ctx, ` ${bob} `)).toEqual({ partyId: bob });
-    expect(byName).not.toHaveBeenCalled();
-    byName.mockRestore();
-    expect(isPartyId(alice)).toBe(true);
-    expect(isPartyId('alice.unverified.cns')).toBe(false);
+const deps = () => env.service.deps;
+const net = () => env.flow.net;
+const unlocked = (p: PartyRecord) =>
+  balanceOf(net().store, p.partyId, net().latestRound().number).totalUnlocked;
+
+async function api(method: string, url: string, body?: unknown) {
+  const r = await env.service.app.inject({
+    method: method as 'GET',
+    url,
+    headers: hdr,
+    ...(body !== undefined ? { payload: body as object } : {}),
+  });
+  return { status: r.statusCode, body: r.json() as Record<string, unknown> };
+}
+
+/** One keeper pass (as the automation runner makes them). */
+async function pass() {
+  expect(await deps().automation.runner.runNow()).toBe(true);
+}
+
+/** Time moves on, and with it the mining rounds (their timers are off here). */
+async function advanceDays(days: number) {
+  net().clock.advance(days * DAY_MS);
+  net().advanceRound();
+  net().advanceRound();
+  net().sweep();
+  await pass();
+}
+
+const row = async (p: PartyRecord, name: string) =>
+  (await api('GET', `/v1/parties/${p.partyId}/names/${name}`)).body as Record<string, unknown> & {
+    state: string;
+    expiresAt?: string;
+    renewals: number;
+    paidCc: string;
+    error?: string;
+  };
+
+async function eventsOf(name: string): Promise<string[]> {
+  const r = await api('GET', '/v1/events?after=0&limit=500');
+  return (r.body.items as { type: string; data: { name?: string } }[])
+    .filter((e) => e.type.startsWith('name.') && e.data.name === name)
+    .map((e) => e.type);
+}
+
+const scanByName = async (name: string) =>
+  fetch(`${env.flow.sb.urls.scan}/v0/ans-entries/by-name/${name}`).then((r) => r.status);
+
+describe('registering a name', () => {
+  it.each([
+    ['file', 'ed25519'],
+    ['pkcs11', 'ecdsa-p256'],
+  ] as const)(
+    'registers a name for a party with a %s key: requested, paid, then active once the DSO collects',
+    async (backend, scheme) => {
+      const p = await env.addParty(`reg-${backend}`, { fund: '1000', backend, scheme });
+      const name = `reg-${backend}.unverified.cns`;
+      const before = unlocked(p);
+      const r = await api('POST', `/v1/parties/${p.partyId}/names`, {
+        name,
+        description: `${backend} party`,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      expect(r.body.name).toMatchObject({ name, autoRenew: true, partyId: p.partyId });
+      // the DSO collects right after the payment commits: the answer may already show the entry
+      expect(['paid', 'active']).toContain((r.body.name as { state: string }).state);
+      expect(r.body.quote).toMatchObject({ available: true, feeUsd: '1.0000000000' });
+      const feeCc = (r.body.quote as { feeCc: string }).feeCc;
+      await pass();
+      const n = await row(p, name);
+      expect(n).toMatchObject({ state: 'active', paidCc: feeCc });
+      expect(Date.parse(n.expiresAt!) - Number(net().clock.now() / 1000n)).toBeGreaterThan(89 * DAY_MS);
+      expect(await scanByName(name)).toBe(200);
+      expect(Number(unlocked(p))).toBeCloseTo(Number(before) - Number(feeCc), 6);
+      expect(await eventsOf(name)).toEqual(['name.registered']);
+      // its own name next to its id in the party list
+      const list = await api('GET', '/v1/parties');
+      expect(
+        (list.body.parties as { partyId: string; ansName?: string }[]).find((x) => x.partyId === p.partyId),
+      ).toMatchObject({ ansName: name });
+    },
+  );
+
+  it('refuses a taken and an invalid name before anything is signed', async () => {
+    const p = await env.addParty('refused', { fund: '100' });
+    const sign = vi.spyOn(env.flow.signer, 'sign');
+    const taken = await api('POST', `/v1/parties/${p.partyId}/names`, { name: 'reg-file.unverified.cns' });
+    expect(taken.status).toBe(400);
+    expect(taken.body.message).toMatch(/reg-file\.unverified\.cns is taken: Scan shows it registered to/);
+    const invalid = await api('POST', `/v1/parties/${p.partyId}/names`, { name: 'Refused.unverified.cns' });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.message).toMatch(/nothing was signed: name: .*names are lower case/);
+    const quote = await api('GET', '/v1/names/quote?name=refused.unverified.com');
+    expect(quote.body).toMatchObject({ available: false });
+    expect(sign).not.toHaveBeenCalled();
+    sign.mockRestore();
+    expect((await api('GET', `/v1/parties/${p.partyId}/names`)).body.names).toEqual([]);
   });
 
-  it('resolves a name through Scan, the validator proxy agreeing, and keeps the name', async () => {
-    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
-    const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
-    expect(await resolveParty(env.ctx, 'alice.unverified.cns')).toEqual({
-      partyId: alice,
-      name: 'alice.unverified.cns',
+  it('with the local checks bypassed, the DSO rejects a taken and an invalid name and returns the payment', async () => {
+    const p = await env.addParty('bypass', { fund: '1000' });
+    // a name someone outside this signer holds: only Scan knows it
+    net().commitInternal({
+      archives: [],
+      creates: [
+        ansEntryContract(
+          net().dso,
+          net().validatorParty,
+          'outsider.unverified.cns',
+          net().clock.now() + 10n * 86_400_000_000n,
+        ),
+      ],
+      commandId: 'outsider-name',
     });
-    expect(fromScan).toHaveBeenCalledTimes(1);
-    expect(byName).toHaveBeenCalledTimes(1);
-    expect((await resolveParty(env.ctx, 'dso.cns')).partyId).toBe(env.net.dso);
-    byName.mockRestore();
-    fromScan.mockRestore();
-  });
-
-  it('refuses unknown and expired names', async () => {
-    for (const name of ['nobody.unverified.cns', 'bob-old.unverified.cns']) {
-      const e = await refusal(resolveParty(env.ctx, name));
-      expect(e.reason).toBe('bad_request');
-      expect(e.message).toBe(`no ANS entry named ${name}`);
+    expect(await scanByName('outsider.unverified.cns')).toBe(200);
+    for (const name of ['outsider.unverified.cns', 'Bypass.unverified.cns']) {
+      const before = unlocked(p);
+      const r = await registerName(deps().flows, deps().store, deps().names, {
+        partyId: p.partyId,
+        name,
+        actor: 'test',
+        skipLocalChecks: true,
+      });
+      expect(['paid', 'rejected']).toContain(r.name.state);
+      await pass();
+      const n = await row(p, name);
+      expect(n.state).toBe('rejected');
+      // the sandbox's transfers cost no fees (CIP-0078): the whole payment comes back
+      expect(unlocked(p)).toBe(before);
+      expect(await eventsOf(name)).toEqual(['name.rejected']);
     }
-  });
-
-  it('refuses a malformed party id and an empty input', async () => {
-    expect((await refusal(resolveParty(env.ctx, 'alice::notafingerprint'))).message).toMatch(
-      /neither a well-formed party id/,
-    );
-    expect((await refusal(resolveParty(env.ctx, '  '))).reason).toBe('bad_request');
-  });
-
-  it('resolves through Scan alone without a validator, or when the scan proxy fails', async () => {
-    const { validator: _v, ...noValidator } = env.ctx;
-    expect(await resolveParty(noValidator as FlowContext, 'alice.unverified.cns')).toEqual({
-      partyId: alice,
-      name: 'alice.unverified.cns',
-    });
-    const fromScan = vi.spyOn(env.scan, 'lookupAnsEntryByName');
-    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*' });
-    try {
-      expect((await resolveParty(env.ctx, 'alice.unverified.cns')).partyId).toBe(alice);
-      expect(fromScan).toHaveBeenCalledTimes(1);
-    } finally {
-      env.sb.ctx.faults.clear();
-      fromScan.mockRestore();
-    }
-  });
-
-  it('refuses a name without Scan: the validator proxy alone is not trusted with it', async () => {
-    const { scan: _s, ...onlyValidator } = env.ctx;
-    const byName = vi.spyOn(env.validator, 'scanProxyAnsEntryByName');
-    const e = await refusal(resolveParty(onlyValidator as FlowContext, 'alice.unverified.cns'));
-    expect(e.reason).toBe('bad_request');
-    expect(e.message).toBe(
-      'alice.unverified.cns: ANS names are resolved through Scan, not through the validator alone (it could answer with any party); configure network.scanUrl (--scan) or pass a party id',
-    );
-    expect(byName).not.toHaveBeenCalled();
-    byName.mockRestore();
-    const { validator: _v, scan: _t, ...none } = env.ctx;
-    expect((await refusal(resolveParty(none as FlowContext, 'alice.unverified.cns'))).message).toMatch(
-      /ANS names are resolved through Scan/,
-    );
-  });
-
-  it('refuses a name the validator proxy resolves to another party than Scan (attacker validator)', async () => {
-    const mallory = env.net.mallory;
-    const lie = vi.spyOn(env.validator, 'scanProxyAnsEntryByName').mockImplementation(async (name) => ({
-      entry: { user: mallory, name, url: '', description: '' },
-    }));
-    try {
-      const e = await refusal(resolveParty(env.ctx, 'alice.unverified.cns'));
-      expect(e.reason).toBe('bad_request');
-      expect(e.message).toBe(
-        `alice.unverified.cns: Scan resolves it to ${alice} but the validator's scan proxy to ${mallory}; not used (pass a party id)`,
-      );
-      // A proxy that claims an entry Scan does not have does not make one.
-      expect((await refusal(resolveParty(env.ctx, 'nobody.unverified.cns'))).message).toBe(
-        'no ANS entry named nobody.unverified.cns',
-      );
-    } finally {
-      lie.mockRestore();
-    }
-    // …nor does a proxy that denies an entry Scan has: the answers must agree.
-    const real = env.validator.scanProxyAnsEntryByName.bind(env.validator);
-    const deny = vi
-      .spyOn(env.validator, 'scanProxyAnsEntryByName')
-      .mockImplementation(() => real('nobody.unverified.cns')); // the proxy's real 404
-    try {
-      expect((await refusal(resolveParty(env.ctx, 'alice.unverified.cns'))).message).toMatch(
-        /the validator's scan proxy to no party/,
-      );
-    } finally {
-      deny.mockRestore();
-    }
+    expect(ansAutomationLog(net()).filter((e) => e.kind === 'rejected').length).toBeGreaterThanOrEqual(2);
   });
 });
 
-describe('reverse lookup and showParty', () => {
-  it('finds the name of a party, none for a party without one', async () => {
-    expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
-    expect(await nameOfParty(env.ctx, bob)).toBeUndefined();
-  });
-
-  it('reverse lookup (display only) asks Scan first, the proxy when Scan fails or is absent', async () => {
-    const proxy = vi.spyOn(env.validator, 'scanProxyAnsEntryByParty');
-    expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
-    expect(proxy).not.toHaveBeenCalled();
-    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan.*' });
-    try {
-      expect(await nameOfParty(env.ctx, alice)).toBe('alice.unverified.cns');
-      expect(proxy).toHaveBeenCalledTimes(1);
-    } finally {
-      env.sb.ctx.faults.clear();
-      proxy.mockRestore();
+describe('keeping a name', () => {
+  it('renews automatically across three lifetimes as the clock moves', async () => {
+    const p = await env.addParty('renew', { fund: '5000' });
+    const name = 'renew.unverified.cns';
+    await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    await pass();
+    const first = await row(p, name);
+    expect(first.state).toBe('active');
+    let expires = Date.parse(first.expiresAt!);
+    for (let i = 1; i <= 3; i++) {
+      // into the renewal window (30 days before the due date): announced, paid, collected
+      await advanceDays(61);
+      await pass();
+      const n = await row(p, name);
+      expect(n, `lifetime ${i}: ${JSON.stringify(n)}`).toMatchObject({ state: 'active', renewals: i });
+      expect(Date.parse(n.expiresAt!)).toBe(expires + 90 * DAY_MS);
+      expires = Date.parse(n.expiresAt!);
+      await advanceDays(29);
     }
-    const { scan: _s, ...onlyValidator } = env.ctx;
-    expect(await nameOfParty(onlyValidator as FlowContext, alice)).toBe('alice.unverified.cns');
+    const events = await eventsOf(name);
+    expect(events.filter((e) => e === 'name.renewed')).toHaveLength(3);
+    expect(events.filter((e) => e === 'name.renewal_due')).toHaveLength(3);
+    expect(events).not.toContain('name.expired');
+    expect(await scanByName(name)).toBe(200);
   });
 
-  it('shows the book record, hosting, ANS name and preapproval', async () => {
-    const v = await showParty(env.ctx, alice);
-    expect(v.record?.partyId).toBe(alice);
-    expect(v.hosted?.synchronizerId).toBe(env.net.synchronizerId);
-    expect(v.ansName).toBe('alice.unverified.cns');
-    expect(v.preapproval).toMatchObject({ provider: env.net.validatorParty });
-    expect(v.preapproval?.contractId).toMatch(/^[0-9a-f]+/);
-    expect(v.notes).toEqual([]);
-  });
-
-  it('tolerates failing lookups with a note each', async () => {
-    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan-proxy.*' });
-    env.sb.ctx.faults.inject({ fault: { kind: 'status', status: 503 }, operation: 'scan.*' });
-    try {
-      const v = await showParty(env.ctx, bob);
-      expect(v.record?.partyId).toBe(bob);
-      expect(v.ansName).toBeUndefined();
-      expect(v.preapproval).toBeUndefined();
-      expect(v.notes).toHaveLength(2);
-      expect(v.notes[0]).toMatch(/ANS name could not be looked up.*503/);
-      expect(v.notes[1]).toMatch(/transfer preapproval could not be looked up.*503/);
-    } finally {
-      env.sb.ctx.faults.clear();
-    }
-  });
-
-  it('shows a party that is not in the book with a note', async () => {
-    const v = await showParty(env.ctx, env.net.validatorParty);
-    expect(v.record).toBeUndefined();
-    expect(v.notes[0]).toMatch(/is not in this signer's party book/);
+  it('misses a renewal without funds: warnings, then expiry, and the entry gone from Scan', async () => {
+    const p = await env.addParty('poor', { fund: '250' });
+    const name = 'poor.unverified.cns';
+    await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    await pass();
+    const registered = await row(p, name);
+    expect(registered, JSON.stringify(registered)).toMatchObject({ state: 'active' });
+    // what is left goes elsewhere, so the renewal cannot be paid
+    const rest = unlocked(p);
+    const amulets = net()
+      .store.activeContracts('Amulet')
+      .filter((c) => str(c.argument, 'owner') === p.partyId)
+      .map((c) => c.contractId);
+    net().commitInternal({ archives: amulets, creates: [], commandId: `spend-${p.partyId}` });
+    expect(Number(unlocked(p))).toBe(0);
+    await advanceDays(61);
+    let n = await row(p, name);
+    expect(n.state).toBe('active');
+    expect(n.error).toMatch(/cannot pay/);
+    await advanceDays(22);
+    n = await row(p, name);
+    expect(await eventsOf(name)).toEqual(['name.registered', 'name.renewal_due', 'name.expiring']);
+    await advanceDays(8);
+    n = await row(p, name);
+    expect(n.state).toBe('expired');
+    expect(await eventsOf(name)).toContain('name.expired');
+    expect(await scanByName(name)).toBe(404);
+    expect(Number(rest)).toBeGreaterThan(0);
   });
 });

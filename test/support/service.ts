@@ -73,6 +73,8 @@ export async function serviceEnv(
     hsm?: boolean;
     store?: Store;
     worker?: boolean;
+    /** The service's flows read the sandbox's clock (tests that move time with `net.clock.advance`). */
+    sandboxClock?: boolean;
     service?: Partial<ServiceOptions>;
   } = {},
 ): Promise<ServiceEnv> {
@@ -97,6 +99,7 @@ export async function serviceEnv(
     },
     worker: opts.worker ?? true,
     workerOptions: { pollMs: 100 },
+    ...(opts.sandboxClock ? { flowOverrides: { nowUs: () => flow.net.clock.now() } } : {}),
     ...opts.service,
   });
   const s = store;
