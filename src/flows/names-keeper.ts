@@ -156,9 +156,18 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         (x.status === 'open' || x.status === 'imported') &&
         Date.parse(x.windowLatest) * 1000 > Number(nowUs);
     }
+    const want = subscriptionDescription(n.descriptionPrefix, n.name);
+    const own =
+      ref === undefined
+        ? snap.requests.find((c) => {
+            const d = subscriptionDataOf(c);
+            return d.sender === n.party && d.dso === n.dso && d.description === want;
+          })
+        : undefined;
     return {
       nowUs,
       request: ref !== undefined && snap.requests.some((c) => c.contractId === ref),
+      ...(own ? { ownRequest: own.contractId } : {}),
       ...(init
         ? {
             initialPayment: {
@@ -194,6 +203,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   /** What the ledger shows, written onto the row (cids, expiry, due date). */
   function observed(n: NameRecord, f: NameFacts): NamePatch {
     const p: NamePatch = {};
+    if (n.requestCid === undefined && f.ownRequest !== undefined) p.requestCid = f.ownRequest;
     if (f.entry) {
       p.entryCid = f.entry.cid;
       p.expiresUs = f.entry.expiresUs;

@@ -17,6 +17,12 @@ export interface NameFacts {
   nowUs: bigint;
   /** Our SubscriptionRequest is still there (not yet paid). */
   request: boolean;
+  /**
+   * Before the request is recorded: a SubscriptionRequest of the party for
+   * this name (its description names it), e.g. one submitted after an
+   * offline signature, or by a run that stopped before recording it.
+   */
+  ownRequest?: string;
   /** The first payment is locked, waiting for the DSO. */
   initialPayment?: { cid: string; lockExpiresUs?: bigint };
   /** The subscription is idle: the next payment is due at `dueUs`. */
@@ -70,7 +76,7 @@ export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
   {
     state: 'requesting',
     when: 'the request is on the ledger',
-    test: (r) => r.requestCid !== undefined,
+    test: (r, f) => r.requestCid !== undefined || f.ownRequest !== undefined,
     action: 'record',
     next: 'requested',
   },

@@ -222,4 +222,61 @@ describe('keeping a name', () => {
     expect(await scanByName(name)).toBe(404);
     expect(Number(rest)).toBeGreaterThan(0);
   });
+
+  it.each(['amount', 'receiver'] as const)(
+    'signs nothing when the participant tampers the renewal payment’s %s',
+    async (change) => {
+      const p = await env.addParty(`tamper-${change}`, { fund: '1000' });
+      const name = `tamper-${change}.unverified.cns`;
+      await api('POST', `/v1/parties/${p.partyId}/names`, { name, autoRenew: false });
+      await pass();
+      expect((await row(p, name)).state).toBe('active');
+      await advanceDays(61);
+      const before = unlocked(p);
+      const sign = vi.spyOn(env.flow.signer, 'sign');
+      env.flow.sb.ctx.faults.inject({
+        fault: { kind: 'tamper', change },
+        operation: 'ledger-api.prepare',
+        times: 3,
+      });
+      const r = await api('POST', `/v1/parties/${p.partyId}/names/${name}/renew`);
+      env.flow.sb.ctx.faults.clear();
+      expect(r.status).toBe(400);
+      expect(r.body.message).toMatch(/was not paid: .*(does not|not the|mismatch|expected)/i);
+      expect(sign).not.toHaveBeenCalled();
+      sign.mockRestore();
+      expect(unlocked(p)).toBe(before);
+      expect(await row(p, name)).toMatchObject({ state: 'active', renewals: 0 });
+    },
+  );
+
+  it('pays a renewal once when the keeper dies right after paying, before recording it', async () => {
+    const p = await env.addParty('crash', { fund: '1000' });
+    const name = 'crash.unverified.cns';
+    await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    await pass();
+    const first = await row(p, name);
+    await advanceDays(59);
+    const before = unlocked(p);
+    // the write after the payment fails: the keeper stops there, as a killed process would
+    const move = deps().store.names.move.bind(deps().store.names);
+    const spy = vi.spyOn(deps().store.names, 'move').mockImplementation(async (id, from, to, patch, o) => {
+      if (to === 'renewing' && patch.paid !== undefined) throw new Error('killed');
+      return move(id, from, to, patch, o);
+    });
+    const sign = vi.spyOn(env.flow.signer, 'sign');
+    await advanceDays(1); // the window opens: announced, then paid
+    spy.mockRestore();
+    expect(sign).toHaveBeenCalledTimes(1);
+    // the next passes find the payment on the ledger (collected by now) and pay nothing more
+    await pass();
+    await pass();
+    expect(sign).toHaveBeenCalledTimes(1);
+    sign.mockRestore();
+    const n = await row(p, name);
+    expect(n).toMatchObject({ state: 'active', renewals: 1 });
+    expect(Date.parse(n.expiresAt!)).toBe(Date.parse(first.expiresAt!) + 90 * DAY_MS);
+    // 200 CC once (holding fees of the rounds that passed aside), not twice
+    expect(Number(unlocked(p))).toBeCloseTo(Number(before) - 200, 3);
+  });
 });
