@@ -76,13 +76,22 @@ export const EVENT_TYPES: readonly EventTypeInfo[] = [
   ...(
     [
       ['name.registered', 'the DSO collected the first payment: the entry exists'],
-      ['name.rejected', 'the DSO refused the name (invalid or taken) and returned the payment, minus the fees of locking it'],
+      [
+        'name.rejected',
+        'the DSO refused the name (invalid or taken) and returned the payment, minus the fees of locking it',
+      ],
       ['name.failed', 'the entry could not be requested; nothing was paid'],
-      ['name.renewal_due', 'the renewal window opened (auto-renew pays it now; with auto-renew off, renew it yourself)'],
+      [
+        'name.renewal_due',
+        'the renewal window opened (auto-renew pays it now; with auto-renew off, renew it yourself)',
+      ],
       ['name.renewed', 'the DSO collected a renewal: the entry lives one more lifetime'],
       ['name.expiring', 'the entry expires within the configured horizon and its renewal is not paid'],
       ['name.expired', 'the entry expired'],
-      ['name.payment_reclaimed', 'a payment the DSO did not collect came back to the party after its lock expired'],
+      [
+        'name.payment_reclaimed',
+        'a payment the DSO did not collect came back to the party after its lock expired',
+      ],
     ] as const
   ).map(([type, about]) => ({
     type,

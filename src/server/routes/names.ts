@@ -18,7 +18,7 @@ import { ApiError } from '../errors.js';
 import { out, s } from '../schema.js';
 import { actorOf, bookedParty, flowsFor, PartyIdSchema, PartyParams } from './context.js';
 
-const READERS = ['operator', 'auditor', 'withdrawer'] as const;
+const READERS = ['admin', 'operator', 'auditor', 'withdrawer'] as const;
 
 export const NameViewSchema = z.object({
   id: z.string(),
@@ -87,7 +87,7 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
   app.get(
     '/names/quote',
     {
-      config: { roles: [...READERS] },
+      config: { roles: ['admin', 'operator', 'auditor'] },
       schema: {
         tags: ['names'],
         summary: 'Whether a name can be registered (the DSO’s rules, Scan) and its fee in USD and CC',
