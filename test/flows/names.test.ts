@@ -279,4 +279,44 @@ describe('keeping a name', () => {
     // 200 CC once (holding fees of the rounds that passed aside), not twice
     expect(Number(unlocked(p))).toBeCloseTo(Number(before) - 200, 3);
   });
+
+  it('puts name payments through the policy: money leaving the party, to the DSO', async () => {
+    const p = await env.addParty('policed', { fund: '1000' });
+    const admin = await env.auth(['admin']);
+    const put = async (document: string) => {
+      const r = await env.service.app.inject({
+        method: 'PUT',
+        url: '/v1/policy',
+        headers: admin,
+        payload: { document },
+      });
+      expect(r.statusCode, r.body).toBe(200);
+    };
+    await put(
+      [
+        'version: 1',
+        'name: names capped',
+        'default: allow',
+        'rules:',
+        '  - id: no-dear-names',
+        '    when: { actions: [ans-entry-pay, ans-renewal-pay], amount: { gt: "150" } }',
+        '    decision: deny',
+        '    reason: names cost at most 150 CC here',
+      ].join('\n'),
+    );
+    const sign = vi.spyOn(env.flow.signer, 'sign');
+    const r = await api('POST', `/v1/parties/${p.partyId}/names`, { name: 'policed.unverified.cns' });
+    // the request itself moves nothing and is signed; its 200 CC payment is denied and waits
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.name).toMatchObject({ state: 'requested' });
+    expect((r.body.name as { error: string }).error).toMatch(/no-dear-names/);
+    expect(sign).toHaveBeenCalledTimes(1);
+    sign.mockRestore();
+    await put(
+      'version: 1\nname: names allowed\ndefault: allow\nrules:\n  - id: names\n    when: { actions: [ans-entry-pay] }\n    decision: allow\n',
+    );
+    net().clock.advance(2000);
+    await pass();
+    expect((await row(p, 'policed.unverified.cns')).state).toBe('active');
+  });
 });
