@@ -132,18 +132,22 @@ export function registerNames(program: Command): void {
       opts: ServiceOpts & { description: string; autoRenew: boolean; entryUrl: string },
     ) => {
       // --url names the service, as for every command that talks to it; the entry's URL is --entry-url.
-      const r = await (await service(opts)).call<{ name: NameView; quote: Quote }>('POST', partyPath(party), {
-        body: JSON.stringify({
-          name,
-          url: opts.entryUrl,
-          description: opts.description,
-          autoRenew: opts.autoRenew,
-        }),
-      });
+      const r = await (await service(opts)).call<{ name: NameView; quote: Quote; warnings?: string[] }>(
+        'POST',
+        partyPath(party),
+        {
+          body: JSON.stringify({
+            name,
+            url: opts.entryUrl,
+            description: opts.description,
+            autoRenew: opts.autoRenew,
+          }),
+        },
+      );
       out(
         opts.json,
         r,
-        `${nameText(r.name)}  priced ${r.quote.feeCc} CC (${r.quote.feeUsd} USD at ${r.quote.amuletPrice} USD/CC); the entry is made when the DSO collects the payment\n`,
+        `${nameText(r.name)}  priced ${r.quote.feeCc} CC (${r.quote.feeUsd} USD at ${r.quote.amuletPrice} USD/CC); the entry is made when the DSO collects the payment\n${(r.warnings ?? []).map((w) => `  warning: ${w}\n`).join('')}`,
       );
     },
   );

@@ -115,6 +115,9 @@ export function nameView(n: NameRecord): NameView {
   };
 }
 
+const REJECTED =
+  'the DSO refused the name (invalid, or taken meanwhile) and returned the payment to the party, minus the fees of locking it';
+
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
 
 export interface NameKeeper {
@@ -260,13 +263,9 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           patch.paymentCid = null;
         }
         if (line.next === 'expired' || line.next === 'lapsed') patch.entryCid = null;
-        const extra =
-          line.event === 'name.rejected'
-            ? {
-                reason:
-                  'the DSO refused the name (invalid or taken) and returned the payment to the party; the fees of locking it are not returned',
-              }
-            : {};
+        const extra = line.next === 'rejected' ? { reason: REJECTED } : {};
+        // What ended it stays on the registration, for whoever lists it later.
+        if (line.next === 'rejected') patch.error = REJECTED;
         const row = await move(line.next, patch, line.event, extra);
         return { row: row ?? n, acted: row !== undefined && line.next !== n.state };
       }

@@ -98,11 +98,15 @@ export interface RegisterNameRequest {
    * what the DSO does with a name these checks would have refused.
    */
   skipLocalChecks?: boolean;
+  /** How long a signature across the air gap takes (ms): a cold party is warned when the renewal window is shorter. */
+  airGapTurnaroundMs?: number;
 }
 
 export interface RegisterNameResult {
   name: NameView;
   quote: NameQuote;
+  /** What the caller should know (a cold party whose renewal window is shorter than the air-gap turnaround). */
+  warnings: string[];
 }
 
 export async function registerName(
@@ -111,7 +115,7 @@ export async function registerName(
   keeper: NameKeeper,
   req: RegisterNameRequest,
 ): Promise<RegisterNameResult> {
-  await partyOf(ctx, req.partyId);
+  const party = await partyOf(ctx, req.partyId);
   const quote = await quoteName(ctx, store, req);
   if (!quote.available && !req.skipLocalChecks)
     throw new Refusal(
@@ -143,5 +147,17 @@ export async function registerName(
   const advanced = (await keeper.advance(row.id, { actor: req.actor, flows: ctx })) ?? row;
   if (advanced.state === 'failed')
     throw new Refusal('bad_request', `${req.name} was not requested: ${advanced.error ?? 'refused'}`);
-  return { name: nameView(advanced), quote };
+  const warnings: string[] = [];
+  const turnaround = req.airGapTurnaroundMs;
+  if (turnaround !== undefined && terms.renewalUs < BigInt(turnaround) * 1000n) {
+    const cold = await ctx.signer
+      .describe(party.keyLabel)
+      .then((k) => k.backend === 'offline')
+      .catch(() => false);
+    if (cold)
+      warnings.push(
+        `the party's key is across the air gap: each renewal can be paid only in the ${Number(terms.renewalUs) / 86_400_000_000} days before its due date, less than the configured turnaround of ${turnaround / 86_400_000} days (names.airGapTurnaroundHours); sign each exported renewal as soon as it appears`,
+      );
+  }
+  return { name: nameView(advanced), quote, warnings };
 }

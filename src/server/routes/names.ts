@@ -131,7 +131,7 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
         body: s(Register),
         response: {
           201: out(
-            z.object({ name: NameViewSchema, quote: Quote }),
+            z.object({ name: NameViewSchema, quote: Quote, warnings: z.array(z.string()) }),
             'requested and paid (state paid; active once the DSO collects), or waiting (a signature, an approval, funds: see error)',
           ),
         },
@@ -149,6 +149,7 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
         autoRenew: b.autoRenew,
         acronym: deps.config.names.acronym,
         actor: actorOf(request),
+        airGapTurnaroundMs: deps.config.names.airGapTurnaroundHours * 3_600_000,
       });
       reply.code(201);
       return r;
