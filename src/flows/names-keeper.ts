@@ -8,7 +8,8 @@
  *
  * A step that cannot sign now waits without failing: a key across the air
  * gap (the export is open; a new one is made when its window closes
- * unsigned), a payment waiting for approvals. Any other failure is recorded
+ * unsigned; a payment its import executed is counted from the export's
+ * intent), a payment waiting for approvals. Any other failure is recorded
  * on the row and tried again after `retryMs`; the entry's expiry is the
  * deadline, and `name.expiring` says when it comes close.
  */
@@ -136,8 +137,12 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   let lastPass = 0;
   const now = () => (flows.nowUs ?? (() => BigInt(Date.now()) * 1000n))();
 
-  /** What the ledger shows about `n`, from the party's snapshot. */
-  async function factsOf(n: NameRecord, snap: AnsSnapshot): Promise<NameFacts> {
+  /**
+   * What the ledger shows about `n`, from the party's snapshot; and, when the
+   * row's export was signed offline and executed by its import, the amount
+   * that payment locked (the keeper did not see it paid, so it records it).
+   */
+  async function factsOf(n: NameRecord, snap: AnsSnapshot): Promise<NameFacts & { exportPaid?: string }> {
     const nowUs = now();
     const ref = n.requestCid;
     const lockUs = (cid: string | undefined) => {
@@ -152,12 +157,21 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       (e) => fieldText(e, 'name') === n.name && fieldText(e, 'user') === n.party,
     );
     let exportOpen = false;
+    let exportPaid: string | undefined;
     if (n.exportId !== undefined) {
       const x = await store.airGap.get(n.exportId);
       exportOpen =
         x !== undefined &&
         (x.status === 'open' || x.status === 'imported') &&
         Date.parse(x.windowLatest) * 1000 > Number(nowUs);
+      const intent = (x?.envelope as { request?: { intent?: { kind?: string; targetAmount?: string } } })
+        ?.request?.intent;
+      if (
+        x?.status === 'done' &&
+        (intent?.kind === 'ans-entry-pay' || intent?.kind === 'ans-renewal-pay') &&
+        intent.targetAmount !== undefined
+      )
+        exportPaid = intent.targetAmount;
     }
     const want = subscriptionDescription(n.descriptionPrefix, n.name);
     const own =
@@ -199,12 +213,13 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         ? { entry: { cid: entry.contractId, expiresUs: fieldTime(entry, 'expiresAt')! } }
         : {}),
       exportOpen,
+      ...(exportPaid !== undefined ? { exportPaid } : {}),
       backingOff: n.retryAtUs !== undefined && nowUs < n.retryAtUs,
     };
   }
 
   /** What the ledger shows, written onto the row (cids, expiry, due date). */
-  function observed(n: NameRecord, f: NameFacts): NamePatch {
+  function observed(n: NameRecord, f: NameFacts & { exportPaid?: string }): NamePatch {
     const p: NamePatch = {};
     if (n.requestCid === undefined && f.ownRequest !== undefined) p.requestCid = f.ownRequest;
     if (f.entry) {
@@ -216,7 +231,11 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     else if (f.initialPayment) p.paymentCid = f.initialPayment.cid;
     // A new due date: the warnings of the last one are spent.
     if (f.idle && n.nextDueUs !== undefined && f.idle.dueUs !== n.nextDueUs) p.notified = '';
-    if (n.exportId !== undefined && !f.exportOpen) p.exportId = null;
+    if (n.exportId !== undefined && !f.exportOpen) {
+      p.exportId = null;
+      // Counted once: the same write forgets the export.
+      if (f.exportPaid !== undefined) p.paid = f.exportPaid;
+    }
     return p;
   }
 

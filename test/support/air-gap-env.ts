@@ -22,6 +22,7 @@ import {
 } from '../../src/offline/format.js';
 import { reviewRequest, signReview } from '../../src/offline/review.js';
 import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
+import type { ServiceOptions } from '../../src/server/service.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import type { Withdrawal } from '../../src/store/repos/withdrawals.js';
 import { testSigner } from './flow-env.js';
@@ -68,12 +69,27 @@ export interface AirGapEnv {
   close(): Promise<void>;
 }
 
-export async function airGapEnv(o: { seed: string; hsm?: KeyBackend }): Promise<AirGapEnv> {
-  const env = await serviceEnv({ seed: o.seed });
+export async function airGapEnv(o: {
+  seed: string;
+  hsm?: KeyBackend;
+  /** Passed on to serviceEnv: the sandbox's clock, the withdrawal worker, the service's options. */
+  sandboxClock?: boolean;
+  worker?: boolean;
+  service?: Partial<ServiceOptions>;
+}): Promise<AirGapEnv> {
+  const env = await serviceEnv({
+    seed: o.seed,
+    ...(o.sandboxClock !== undefined ? { sandboxClock: o.sandboxClock } : {}),
+    ...(o.worker !== undefined ? { worker: o.worker } : {}),
+    ...(o.service ? { service: o.service } : {}),
+  });
   const coldDir = await mkdtemp(join(tmpdir(), 'canton-signer-cold-'));
   const coldPassphrase = 'cold machine passphrase';
   const cold = testSigner(coldDir, coldPassphrase, o.hsm);
   const operator = await env.auth(['operator']);
+  // With the sandbox's clock moved, the offline machine judges windows by it too (the response's
+  // signedAt stays the wall clock's, which is what the service's import compares it with).
+  const offlineNow = o.sandboxClock ? { nowUs: () => env.flow.net.clock.now() } : {};
 
   const inject: AirGapEnv['inject'] = async (method, url, headers, payload) => {
     const r = await env.service.app.inject({
@@ -149,8 +165,8 @@ export async function airGapEnv(o: { seed: string; hsm?: KeyBackend }): Promise<
     },
     async signOffline(envelope, s = {}) {
       const parsed = parseRequestEnvelope(JSON.stringify(envelope));
-      const review = reviewRequest(parsed, { trusted, minWindowMs: 60_000 });
-      return signReview(review, cold, s);
+      const review = reviewRequest(parsed, { trusted, minWindowMs: 60_000, ...offlineNow });
+      return signReview(review, cold, { ...s, ...offlineNow });
     },
     async close() {
       await env.close();
