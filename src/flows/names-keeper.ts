@@ -119,6 +119,9 @@ export function nameView(n: NameRecord): NameView {
 const REJECTED =
   'the DSO refused the name (invalid, or taken meanwhile) and returned the payment to the party, minus the fees of locking it';
 
+/** The keeper's name among the automation's tasks (in its log lines). */
+const KEEPER_TASK = 'name-keeper';
+
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
 
 export interface NameKeeper {
@@ -494,7 +497,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   }
 
   return {
-    name: 'names',
+    name: KEEPER_TASK,
     async run(lease) {
       const t = Date.now();
       if (opts.pollMs !== undefined && t - lastPass < opts.pollMs) return;

@@ -201,6 +201,10 @@ export const ENTRY_POINTS = [
   'holdings-merge',
   'onboard-validator',
   'onboard-ledger-api',
+  'name-request',
+  'name-pay',
+  'name-renew',
+  'name-reclaim',
 ] as const;
 
 /** The service's roles (src/server/roles.ts ROLES; a test keeps the two equal). */

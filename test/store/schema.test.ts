@@ -33,6 +33,7 @@ const LATEST = Math.max(...MIGRATIONS.map((m) => m.version));
 
 const TABLES = [
   'air_gap_exports',
+  'ans_names',
   'approval_requests',
   'approvals',
   'approver_credentials',
