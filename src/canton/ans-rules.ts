@@ -80,10 +80,20 @@ function label(text: string): string {
   return l === '' ? 'name' : l;
 }
 
+/**
+ * The characters RFC 3986 allows in a URI, percent signs only as `%HH`. The
+ * DSO parses the URL strictly (an RFC 3986 parser), while a WHATWG URL parser
+ * accepts and repairs spaces, backslashes, non-ASCII and stray `%`: anything
+ * outside this set is refused here rather than by the DSO, after paying.
+ */
+const URI_CHARS = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/;
+
 /** Why the entry's URL would be refused by the DSO, or undefined. */
 export function ansUrlProblem(url: string): string | undefined {
   if (url === '') return undefined;
   if (url.length > MAX_ANS_URL) return `the URL is ${url.length} characters; at most ${MAX_ANS_URL}`;
+  if (!URI_CHARS.test(url))
+    return 'the URL holds a character a strict URI parser refuses (a space, a backslash, a non-ASCII letter, a % not followed by two hex digits, or one of "<>{}|^`): percent-encode it';
   let u: URL;
   try {
     u = new URL(url);
@@ -96,7 +106,8 @@ export function ansUrlProblem(url: string): string | undefined {
 
 /** Why the entry's description would be refused by the DSO, or undefined. */
 export function ansDescriptionProblem(description: string): string | undefined {
-  const n = [...description].length;
+  // Counted as the DSO's JVM counts: UTF-16 code units (an emoji counts 2).
+  const n = description.length;
   return n > MAX_ANS_DESCRIPTION
     ? `the description is ${n} characters; at most ${MAX_ANS_DESCRIPTION}`
     : undefined;

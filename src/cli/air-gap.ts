@@ -86,7 +86,7 @@ export class ServiceClient {
 
   /** The JSON body of a 2xx answer; anything else ends the command (exit 1) with the service's code and message. */
   async call<T>(
-    method: 'GET' | 'POST' | 'PUT',
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     opts: { query?: Record<string, string | undefined>; body?: string } = {},
   ): Promise<T> {

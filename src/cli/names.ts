@@ -1,5 +1,5 @@
 /**
- * `canton-signer names register|list|renew|auto-renew|quote`: the names of
+ * `canton-signer names quote|register|list|renew|auto-renew|cancel`: the names of
  * the book's parties (docs/names.md), as REST clients of a running service —
  * the service signs (through the one pipeline) and its keeper follows the
  * registration and pays the renewals. The URL comes from --url or
@@ -41,6 +41,7 @@ interface Quote {
   problems: string[];
   feeUsd: string;
   feeCc: string;
+  maxCc: string;
   amuletPrice: string;
   round: number;
   lifetimeDays: number;
@@ -94,6 +95,7 @@ function quoteText(q: Quote): string {
     `${q.name}: ${q.available ? 'available' : 'cannot be registered'}`,
     ...q.problems.map((p) => `  - ${p}`),
     `  fee ${q.feeUsd} USD = ${q.feeCc} CC at ${q.amuletPrice} USD/CC (round ${q.round}), for ${q.lifetimeDays} days; renewal payable ${q.renewalWindowDays} days before expiry`,
+    `  the party needs ${q.maxCc} CC free: a payment may lock that much, transfer fees included`,
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -144,11 +146,23 @@ export function registerNames(program: Command): void {
           }),
         },
       );
+      const n = r.name;
+      const next =
+        n.state === 'active'
+          ? 'the DSO collected the payment: the entry exists'
+          : n.waiting
+            ? 'it goes on once that is done'
+            : n.state === 'paid'
+              ? 'the entry is made when the DSO collects the payment'
+              : `not paid yet; tried again every few minutes — fund the party, or give it up with \`canton-signer names cancel ${party} ${name}\``;
       out(
         opts.json,
         r,
-        `${nameText(r.name)}  priced ${r.quote.feeCc} CC (${r.quote.feeUsd} USD at ${r.quote.amuletPrice} USD/CC); the entry is made when the DSO collects the payment\n${(r.warnings ?? []).map((w) => `  warning: ${w}\n`).join('')}`,
+        `${nameText(n)}  priced ${r.quote.feeCc} CC (${r.quote.feeUsd} USD at ${r.quote.amuletPrice} USD/CC): ${next}\n${(r.warnings ?? []).map((w) => `  warning: ${w}\n`).join('')}`,
       );
+      // Recorded but nothing paid, and not waiting for someone: the command did not do what it was asked.
+      if ((n.state === 'requesting' || n.state === 'requested') && !n.waiting)
+        throw new CliExit(1, `${name} is recorded but not paid: ${n.error ?? 'see names list'}`);
     },
   );
 
@@ -173,6 +187,20 @@ export function registerNames(program: Command): void {
       'POST',
       partyPath(party, `/${encodeURIComponent(name)}/renew`),
       { body: '{}' },
+    );
+    out(opts.json, n, nameText(n));
+  });
+
+  withService(
+    names
+      .command('cancel')
+      .description('Give up a registration nothing was paid for yet (e.g. the party lacks funds)')
+      .argument('<party>')
+      .argument('<name>'),
+  ).action(async (party: string, name: string, opts: ServiceOpts) => {
+    const n = await (await service(opts)).call<NameView>(
+      'DELETE',
+      partyPath(party, `/${encodeURIComponent(name)}`),
     );
     out(opts.json, n, nameText(n));
   });

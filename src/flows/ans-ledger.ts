@@ -48,6 +48,16 @@ export interface PaymentContext {
   synchronizerId: string;
 }
 
+/** No mining round is open yet: nothing can be paid now, but shortly (rounds open every few minutes). */
+export class NoOpenRoundError extends Error {
+  override readonly name = 'NoOpenRoundError';
+  constructor() {
+    super(
+      'Scan lists no open mining round that has opened yet: nothing can be priced or paid now; try again in a minute',
+    );
+  }
+}
+
 const requireScan = (ctx: FlowContext, what: string) => {
   if (!ctx.scan)
     throw new Refusal(
@@ -165,7 +175,7 @@ export async function loadPaymentContext(
       };
   }
   // Not a refusal: rounds open every few minutes, the next try finds one.
-  if (!best) throw new Error('Scan lists no open mining round that has opened yet: try again shortly');
+  if (!best) throw new NoOpenRoundError();
   const disclosed = disclosedOf(best.c, amuletRules.synchronizerId, 'OpenMiningRound');
   return {
     amuletRules,
@@ -233,6 +243,9 @@ const KEYS: Record<keyof AnsSnapshot, string> = {
   locks: ANS_TEMPLATE.lockedAmulet,
 };
 
+/** Contracts read at most per party and pass. */
+const ACS_LIMIT = 10_000;
+
 const entityOf = (templateId: string) => templateId.split(':').slice(-2).join(':');
 
 /** The party's name-service contracts (one active-contracts query). */
@@ -252,8 +265,13 @@ export async function ansSnapshot(ctx: Pick<FlowContext, 'ledger'>, partyId: str
         verbose: false,
       },
     },
-    { limit: 10_000 },
+    { limit: ACS_LIMIT },
   );
+  // A cut-off list would read as contracts gone (a payment as refused, an entry as expired).
+  if (acs.length >= ACS_LIMIT)
+    throw new Error(
+      `${partyId} has ${ACS_LIMIT} or more name-service contracts and locked holdings: too many to read at once; nothing is decided on a partial list`,
+    );
   const out: AnsSnapshot = {
     entries: [],
     contexts: [],

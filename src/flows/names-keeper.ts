@@ -117,7 +117,7 @@ export function nameView(n: NameRecord): NameView {
 }
 
 const REJECTED =
-  'the DSO refused the name (invalid, or taken meanwhile) and returned the payment to the party, minus the fees of locking it';
+  'the DSO did not make the entry (the name invalid or taken meanwhile, or the payment’s round closed before it was collected) and returned the payment to the party, minus the fees of locking it';
 
 /** The keeper's name among the automation's tasks (in its log lines). */
 const KEEPER_TASK = 'name-keeper';
@@ -131,6 +131,8 @@ export interface NameKeeper {
   advance(id: string, opts?: { actor?: string; flows?: FlowContext }): Promise<NameRecord | undefined>;
   /** Pays the next renewal now if its window is open (auto-renew or not). */
   renewNow(id: string, actor: string, ctx?: FlowContext): Promise<NameRecord | undefined>;
+  /** Gives up a registration nothing was paid for yet (`failed`); refused once a payment is locked. */
+  cancel(id: string, actor: string): Promise<NameRecord | undefined>;
 }
 
 export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
@@ -177,11 +179,20 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         exportPaid = intent.targetAmount;
     }
     const want = subscriptionDescription(n.descriptionPrefix, n.name);
+    // Only a request whose entry context carries this registration's URL and description.
     const own =
       ref === undefined
         ? snap.requests.find((c) => {
             const d = subscriptionDataOf(c);
-            return d.sender === n.party && d.dso === n.dso && d.description === want;
+            const context = snap.contexts.find((x) => referenceOf(x) === c.contractId);
+            return (
+              d.sender === n.party &&
+              d.dso === n.dso &&
+              d.description === want &&
+              context !== undefined &&
+              fieldText(context, 'url') === n.url &&
+              fieldText(context, 'description') === n.description
+            );
           })
         : undefined;
     return {
@@ -192,6 +203,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         ? {
             initialPayment: {
               cid: init.contractId,
+              ...(fieldText(init, 'targetAmount') ? { targetAmount: fieldText(init, 'targetAmount')! } : {}),
               ...(lockUs(fieldText(init, 'lockedAmulet')) !== undefined
                 ? { lockExpiresUs: lockUs(fieldText(init, 'lockedAmulet'))! }
                 : {}),
@@ -205,6 +217,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         ? {
             payment: {
               cid: pay.contractId,
+              ...(fieldText(pay, 'targetAmount') ? { targetAmount: fieldText(pay, 'targetAmount')! } : {}),
               dueUs: fieldTime(pay, 'thisPaymentDueAt') ?? 0n,
               ...(lockUs(fieldText(pay, 'lockedAmulet')) !== undefined
                 ? { lockExpiresUs: lockUs(fieldText(pay, 'lockedAmulet'))! }
@@ -288,7 +301,18 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         const extra = line.next === 'rejected' ? { reason: REJECTED } : {};
         // What ended it stays on the registration, for whoever lists it later.
         if (line.next === 'rejected') patch.error = REJECTED;
-        const row = await move(line.next, patch, line.event, extra);
+        const row = await names.move(
+          n.id,
+          [n.state],
+          line.next,
+          { ...base, ...patch },
+          {
+            actor,
+            match: { renewals: n.renewals },
+            ...(guard ? { guard } : {}),
+            ...(events(line.event, extra) ? { events: events(line.event, extra)! } : {}),
+          },
+        );
         return { row: row ?? n, acted: row !== undefined && line.next !== n.state };
       }
       case 'warn': {
@@ -303,17 +327,24 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         if (!n.autoRenew && what === 'renewal_due')
           warnings.push('auto-renew is off: renew it yourself or the entry expires');
         const notifiedNow = [...n.notified.split(',').filter(Boolean), what].join(',');
-        const row = await move(
+        // Only if no one announced it meanwhile (another pass, a request handler).
+        const row = await names.move(
+          n.id,
+          [n.state],
           n.state,
-          { notified: notifiedNow },
-          line.event,
-          warnings.length ? { warnings } : {},
+          { ...base, notified: notifiedNow },
+          {
+            actor,
+            match: { notified: n.notified },
+            ...(guard ? { guard } : {}),
+            events: events(line.event, warnings.length ? { warnings } : {})!,
+          },
         );
         if (row) opts.observe?.('warning', row);
         return { row: row ?? n, acted: true };
       }
       default:
-        return act(n, f, line.action, base, guard, actor, ctx);
+        return act(n, f, line.action, line.next, base, guard, actor, ctx);
     }
   }
 
@@ -331,6 +362,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     n: NameRecord,
     f: NameFacts,
     action: 'request' | 'pay-initial' | 'pay-renewal' | 'reclaim',
+    next: NameRecord['state'],
     base: NamePatch,
     guard: ((tx: Queryable) => Promise<void>) | undefined,
     actor: string,
@@ -379,7 +411,9 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           contractId: cid,
           ...(renewal ? { dueAtUs: f.idle!.dueUs } : {}),
           feeAllowancePercent: opts.feeAllowancePercent,
-          commandId: renewal ? `cs-ans-renew-${n.id}-${f.idle!.dueUs}` : `cs-ans-pay-${n.id}`,
+          // One command per idle state: the payment consumes it, and after a payment is taken back a new one
+          // appears (same due date), whose payment must not be deduplicated against the first.
+          commandId: renewal ? `cs-ans-renew-${n.id}-${f.idle!.cid.slice(2, 34)}` : `cs-ans-pay-${n.id}`,
         });
         const row = await names.move(
           n.id,
@@ -406,6 +440,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       // reclaim
       const initial = f.initialPayment !== undefined && n.state === 'paid';
       const paymentCid = initial ? f.initialPayment!.cid : f.payment!.cid;
+      const refunded = initial ? f.initialPayment!.targetAmount : f.payment!.targetAmount;
       const r = await expirePayment(ctx, {
         partyId: n.party,
         name: n.name,
@@ -414,12 +449,11 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         initial,
         commandId: `cs-ans-reclaim-${n.id}-${paymentCid.slice(2, 18)}`,
       });
-      const next = n.state === 'paid' ? 'rejected' : 'expired';
       const row = await names.move(
         n.id,
         [n.state],
         next,
-        { ...base, paymentCid: null, error: null, retryAtUs: null },
+        { ...base, paymentCid: null, error: null, retryAtUs: null, ...(refunded ? { refunded } : {}) },
         {
           actor,
           ...(guard ? { guard } : {}),
@@ -514,6 +548,31 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       const n = await names.get(id);
       return n && drive(n, undefined, o.actor ?? 'name-keeper', o.flows ?? flows);
     },
+    async cancel(id, actor) {
+      const n = await names.get(id);
+      if (!n) return undefined;
+      if (n.state !== 'requesting' && n.state !== 'requested')
+        throw new Refusal(
+          'bad_request',
+          `${n.name} is ${n.state}: only a registration nothing was paid for yet (requesting, requested) can be cancelled`,
+        );
+      const f = await factsOf(n, await ansSnapshot(flows, n.party));
+      if (f.initialPayment || f.entry)
+        throw new Refusal(
+          'bad_request',
+          `${n.name} is already paid for on the ledger: it can no longer be cancelled`,
+        );
+      const reason = `cancelled by ${actor} before anything was paid`;
+      const row = await names.move(
+        n.id,
+        [n.state],
+        'failed',
+        { error: reason, retryAtUs: null, exportId: null, approvalId: null },
+        { actor, events: events('name.failed', { reason })! },
+      );
+      if (!row) throw new Refusal('bad_request', `${n.name} changed meanwhile: look at it again`);
+      return row;
+    },
     async renewNow(id, actor, ctx = flows) {
       const n = await names.get(id);
       if (!n) return undefined;
@@ -523,12 +582,17 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       const f = await factsOf(n, snap);
       if (!f.idle)
         throw new Refusal('bad_request', `${n.name} has no subscription waiting for a payment on the ledger`);
+      if (f.nowUs >= f.idle.dueUs)
+        throw new Refusal(
+          'bad_request',
+          `${n.name} was due at ${isoUs(f.idle.dueUs)}: a payment now could not be collected before the entry expires; register the name again once it has expired`,
+        );
       if (f.nowUs < f.idle.dueUs - n.renewalUs)
         throw new Refusal(
           'bad_request',
           `the renewal window of ${n.name} opens at ${isoUs(f.idle.dueUs - n.renewalUs)} (${days(n.renewalUs)} days before the due date ${isoUs(f.idle.dueUs)}); the name service refuses an earlier payment`,
         );
-      const r = await act(n, f, 'pay-renewal', observed(n, f), undefined, actor, ctx);
+      const r = await act(n, f, 'pay-renewal', 'renewing', observed(n, f), undefined, actor, ctx);
       if (r.row.error !== undefined && r.row.retryAtUs !== undefined)
         throw new Refusal('bad_request', `the renewal of ${n.name} was not paid: ${r.row.error}`);
       return r.row;

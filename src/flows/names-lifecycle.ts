@@ -24,11 +24,11 @@ export interface NameFacts {
    */
   ownRequest?: string;
   /** The first payment is locked, waiting for the DSO. */
-  initialPayment?: { cid: string; lockExpiresUs?: bigint };
+  initialPayment?: { cid: string; lockExpiresUs?: bigint; targetAmount?: string };
   /** The subscription is idle: the next payment is due at `dueUs`. */
   idle?: { cid: string; dueUs: bigint };
   /** A renewal payment is locked, waiting for the DSO. */
-  payment?: { cid: string; dueUs: bigint; lockExpiresUs?: bigint };
+  payment?: { cid: string; dueUs: bigint; lockExpiresUs?: bigint; targetAmount?: string };
   /** The entry, as the DSO keeps it. */
   entry?: { cid: string; expiresUs: bigint };
   /** An air-gap export of this row's step is open (its window not yet closed). */
@@ -62,13 +62,16 @@ export interface LifecycleLine {
   event?: string;
 }
 
+const notified = (r: NameRecord, what: string) => r.notified.split(',').includes(what);
+// Open from `due − renewal window` until the due date: a payment at or after it cannot be collected.
 const windowOpen = (r: NameRecord, f: NameFacts) =>
-  f.idle !== undefined && f.nowUs >= f.idle.dueUs - r.renewalUs;
+  f.idle !== undefined && f.nowUs >= f.idle.dueUs - r.renewalUs && f.nowUs < f.idle.dueUs;
+const expiring = (r: NameRecord, f: NameFacts, h: NameHorizons) =>
+  f.entry !== undefined && f.nowUs >= f.entry.expiresUs - h.expiringUs && !notified(r, 'expiring');
 const expired = (r: NameRecord, f: NameFacts) =>
   f.entry === undefined && r.expiresUs !== undefined && f.nowUs >= r.expiresUs;
 const lockExpired = (lockUs: bigint | undefined, f: NameFacts) => lockUs !== undefined && f.nowUs > lockUs;
 const mayAct = (f: NameFacts) => !f.exportOpen && !f.backingOff;
-const notified = (r: NameRecord, what: string) => r.notified.split(',').includes(what);
 
 /** The table. Lines of a state are tried in order; the first that holds is taken. */
 export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
@@ -180,8 +183,7 @@ export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
   {
     state: 'active',
     when: 'less than the expiring horizon is left (announce once)',
-    test: (r, f, h) =>
-      f.entry !== undefined && f.nowUs >= f.entry.expiresUs - h.expiringUs && !notified(r, 'expiring'),
+    test: (r, f, h) => expiring(r, f, h),
     action: 'warn',
     next: 'active',
     event: 'name.expiring',
@@ -222,10 +224,30 @@ export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
   },
   {
     state: 'renewing',
+    when: 'the payment’s lock expired uncollected while the entry lives: take it back, pay again',
+    test: (_r, f) =>
+      f.entry !== undefined &&
+      f.payment !== undefined &&
+      lockExpired(f.payment.lockExpiresUs, f) &&
+      mayAct(f),
+    action: 'reclaim',
+    next: 'active',
+    event: 'name.payment_reclaimed',
+  },
+  {
+    state: 'renewing',
     when: 'the payment is gone and the subscription idle again',
     test: (_r, f) => f.payment === undefined && f.idle !== undefined,
     action: 'record',
     next: 'active',
+  },
+  {
+    state: 'renewing',
+    when: 'less than the expiring horizon is left, not yet collected (announce once)',
+    test: (r, f, h) => expiring(r, f, h),
+    action: 'warn',
+    next: 'renewing',
+    event: 'name.expiring',
   },
   { state: 'renewing', when: 'otherwise', test: () => true, action: 'none', next: 'renewing' },
   // Expired with CC still locked: take it back once the lock allows.

@@ -17,7 +17,7 @@ import {
 import { isCantonApiError } from '../canton/errors.js';
 import type { Store } from '../store/index.js';
 import { NameConflictError, type NameRecord } from '../store/repos/names.js';
-import { loadAnsTerms, loadPaymentContext, targetAmount } from './ans-ledger.js';
+import { loadAnsTerms, loadPaymentContext, targetAmount, withAllowance } from './ans-ledger.js';
 import { type FlowContext, partyOf } from './context.js';
 import { type NameKeeper, type NameView, nameView } from './names-keeper.js';
 import { Refusal } from './refusal.js';
@@ -30,6 +30,8 @@ export interface NameQuote {
   feeUsd: string;
   /** The fee in CC at the current round's price (fees of the transfer itself not included). */
   feeCc: string;
+  /** The most CC a payment may lock, transfer fees included (names.feeAllowancePercent above the fee): the party's free CC must cover it. */
+  maxCc: string;
   amuletPrice: string;
   round: number;
   lifetimeDays: number;
@@ -42,7 +44,7 @@ const DAY_US = 86_400_000_000;
 export async function quoteName(
   ctx: FlowContext,
   store: Store,
-  req: { name: string; url?: string; description?: string; acronym?: string },
+  req: { name: string; url?: string; description?: string; acronym?: string; feeAllowancePercent?: number },
 ): Promise<NameQuote> {
   const problems: string[] = [];
   const check = checkAnsName(req.name, req.acronym ?? DEFAULT_ANS_ACRONYM);
@@ -67,6 +69,7 @@ export async function quoteName(
     problems,
     feeUsd: terms.entryFee,
     feeCc: targetAmount(terms.entryFee, pc.round.amuletPrice),
+    maxCc: withAllowance(targetAmount(terms.entryFee, pc.round.amuletPrice), req.feeAllowancePercent ?? 0),
     amuletPrice: pc.round.amuletPrice,
     round: pc.round.number,
     lifetimeDays: Number(terms.lifetimeUs) / DAY_US,
@@ -91,6 +94,7 @@ export interface RegisterNameRequest {
   description?: string;
   autoRenew?: boolean;
   acronym?: string;
+  feeAllowancePercent?: number;
   actor: string;
   /**
    * Skip this signer's own checks of the name (form, availability) and let

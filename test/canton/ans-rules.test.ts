@@ -95,3 +95,25 @@ describe('the renewal window', () => {
     expect(renewalPhase(due, entry, 30 * DAY)).toBe('expired');
   });
 });
+
+describe('URLs a strict URI parser refuses', () => {
+  it.each([
+    'https://example.com/a b',
+    'https://example.com/ä',
+    'https://example.com\\x',
+    'https://example.com/%zz',
+    'https://example.com/a|b',
+    'https://example.com/{x}',
+    'https://example.com/a^b',
+    'https://example.com/"q"',
+  ])('refuses %s (a WHATWG parser would repair it, the DSO would not)', (url) => {
+    expect(ansUrlProblem(url)).toMatch(/percent-encode it/);
+  });
+
+  it.each(['https://example.com/path?q=1&r=%20#frag', 'http://[::1]:8080/x', 'https://a.example/~u/(1)'])(
+    'accepts %s',
+    (url) => {
+      expect(ansUrlProblem(url)).toBeUndefined();
+    },
+  );
+});

@@ -319,4 +319,54 @@ describe('keeping a name', () => {
     await pass();
     expect((await row(p, 'policed.unverified.cns')).state).toBe('active');
   });
+
+  it('takes back a renewal the DSO did not collect (its round closed) and pays again in the same window', async () => {
+    const p = await env.addParty('uncollected', { fund: '5000' });
+    const name = 'uncollected.unverified.cns';
+    await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    await pass();
+    const first = await row(p, name);
+    await advanceDays(59);
+    // the SVs' automation is down while the renewal is paid
+    const commit = net().commitInternal.bind(net());
+    const down = vi.spyOn(net(), 'commitInternal').mockImplementation((u) => {
+      // nothing happens in its place: the payment stays locked
+      return commit(
+        u.commandId.startsWith('sv-ans-renew-')
+          ? { archives: [], creates: [], commandId: `${u.commandId}-down` }
+          : u,
+      );
+    });
+    await advanceDays(1);
+    expect((await row(p, name)).state).toBe('renewing');
+    down.mockRestore();
+    // rounds move on: the payment's round closes before it is collected; its lock expires
+    for (let d = 0; d < 3; d++) await advanceDays(1);
+    await pass();
+    const n = await row(p, name);
+    expect(n, JSON.stringify(n)).toMatchObject({ state: 'active', renewals: 1 });
+    // paid twice, the first taken back: spent once
+    expect(n.paidCc).toBe('400.0000000000');
+    expect(Date.parse(n.expiresAt!)).toBe(Date.parse(first.expiresAt!) + 90 * DAY_MS);
+    const events = await eventsOf(name);
+    expect(events).toContain('name.payment_reclaimed');
+    expect(events).not.toContain('name.expired');
+  });
+
+  it('gives up a registration the party cannot pay, and no other', async () => {
+    const p = await env.addParty('broke', { fund: '10' });
+    const name = 'broke.unverified.cns';
+    const r = await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    expect(r.status).toBe(201);
+    expect(r.body.name).toMatchObject({ state: 'requested', error: expect.stringMatching(/cannot pay 220/) });
+    expect((await api('GET', `/v1/names/quote?name=${name}`)).body.available).toBe(false);
+    const c = await api('DELETE', `/v1/parties/${p.partyId}/names/${name}`);
+    expect(c.status).toBe(200);
+    expect(c.body).toMatchObject({
+      state: 'failed',
+      error: expect.stringMatching(/cancelled by .* before anything was paid/),
+    });
+    expect((await api('GET', `/v1/names/quote?name=${name}`)).body.available).toBe(true);
+    expect((await api('DELETE', `/v1/parties/${p.partyId}/names/reg-file.unverified.cns`)).status).toBe(404);
+  });
 });

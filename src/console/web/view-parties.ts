@@ -1,9 +1,10 @@
 /**
  * Parties: the booked parties the token reaches (`GET /v1/parties`), each
  * with its holdings (`GET /v1/parties/{id}/balance`) and its transfer
- * preapproval's expiry (`GET /v1/parties/{id}/preapprovals`). Both are read
- * from the ledger now, one party at a time, so a slow or failing party
- * shows its own error and the others still fill in.
+ * preapproval's expiry (`GET /v1/parties/{id}/preapprovals`), both read from
+ * the ledger now, one party at a time, so a slow or failing party shows its
+ * own error and the others still fill in; and its names in the name service
+ * (`GET /v1/parties/{id}/names`: state, expiry, renewal, what went wrong).
  */
 import { get, query } from './api.js';
 import type { ViewContext } from './context.js';
@@ -34,7 +35,47 @@ interface Preapproval {
   problem?: string;
 }
 
+interface NameRow {
+  name: string;
+  state: string;
+  autoRenew: boolean;
+  expiresAt?: string;
+  renewalWindowOpensAt?: string;
+  waiting?: { for: string };
+  error?: string;
+}
+
 const WITHIN_DAYS = 30;
+const ENDED = new Set(['expired', 'rejected', 'failed']);
+
+function namesCell(r: { names: NameRow[] }): HTMLElement {
+  const live = r.names.filter((n) => !ENDED.has(n.state));
+  if (live.length === 0) return h('span', { class: 'muted' }, 'none');
+  return h(
+    'ul',
+    { class: 'names' },
+    live.map((n) =>
+      h(
+        'li',
+        null,
+        h('strong', null, n.name),
+        ' ',
+        pill(n.state),
+        n.expiresAt ? h('div', { class: 'muted' }, 'until ', time(n.expiresAt)) : null,
+        n.renewalWindowOpensAt
+          ? h(
+              'div',
+              { class: 'muted' },
+              n.autoRenew ? 'renewed automatically from ' : 'auto-renew off; renewable from ',
+              time(n.renewalWindowOpensAt),
+            )
+          : null,
+        n.waiting ? h('div', { class: 'warning' }, `waiting for ${n.waiting.for}`) : null,
+        n.error ? h('div', { class: 'warning' }, n.error) : null,
+      ),
+    ),
+  );
+}
 
 function balanceCell(b: Balance): HTMLElement {
   if (b.holdings.length === 0) return h('span', { class: 'muted' }, 'no holdings');
@@ -111,7 +152,7 @@ export async function renderParties(main: HTMLElement, _ctx: ViewContext) {
       listBox,
       table(
         'Parties',
-        ['Party', 'Key', 'Balance', 'Transfer preapproval', 'Onboarded'],
+        ['Party', 'Key', 'Balance', 'Transfer preapproval', 'Names', 'Onboarded'],
         parties.map((p) => {
           const id = encodeURIComponent(p.partyId);
           return [
@@ -133,6 +174,7 @@ export async function renderParties(main: HTMLElement, _ctx: ViewContext) {
               () => get<Preapproval>(`/v1/parties/${id}/preapprovals${query({ withinDays: WITHIN_DAYS })}`),
               preapprovalCell,
             ),
+            later(() => get<{ names: NameRow[] }>(`/v1/parties/${id}/names`), namesCell),
             time(p.createdAt),
           ];
         }),

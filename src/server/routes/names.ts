@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { NoOpenRoundError } from '../../flows/ans-ledger.js';
 import type { NameView } from '../../flows/names-keeper.js';
 import { nameView } from '../../flows/names-keeper.js';
 import { quoteName, registerName } from '../../flows/names-register.js';
@@ -55,7 +56,10 @@ const Quote = z.object({
   available: z.boolean(),
   problems: z.array(z.string()),
   feeUsd: z.string(),
-  feeCc: z.string(),
+  feeCc: z.string().describe('the fee in CC at the round’s price: what the DSO collects'),
+  maxCc: z
+    .string()
+    .describe('the most a payment may lock, transfer fees included: the free CC the party needs'),
   amuletPrice: z.string(),
   round: z.number(),
   lifetimeDays: z.number(),
@@ -77,6 +81,12 @@ const QuoteQuery = z.strictObject({
 const NameParams = z.object({ id: PartyIdSchema, name: NameText });
 const AutoRenew = z.strictObject({ enabled: z.boolean() });
 
+/** No round open yet is a moment's wait, not a failure of the service: 503 with what to do. */
+function unavailable(e: unknown): never {
+  if (e instanceof NoOpenRoundError) throw new ApiError(503, 'unavailable', e.message);
+  throw e;
+}
+
 async function nameOf(deps: ServiceDeps, partyId: string, name: string) {
   const n = (await deps.store.names.ofParty(partyId)).find((x) => x.name === name);
   if (!n) throw new ApiError(404, 'not_found', `${partyId} has no registration of ${name}`, 'params.name');
@@ -97,7 +107,11 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
     },
     async (request) => {
       const q = request.query as z.output<typeof QuoteQuery>;
-      return quoteName(flowsFor(deps, request), deps.store, { ...q, acronym: deps.config.names.acronym });
+      return quoteName(flowsFor(deps, request), deps.store, {
+        ...q,
+        acronym: deps.config.names.acronym,
+        feeAllowancePercent: deps.config.names.feeAllowancePercent,
+      }).catch(unavailable);
     },
   );
 
@@ -148,9 +162,10 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
         description: b.description,
         autoRenew: b.autoRenew,
         acronym: deps.config.names.acronym,
+        feeAllowancePercent: deps.config.names.feeAllowancePercent,
         actor: actorOf(request),
         airGapTurnaroundMs: deps.config.names.airGapTurnaroundHours * 3_600_000,
-      });
+      }).catch(unavailable);
       reply.code(201);
       return r;
     },
@@ -189,8 +204,28 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
       const { id, name } = request.params as z.output<typeof NameParams>;
       await bookedParty(deps, request, id);
       const n = await nameOf(deps, id, name);
-      const r = await deps.names.renewNow(n.id, actorOf(request), flowsFor(deps, request));
+      const r = await deps.names.renewNow(n.id, actorOf(request), flowsFor(deps, request)).catch(unavailable);
       return nameView(r ?? n) satisfies NameView;
+    },
+  );
+
+  app.delete(
+    '/parties/:id/names/:name',
+    {
+      config: { roles: ['operator'] },
+      schema: {
+        tags: ['names'],
+        summary:
+          'Cancel a registration nothing was paid for yet (requesting, requested: e.g. the party lacks funds); 400 once a payment is locked',
+        params: s(NameParams),
+        response: { 200: out(NameViewSchema, 'the registration, failed: cancelled') },
+      },
+    },
+    async (request) => {
+      const { id, name } = request.params as z.output<typeof NameParams>;
+      await bookedParty(deps, request, id);
+      const n = await nameOf(deps, id, name);
+      return nameView((await deps.names.cancel(n.id, actorOf(request))) ?? n);
     },
   );
 

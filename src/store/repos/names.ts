@@ -157,6 +157,8 @@ export interface NamePatch {
   renewals?: number;
   /** Added to `paid_cc`, and kept as `last_payment_cc`. */
   paid?: string;
+  /** Taken off `paid_cc`: a payment that came back. */
+  refunded?: string;
   lastPrice?: string | null;
   exportId?: string | null;
   approvalId?: string | null;
@@ -166,7 +168,7 @@ export interface NamePatch {
   autoRenew?: boolean;
 }
 
-const COLUMN_OF: Record<Exclude<keyof NamePatch, 'paid'>, string> = {
+const COLUMN_OF: Record<Exclude<keyof NamePatch, 'paid' | 'refunded'>, string> = {
   requestCid: 'request_cid',
   entryCid: 'entry_cid',
   paymentCid: 'payment_cid',
@@ -200,6 +202,17 @@ export class NameRepo {
 
   /** A new registration in `requesting`; refused (NameConflictError) while the name has a live row. */
   async create(n: NewName, actor = this.opts.actor): Promise<NameRecord> {
+    try {
+      return await this.insert(n, actor);
+    } catch (e) {
+      // Two registrations of one name at once: the second meets the first's row at the unique index.
+      if ((e as { code?: unknown }).code === '23505')
+        throw new NameConflictError(`${n.name} is being registered by another request right now`);
+      throw e;
+    }
+  }
+
+  private async insert(n: NewName, actor: string): Promise<NameRecord> {
     return this.db.transaction(async (tx) => {
       const live = await tx.query<{ id: string; party: string }>(
         `SELECT id, party FROM ans_names WHERE name = $1 AND state NOT IN ('expired', 'rejected', 'failed')`,
@@ -299,17 +312,26 @@ export class NameRepo {
       events?: (n: NameRecord) => NameEvent[];
       details?: Record<string, unknown>;
       guard?: (tx: Queryable) => Promise<void>;
+      /** Move only if these columns still hold these values (an announcement made once). */
+      match?: { notified?: string; renewals?: number };
     } = {},
   ): Promise<NameRecord | undefined> {
     return this.db.transaction(async (tx) => {
       await opts.guard?.(tx);
       const sets = ['state = $3', 'updated_at = now()'];
       const params: unknown[] = [id, [...from], to];
-      for (const [k, col] of Object.entries(COLUMN_OF) as [Exclude<keyof NamePatch, 'paid'>, string][]) {
+      for (const [k, col] of Object.entries(COLUMN_OF) as [
+        Exclude<keyof NamePatch, 'paid' | 'refunded'>,
+        string,
+      ][]) {
         const v = patch[k];
         if (v === undefined) continue;
         params.push(typeof v === 'bigint' ? v.toString() : v);
         sets.push(`${col} = $${params.length}`);
+      }
+      if (patch.refunded !== undefined) {
+        params.push(patch.refunded);
+        sets.push(`paid_cc = paid_cc - $${params.length}::numeric`);
       }
       if (patch.paid !== undefined) {
         params.push(patch.paid);
@@ -318,8 +340,17 @@ export class NameRepo {
           `last_payment_cc = $${params.length}::numeric`,
         );
       }
+      const where = ['id = $1', 'state = ANY($2::text[])'];
+      if (opts.match?.notified !== undefined) {
+        params.push(opts.match.notified);
+        where.push(`notified = $${params.length}`);
+      }
+      if (opts.match?.renewals !== undefined) {
+        params.push(opts.match.renewals);
+        where.push(`renewals = $${params.length}`);
+      }
       const r = await tx.query<Row>(
-        `UPDATE ans_names SET ${sets.join(', ')} WHERE id = $1 AND state = ANY($2::text[]) RETURNING ${COLUMNS}`,
+        `UPDATE ans_names SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING ${COLUMNS}`,
         params,
       );
       const row = r.rows[0];
