@@ -44,7 +44,15 @@ const DAY_US = 86_400_000_000;
 export async function quoteName(
   ctx: FlowContext,
   store: Store,
-  req: { name: string; url?: string; description?: string; acronym?: string; feeAllowancePercent?: number },
+  req: {
+    name: string;
+    url?: string;
+    description?: string;
+    acronym?: string;
+    feeAllowancePercent?: number;
+    /** The party it would be for, when known (a name it already holds is said so). */
+    partyId?: string;
+  },
 ): Promise<NameQuote> {
   const problems: string[] = [];
   const check = checkAnsName(req.name, req.acronym ?? DEFAULT_ANS_ACRONYM);
@@ -56,7 +64,8 @@ export async function quoteName(
   const terms = await loadAnsTerms(ctx);
   if (check.ok) {
     const holder = await scanHolder(ctx, req.name);
-    if (holder) problems.push(`name: ${req.name} is taken: Scan shows it registered to ${holder}`);
+    if (holder === req.partyId) problems.push(`name: ${req.partyId} already holds ${req.name}`);
+    else if (holder) problems.push(`name: ${req.name} is taken: Scan shows it registered to ${holder}`);
     const own = await store.names.byName(req.name);
     if (own && !['expired', 'rejected', 'failed'].includes(own.state) && holder === undefined)
       problems.push(`name: ${req.name} is being registered for ${own.party} by this signer (${own.state})`);

@@ -439,7 +439,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     });
     const runner: Automation = createAutomation({
       store,
-      tasks: config.names.enabled ? [autoAccept, sweeps, names] : [autoAccept, sweeps],
+      // The exchange's tasks only when configured (as before names existed: an idle runner decided nothing).
+      tasks: [...(automated ? [autoAccept, sweeps] : []), ...(config.names.enabled ? [names] : [])],
       ...(ingestion ? { subscribe: (fn: () => void) => ingestion.subscribe(() => fn()) } : {}),
       pollMs: config.exchange.automationPollMs,
       logger: log,
