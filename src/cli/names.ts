@@ -18,35 +18,9 @@ interface ServiceOpts {
   json?: boolean;
 }
 
-/** A name registration as the service shows it (GET /v1/parties/{id}/names). */
-interface NameView {
-  partyId: string;
-  name: string;
-  state: string;
-  autoRenew: boolean;
-  entryFeeUsd: string;
-  expiresAt?: string;
-  nextPaymentDueAt?: string;
-  renewalWindowOpensAt?: string;
-  renewals: number;
-  paidCc: string;
-  lastPrice?: string;
-  waiting?: { for: string; exportId?: string; approvalId?: string };
-  error?: string;
-}
-
-interface Quote {
-  name: string;
-  available: boolean;
-  problems: string[];
-  feeUsd: string;
-  feeCc: string;
-  maxCc: string;
-  amuletPrice: string;
-  round: number;
-  lifetimeDays: number;
-  renewalWindowDays: number;
-}
+/** The service's answers (types only: nothing of the flows is loaded). */
+type NameView = import('../flows/names-keeper.js').NameView;
+type Quote = import('../flows/names-register.js').NameQuote;
 
 async function service(opts: ServiceOpts) {
   if (!process.env[TOKEN_ENV]?.trim())
