@@ -23,6 +23,9 @@ interface SandboxCliOptions {
   unsafeHmacSecret?: string;
   json?: boolean;
   log?: boolean;
+  nameLifetime?: string;
+  nameRenewalWindow?: string;
+  nameFee?: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -49,6 +52,9 @@ export function registerSandbox(program: Command): void {
         "UNSAFE: also accept HS256 JWTs signed with this shared secret (LocalNet's unsafe auth)",
       ).env('CANTON_SIGNER_SANDBOX_UNSAFE_HMAC_SECRET'),
     )
+    .option('--name-lifetime <duration>', 'how long a name-service entry lives per payment (e.g. 10m; default 90d)')
+    .option('--name-renewal-window <duration>', 'how long before expiry a renewal may be paid (default 30d)')
+    .option('--name-fee <usd>', 'the name service’s fee per lifetime, in USD (default 1.0)')
     .option('--json', 'print the endpoints as one JSON object')
     .option('--log', 'log every request (method, path, status; never headers)')
     .action(async (opts: SandboxCliOptions) => {
@@ -74,8 +80,24 @@ export function registerSandbox(program: Command): void {
       if (opts.audience === '') throw new UsageError('--audience: must not be empty');
       if (opts.unsafeHmacSecret === '') throw new UsageError('--unsafe-hmac-secret: must not be empty');
       // Loaded here, not at the top: the other commands should not pay for starting fastify.
+      const { parseDuration } = await import('./flows.js');
+      const ans = {
+        ...(opts.nameLifetime !== undefined
+          ? { entryLifetimeMs: parseDuration(opts.nameLifetime, '--name-lifetime') }
+          : {}),
+        ...(opts.nameRenewalWindow !== undefined
+          ? { renewalDurationMs: parseDuration(opts.nameRenewalWindow, '--name-renewal-window') }
+          : {}),
+        ...(opts.nameFee !== undefined ? { entryFee: opts.nameFee } : {}),
+      };
+      if (
+        ans.entryFee !== undefined &&
+        (!/^\d{1,28}(\.\d{1,10})?$/.test(ans.entryFee) || /^0+(\.0*)?$/.test(ans.entryFee))
+      )
+        throw new UsageError(`--name-fee: a positive decimal number of USD such as 1.0, got ${ans.entryFee}`);
       const { startSandbox } = await import('../sandbox/server.js');
       const sandbox = await startSandbox({
+        ans,
         port,
         host: opts.host,
         roundIntervalMs: interval * 1000,
