@@ -33,11 +33,40 @@ afterAll(() => {
 
 describe('canton-signer sandbox', () => {
   it('starts, serves every service on one port, and stops cleanly on SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--json', '--seed', 'cli-test'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'sandbox',
+        '--port',
+        '0',
+        '--json',
+        '--seed',
+        'cli-test',
+        '--name-lifetime',
+        '10m',
+        '--name-renewal-window',
+        '5m',
+        '--name-fee',
+        '2.5',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     children.push(child);
     const info = JSON.parse(await firstLine(child)) as Record<string, string>;
+    // the name service's terms as given
+    const rules = (await (
+      await fetch(`${info.scan}/v0/ans-rules`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'content-type': 'application/json' },
+      })
+    ).json()) as { ans_rules_update: { contract: { payload: { config: Record<string, unknown> } } } };
+    expect(rules.ans_rules_update.contract.payload.config).toMatchObject({
+      entryLifetime: { microseconds: '600000000' },
+      renewalDuration: { microseconds: '300000000' },
+      entryFee: '2.5000000000',
+    });
     expect(info.ledgerApi).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(info.validator).toBe(`${info.ledgerApi}/api/validator`);
     expect(info.scan).toBe(`${info.ledgerApi}/api/scan`);
@@ -151,6 +180,8 @@ describe('canton-signer sandbox', () => {
     [['--token', 'no-user'], '--token'],
     [['--client', 'a:b'], '--client'],
     [['--audience', ''], '--audience'],
+    [['--name-lifetime', '10 minutes'], '--name-lifetime'],
+    [['--name-fee', '0'], '--name-fee'],
   ])('bad option %j exits 2 naming %s', (args, name) => {
     const r = spawnSync(process.execPath, [BIN, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(2);
