@@ -115,6 +115,9 @@ export function nameView(n: NameRecord): NameView {
   };
 }
 
+/** The command id of a registration's renewal payment for one due date: the ledger deduplicates on it. */
+const renewalCommandId = (id: string, dueUs: bigint) => `cs-ans-renew-${id}-${dueUs}`;
+
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
 
 export interface NameKeeper {
@@ -259,6 +262,12 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           patch.renewals = n.renewals + 1;
           patch.paymentCid = null;
         }
+        // A renewal found paid while the row is still `active`: the run that paid it died before
+        // recording it (the move to `renewing` adds what was paid); its amount is in the journal.
+        if (n.state === 'active' && (line.next === 'renewing' || line.event === 'name.renewed')) {
+          const paid = await unrecordedPayment(n, line.next === 'renewing' ? f.payment?.dueUs : n.nextDueUs);
+          if (paid !== undefined) patch.paid = paid;
+        }
         if (line.next === 'expired' || line.next === 'lapsed') patch.entryCid = null;
         const extra =
           line.event === 'name.rejected'
@@ -294,6 +303,19 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       default:
         return act(n, f, line.action, base, guard, actor, ctx);
     }
+  }
+
+  /**
+   * The CC locked by this row's renewal payment for the due date `dueUs`,
+   * as the journal kept it before the payment was submitted: the committed
+   * attempt's, else the last one submitted (the ledger lets one commit
+   * under the command id). Undefined when the journal has none.
+   */
+  async function unrecordedPayment(n: NameRecord, dueUs: bigint | undefined): Promise<string | undefined> {
+    if (dueUs === undefined) return undefined;
+    const records = (await store.recorder.records(`command:${renewalCommandId(n.id, dueUs)}`)).reverse();
+    const r = records.find((x) => x.step === 'committed') ?? records.find((x) => x.step === 'submitted');
+    return r?.intent?.kind === 'ans-renewal-pay' ? r.intent.targetAmount : undefined;
   }
 
   async function isCold(party: string): Promise<boolean> {
@@ -358,7 +380,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           contractId: cid,
           ...(renewal ? { dueAtUs: f.idle!.dueUs } : {}),
           feeAllowancePercent: opts.feeAllowancePercent,
-          commandId: renewal ? `cs-ans-renew-${n.id}-${f.idle!.dueUs}` : `cs-ans-pay-${n.id}`,
+          commandId: renewal ? renewalCommandId(n.id, f.idle!.dueUs) : `cs-ans-pay-${n.id}`,
         });
         const row = await names.move(
           n.id,
