@@ -8,9 +8,9 @@
  * participant's execute (the answer never read), right after the payment
  * commits (the answer never read, nothing recorded), and at random moments.
  * Afterwards every due date was paid exactly once (one SubscriptionPayment
- * each, collected once, the party's CC down by one fee per lifetime), the
- * entry is active and extended by exactly one lifetime per renewal, and
- * nothing expired in between.
+ * each, collected once, the party's CC down by one fee per lifetime and the
+ * service's `paidCc` saying the same), the entry is active and extended by
+ * exactly one lifetime per renewal, and nothing expired in between.
  *
  * A killed process leaves its automation lease to run out (30 s in `serve`);
  * here the test lets it lapse as soon as the process is dead, which is what a
