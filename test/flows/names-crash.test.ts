@@ -22,7 +22,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Signer } from '../../src/keys/signer.js';
 import { balanceOf } from '../../src/sandbox/amulet.js';
 import { ansAutomationLog } from '../../src/sandbox/ans-automation.js';
@@ -45,9 +45,9 @@ import { mintToken } from '../support/service.js';
 
 const hasPg = await requirePostgres();
 const PASSPHRASE = 'names-crash-passphrase';
-/** The entry's lifetime and the renewal window before its end: a renewal every 14 s, the first 4 s in. */
-const LIFETIME_MS = 14_000;
-const WINDOW_MS = 10_000;
+/** The entry's lifetime and the renewal window before its end: a renewal every 15 s, the first 4 s in. */
+const LIFETIME_MS = 15_000;
+const WINDOW_MS = 11_000;
 const LIFETIME_US = BigInt(LIFETIME_MS) * 1000n;
 const RENEWALS = 3;
 const NAME = 'crash-names.unverified.cns';
@@ -143,25 +143,37 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
       }),
     );
 
-    // The service, and its restarts. The dead process's leases lapse at once (see the header).
+    // The service, and its restarts.
     let proc: ServeProcess | undefined;
+    const procs: ServeProcess[] = [];
     let url = '';
-    const kills: { at: number; why: string; paymentsBefore: number; paymentsAfterRestart?: number }[] = [];
+    const kills: { at: number; why: string; paymentsBefore: number; paymentsOnceDead?: number }[] = [];
     const paymentsSoFar = () =>
       net.store
         .updates()
         .flatMap((u) => u.events)
         .filter(isAlicePayment).length;
     let restarting: Promise<void> | undefined;
+    let over = false;
     const start = async () => {
       const p = startServe(['--config', file], {
         cwd: dir,
         env: { CANTON_SIGNER_PASSPHRASE: PASSPHRASE, CANTON_SIGNER_LOG_LEVEL: 'info' },
       });
       proc = p;
+      procs.push(p);
       url = (await p.waitFor(LISTENING, 30_000))[1]!;
     };
     const restartTimes: number[] = [];
+    // The leases of dead processes lapse at once, and again every 100 ms: a query the killed process
+    // had sent (its first lease acquisition, say) may still run on its database connection after
+    // the process is gone, taking the lease for a holder that no longer exists.
+    const dead: string[] = [];
+    const lapse = () =>
+      store.db.query(`UPDATE leases SET expires_at = now() WHERE expires_at > now() AND owner LIKE ANY($1)`, [
+        dead,
+      ]);
+    const reaper = setInterval(() => void lapse().catch(() => {}), 100);
     /** SIGKILLs the service now (synchronously: called from the sandbox's hooks), then starts it again. */
     const kill = (why: string) => {
       const p = proc;
@@ -172,11 +184,10 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
       const k0 = Date.now();
       restarting = (async () => {
         await p.exited;
-        await store.db.query(`UPDATE leases SET expires_at = now() WHERE owner LIKE $1`, [
-          `%:${p.child.pid}:%`,
-        ]);
-        k.paymentsAfterRestart = paymentsSoFar();
-        await start();
+        dead.push(`%:${p.child.pid}:%`);
+        await lapse();
+        k.paymentsOnceDead = paymentsSoFar();
+        if (!over) await start();
         restartTimes.push(Date.now() - k0);
       })().finally(() => {
         restarting = undefined;
@@ -192,7 +203,7 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
       if (kill(point)) armed = armed.slice(1);
     };
     net.onCommit((u) => {
-      if (u.events.some(isAlicePayment)) fire('payment-committed');
+      if (!over && u.events.some(isAlicePayment)) fire('payment-committed');
     });
     const onRequest = (req: IncomingMessage) => {
       if (req.method !== 'POST') return;
@@ -200,6 +211,12 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
       else if (req.url?.startsWith('/v2/interactive-submission/execute')) fire('execute');
     };
     sandbox.app.server.on('request', onRequest);
+    onTestFinished(() => {
+      over = true;
+      clearInterval(reaper);
+      sandbox.app.server.off('request', onRequest);
+      proc?.child.kill('SIGKILL');
+    });
 
     await start();
     const token = await mintToken(['operator', 'auditor'], { parties: [alice.partyId] });
@@ -225,8 +242,9 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
     const firstExpiry = collected.expiresAt;
     const tRegistered = Date.now() - t0;
 
-    // Random kills besides: two moments drawn over the renewals' span, fired in the background.
-    const span = Number(firstExpiry / 1000n) + (RENEWALS - 1) * LIFETIME_MS - WINDOW_MS - Date.now();
+    // Random kills besides: two moments drawn over the renewals' span (up to 3 s before the last
+    // window opens, which has two planned kills already), fired in the background.
+    const span = Number(firstExpiry / 1000n) + (RENEWALS - 1) * LIFETIME_MS - WINDOW_MS - 3000 - Date.now();
     const randomAt = [rand(), rand()].map((x) => Date.now() + x * span).sort((a, b) => a - b);
     let killing = true;
     const randomKiller = (async () => {
@@ -241,8 +259,15 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
     for (let k = 1; k <= RENEWALS; k++) {
       armed = [...plan[k - 1]!];
       for (const end = Date.now() + LIFETIME_MS + WINDOW_MS; renewedCount() < k; ) {
-        if (Date.now() > end)
-          throw new Error(`renewal ${k} never collected; kills: ${JSON.stringify(kills)}`);
+        if (Date.now() > end) {
+          const rows = await store.db.query('SELECT * FROM names');
+          throw new Error(
+            `renewal ${k} never collected; kills: ${JSON.stringify(kills)}\nrows: ${JSON.stringify(rows.rows)}\n${procs
+              .slice(-3)
+              .map((q) => `serve ${q.child.pid}: ${q.stdout().slice(-5000)}\n${q.stderr().slice(-2000)}`)
+              .join('\n')}`,
+          );
+        }
         await new Promise((r) => setTimeout(r, 20));
       }
       // What of the plan did not come to pass before the payment (a restart paid it at once) is dropped.
@@ -267,8 +292,8 @@ describe.runIf(hasPg)('name renewals under SIGKILL', () => {
     const events = await fetch(`${url}/v1/events?after=0&limit=500`, { headers: auth })
       .then((r) => r.json() as Promise<{ items: { type: string; data: { name?: string } }[] }>)
       .then((b) => b.items.filter((e) => e.data.name === NAME).map((e) => e.type));
+    over = true;
     proc?.child.kill('SIGKILL');
-    sandbox.app.server.off('request', onRequest);
     const tDone = Date.now() - t0;
 
     // One SubscriptionPayment per due date, each due date one lifetime after the last; none twice.
