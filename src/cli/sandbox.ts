@@ -52,7 +52,10 @@ export function registerSandbox(program: Command): void {
         "UNSAFE: also accept HS256 JWTs signed with this shared secret (LocalNet's unsafe auth)",
       ).env('CANTON_SIGNER_SANDBOX_UNSAFE_HMAC_SECRET'),
     )
-    .option('--name-lifetime <duration>', 'how long a name-service entry lives per payment (e.g. 10m; default 90d)')
+    .option(
+      '--name-lifetime <duration>',
+      'how long a name-service entry lives per payment (e.g. 10m; default 90d)',
+    )
     .option('--name-renewal-window <duration>', 'how long before expiry a renewal may be paid (default 30d)')
     .option('--name-fee <usd>', 'the name service’s fee per lifetime, in USD (default 1.0)')
     .option('--json', 'print the endpoints as one JSON object')

@@ -142,12 +142,8 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   let lastPass = 0;
   const now = () => (flows.nowUs ?? (() => BigInt(Date.now()) * 1000n))();
 
-  /**
-   * What the ledger shows about `n`, from the party's snapshot; and, when the
-   * row's export was signed offline and executed by its import, the amount
-   * that payment locked (the keeper did not see it paid, so it records it).
-   */
-  async function factsOf(n: NameRecord, snap: AnsSnapshot): Promise<NameFacts & { exportPaid?: string }> {
+  /** What the ledger shows about `n`, from the party's snapshot. */
+  async function factsOf(n: NameRecord, snap: AnsSnapshot): Promise<NameFacts> {
     const nowUs = now();
     const ref = n.requestCid;
     const lockUs = (cid: string | undefined) => {
@@ -162,21 +158,12 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       (e) => fieldText(e, 'name') === n.name && fieldText(e, 'user') === n.party,
     );
     let exportOpen = false;
-    let exportPaid: string | undefined;
     if (n.exportId !== undefined) {
       const x = await store.airGap.get(n.exportId);
       exportOpen =
         x !== undefined &&
         (x.status === 'open' || x.status === 'imported') &&
         Date.parse(x.windowLatest) * 1000 > Number(nowUs);
-      const intent = (x?.envelope as { request?: { intent?: { kind?: string; targetAmount?: string } } })
-        ?.request?.intent;
-      if (
-        x?.status === 'done' &&
-        (intent?.kind === 'ans-entry-pay' || intent?.kind === 'ans-renewal-pay') &&
-        intent.targetAmount !== undefined
-      )
-        exportPaid = intent.targetAmount;
     }
     const want = subscriptionDescription(n.descriptionPrefix, n.name);
     // Only a request whose entry context carries this registration's URL and description.
@@ -229,13 +216,20 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         ? { entry: { cid: entry.contractId, expiresUs: fieldTime(entry, 'expiresAt')! } }
         : {}),
       exportOpen,
-      ...(exportPaid !== undefined ? { exportPaid } : {}),
       backingOff: n.retryAtUs !== undefined && nowUs < n.retryAtUs,
     };
   }
 
-  /** What the ledger shows, written onto the row (cids, expiry, due date). */
-  function observed(n: NameRecord, f: NameFacts & { exportPaid?: string }): NamePatch {
+  /**
+   * What the ledger shows, written onto the row (cids, expiry, due date), and
+   * a payment made but not yet counted: one the row's `pendingCommand` names
+   * that committed without this keeper recording it (a run killed after
+   * paying, or a payment signed offline and submitted by its import). The
+   * journal says what it paid: its committed record, or — when the ledger
+   * shows the payment made — its last submitted one. Counted in the same
+   * write that clears `pendingCommand`, so once.
+   */
+  async function observed(n: NameRecord, f: NameFacts): Promise<NamePatch> {
     const p: NamePatch = {};
     if (n.requestCid === undefined && f.ownRequest !== undefined) p.requestCid = f.ownRequest;
     if (f.entry) {
@@ -247,10 +241,21 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     else if (f.initialPayment) p.paymentCid = f.initialPayment.cid;
     // A new due date: the warnings of the last one are spent.
     if (f.idle && n.nextDueUs !== undefined && f.idle.dueUs !== n.nextDueUs) p.notified = '';
-    if (n.exportId !== undefined && !f.exportOpen) {
-      p.exportId = null;
-      // Counted once: the same write forgets the export.
-      if (f.exportPaid !== undefined) p.paid = f.exportPaid;
+    if (n.exportId !== undefined && !f.exportOpen) p.exportId = null;
+    if (n.pendingCommand !== undefined) {
+      const records = (await store.recorder.records(`command:${n.pendingCommand}`)).reverse();
+      const committed = records.find((x) => x.step === 'committed');
+      const renewal = n.pendingCommand.startsWith('cs-ans-renew-');
+      const seen = renewal
+        ? f.payment !== undefined ||
+          (f.entry !== undefined && n.expiresUs !== undefined && f.entry.expiresUs > n.expiresUs)
+        : f.initialPayment !== undefined || f.entry !== undefined;
+      const r = committed ?? (seen ? records.find((x) => x.step === 'submitted') : undefined);
+      const intent = r?.intent as { kind?: string; targetAmount?: string } | undefined;
+      if ((intent?.kind === 'ans-entry-pay' || intent?.kind === 'ans-renewal-pay') && intent.targetAmount) {
+        p.paid = intent.targetAmount;
+        p.pendingCommand = null;
+      }
     }
     return p;
   }
@@ -268,7 +273,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     const f = await factsOf(n, snap);
     const line = nextStep(n, f, horizons);
     if (!line) return { row: n, acted: false };
-    const base = observed(n, f);
+    const base = await observed(n, f);
     const move = (
       to: typeof line.next,
       patch: NamePatch,
@@ -368,8 +373,10 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     actor: string,
     ctx: FlowContext,
   ): Promise<{ row: NameRecord; acted: boolean }> {
+    // After a payment's marking move, the step's news (`base`) is written: not again.
+    let news: NamePatch = base;
     const keep = (patch: NamePatch) =>
-      names.move(n.id, [n.state], n.state, { ...base, ...patch }, { actor, ...(guard ? { guard } : {}) });
+      names.move(n.id, [n.state], n.state, { ...news, ...patch }, { actor, ...(guard ? { guard } : {}) });
     try {
       if (action === 'request') {
         await requestEntry(ctx, {
@@ -402,6 +409,23 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       if (action === 'pay-initial' || action === 'pay-renewal') {
         const renewal = action === 'pay-renewal';
         const cid = renewal ? f.idle!.cid : n.requestCid!;
+        // One command per idle state: the payment consumes it, and after a payment is taken back a new
+        // one appears (same due date), whose payment must not be deduplicated against the first.
+        const commandId = renewal ? `cs-ans-renew-${n.id}-${cid.slice(2, 34)}` : `cs-ans-pay-${n.id}`;
+        // Written before anything is submitted: a run that dies after paying leaves it for the next
+        // one to count (see `observed`). The row's other news goes with it, once.
+        const marked = await names.move(
+          n.id,
+          [n.state],
+          n.state,
+          { ...base, pendingCommand: commandId },
+          {
+            actor,
+            ...(guard ? { guard } : {}),
+          },
+        );
+        if (!marked) return { row: n, acted: false };
+        news = {};
         const r = await payEntry(ctx, {
           partyId: n.party,
           name: n.name,
@@ -411,17 +435,15 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           contractId: cid,
           ...(renewal ? { dueAtUs: f.idle!.dueUs } : {}),
           feeAllowancePercent: opts.feeAllowancePercent,
-          // One command per idle state: the payment consumes it, and after a payment is taken back a new one
-          // appears (same due date), whose payment must not be deduplicated against the first.
-          commandId: renewal ? `cs-ans-renew-${n.id}-${f.idle!.cid.slice(2, 34)}` : `cs-ans-pay-${n.id}`,
+          commandId,
         });
         const row = await names.move(
           n.id,
           [n.state],
           renewal ? 'renewing' : 'paid',
           {
-            ...base,
             paid: r.targetAmount,
+            pendingCommand: null,
             lastPrice: r.amuletPrice,
             error: null,
             retryAtUs: null,
@@ -592,7 +614,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           'bad_request',
           `the renewal window of ${n.name} opens at ${isoUs(f.idle.dueUs - n.renewalUs)} (${days(n.renewalUs)} days before the due date ${isoUs(f.idle.dueUs)}); the name service refuses an earlier payment`,
         );
-      const r = await act(n, f, 'pay-renewal', 'renewing', observed(n, f), undefined, actor, ctx);
+      const r = await act(n, f, 'pay-renewal', 'renewing', await observed(n, f), undefined, actor, ctx);
       if (r.row.error !== undefined && r.row.retryAtUs !== undefined)
         throw new Refusal('bad_request', `the renewal of ${n.name} was not paid: ${r.row.error}`);
       return r.row;

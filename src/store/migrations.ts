@@ -889,6 +889,7 @@ const M013: Migration = {
       last_price      numeric(38, 10),
       export_id       text,
       approval_id     text,
+      pending_command text,
       notified        text NOT NULL DEFAULT '',
       error           text,
       retry_at_us     bigint,

@@ -278,6 +278,8 @@ describe('keeping a name', () => {
     expect(Date.parse(n.expiresAt!)).toBe(Date.parse(first.expiresAt!) + 90 * DAY_MS);
     // 200 CC once (holding fees of the rounds that passed aside), not twice
     expect(Number(unlocked(p))).toBeCloseTo(Number(before) - 200, 3);
+    // and counted once in what the entry cost, from the journal of the run that paid it
+    expect(Number(n.paidCc)).toBe(Number(first.paidCc) + 200);
   });
 
   it('puts name payments through the policy: money leaving the party, to the DSO', async () => {

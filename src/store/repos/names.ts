@@ -51,6 +51,12 @@ export interface NameRecord {
   lastPrice?: string;
   exportId?: string;
   approvalId?: string;
+  /**
+   * The command id of a payment about to be submitted (or exported for an
+   * offline signature), written before it is: whoever finds it committed
+   * counts what it paid, once.
+   */
+  pendingCommand?: string;
   /** Warnings already sent for the current due date (`renewal_due`, `expiring`, …), comma-separated. */
   notified: string;
   error?: string;
@@ -83,6 +89,7 @@ interface Row {
   last_price: string | null;
   export_id: string | null;
   approval_id: string | null;
+  pending_command: string | null;
   notified: string;
   error: string | null;
   retry_at_us: string | null;
@@ -93,7 +100,8 @@ interface Row {
 const COLUMNS = `id, party, name, url, description, state, auto_renew, dso, entry_fee_usd::text AS entry_fee_usd,
   lifetime_us::text AS lifetime_us, renewal_us::text AS renewal_us, description_prefix, request_cid, entry_cid,
   payment_cid, expires_us::text AS expires_us, next_due_us::text AS next_due_us, renewals, paid_cc::text AS paid_cc,
-  last_payment_cc::text AS last_payment_cc, last_price::text AS last_price, export_id, approval_id, notified, error,
+  last_payment_cc::text AS last_payment_cc, last_price::text AS last_price, export_id, approval_id, pending_command,
+  notified, error,
   retry_at_us::text AS retry_at_us, created_at, updated_at`;
 
 const iso = (t: string | Date) => (t instanceof Date ? t.toISOString() : new Date(t).toISOString());
@@ -126,6 +134,7 @@ function fromRow(r: Row): NameRecord {
     ...opt('lastPrice', r.last_price),
     ...opt('exportId', r.export_id),
     ...opt('approvalId', r.approval_id),
+    ...opt('pendingCommand', r.pending_command),
     notified: r.notified,
     ...opt('error', r.error),
     ...opt('retryAtUs', big(r.retry_at_us)),
@@ -162,6 +171,7 @@ export interface NamePatch {
   lastPrice?: string | null;
   exportId?: string | null;
   approvalId?: string | null;
+  pendingCommand?: string | null;
   notified?: string;
   error?: string | null;
   retryAtUs?: bigint | null;
@@ -178,6 +188,7 @@ const COLUMN_OF: Record<Exclude<keyof NamePatch, 'paid' | 'refunded'>, string> =
   lastPrice: 'last_price',
   exportId: 'export_id',
   approvalId: 'approval_id',
+  pendingCommand: 'pending_command',
   notified: 'notified',
   error: 'error',
   retryAtUs: 'retry_at_us',
