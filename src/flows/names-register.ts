@@ -64,7 +64,8 @@ export async function quoteName(
   const terms = await loadAnsTerms(ctx);
   if (check.ok) {
     const holder = await scanHolder(ctx, req.name);
-    if (holder === req.partyId) problems.push(`name: ${req.partyId} already holds ${req.name}`);
+    if (holder !== undefined && holder === req.partyId)
+      problems.push(`name: ${req.partyId} already holds ${req.name}`);
     else if (holder) problems.push(`name: ${req.name} is taken: Scan shows it registered to ${holder}`);
     const own = await store.names.byName(req.name);
     if (own && !['expired', 'rejected', 'failed'].includes(own.state) && holder === undefined)

@@ -368,7 +368,8 @@ describe('keeping a name', () => {
       state: 'failed',
       error: expect.stringMatching(/cancelled by .* before anything was paid/),
     });
-    expect((await api('GET', `/v1/names/quote?name=${name}`)).body.available).toBe(true);
+    const after = (await api('GET', `/v1/names/quote?name=${name}`)).body;
+    expect(after.available, JSON.stringify(after)).toBe(true);
     expect((await api('DELETE', `/v1/parties/${p.partyId}/names/reg-file.unverified.cns`)).status).toBe(404);
   });
 });
