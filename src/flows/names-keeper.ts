@@ -8,10 +8,12 @@
  *
  * A step that cannot sign now waits without failing: a key across the air
  * gap (the export is open; a new one is made when its window closes
- * unsigned; a payment its import executed is counted from the export's
- * intent), a payment waiting for approvals. Any other failure is recorded
+ * unsigned), a payment waiting for approvals. Any other failure is recorded
  * on the row and tried again after `retryMs`; the entry's expiry is the
- * deadline, and `name.expiring` says when it comes close.
+ * deadline, and `name.expiring` says when it comes close. A payment's
+ * command id is written on the row before it is submitted or exported, so
+ * a payment made without the keeper recording it (a killed run, an import
+ * of an offline signature) is counted once, from the journal.
  */
 import { decimalEquals } from '../intent/decimal.js';
 import { AwaitingApproval } from '../policy/hook.js';
