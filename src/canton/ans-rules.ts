@@ -94,6 +94,9 @@ export function ansUrlProblem(url: string): string | undefined {
   if (url.length > MAX_ANS_URL) return `the URL is ${url.length} characters; at most ${MAX_ANS_URL}`;
   if (!URI_CHARS.test(url))
     return 'the URL holds a character a strict URI parser refuses (a space, a backslash, a non-ASCII letter, a % not followed by two hex digits, or one of "<>{}|^`): percent-encode it';
+  // Brackets belong only around an IPv6 host, never in the path, query or fragment.
+  const rest = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, '');
+  if (/[[\]]/.test(rest)) return 'the URL has [ or ] outside an IPv6 host: percent-encode them (%5B, %5D)';
   let u: URL;
   try {
     u = new URL(url);

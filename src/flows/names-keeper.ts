@@ -36,7 +36,7 @@ import {
 } from './ans-ledger.js';
 import { expirePayment, payEntry, requestEntry } from './ans-steps.js';
 import type { FlowContext } from './context.js';
-import { type NameFacts, type NameHorizons, nextStep } from './names-lifecycle.js';
+import { MAX_REPAYMENTS, type NameFacts, type NameHorizons, nextStep } from './names-lifecycle.js';
 import { Refusal } from './refusal.js';
 
 export interface NameKeeperOptions {
@@ -241,8 +241,11 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
     if (f.idle) p.nextDueUs = f.idle.dueUs;
     if (f.payment) p.paymentCid = f.payment.cid;
     else if (f.initialPayment) p.paymentCid = f.initialPayment.cid;
-    // A new due date: the warnings of the last one are spent.
-    if (f.idle && n.nextDueUs !== undefined && f.idle.dueUs !== n.nextDueUs) p.notified = '';
+    // A new due date: the warnings and repayments of the last one are spent.
+    if (f.idle && n.nextDueUs !== undefined && f.idle.dueUs !== n.nextDueUs) {
+      p.notified = '';
+      p.repaid = 0;
+    }
     if (n.exportId !== undefined && !f.exportOpen) p.exportId = null;
     if (n.pendingCommand !== undefined) {
       const records = (await store.recorder.records(`command:${n.pendingCommand}`)).reverse();
@@ -258,6 +261,18 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         p.paid = intent.targetAmount;
         p.pendingCommand = null;
       }
+    }
+    // The payment counted and locked: collected (the entry made or extended), or gone without that
+    // (refused, taken back by whoever): then what it cost is counted back.
+    const outstanding = p.paid ?? n.outstandingCc;
+    if (outstanding !== undefined) {
+      const first = n.state === 'requesting' || n.state === 'requested' || n.state === 'paid';
+      const collected = first
+        ? f.entry !== undefined
+        : f.entry !== undefined && n.expiresUs !== undefined && f.entry.expiresUs > n.expiresUs;
+      const locked = first ? f.initialPayment !== undefined : f.payment !== undefined;
+      if (collected) p.settled = true;
+      else if (!locked) p.refunded = outstanding;
     }
     return p;
   }
@@ -377,6 +392,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
   ): Promise<{ row: NameRecord; acted: boolean }> {
     // After a payment's marking move, the step's news (`base`) is written: not again.
     let news: NamePatch = base;
+    let marking: string | undefined;
     const keep = (patch: NamePatch) =>
       names.move(n.id, [n.state], n.state, { ...news, ...patch }, { actor, ...(guard ? { guard } : {}) });
     try {
@@ -428,6 +444,7 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         );
         if (!marked) return { row: n, acted: false };
         news = {};
+        marking = commandId;
         const r = await payEntry(ctx, {
           partyId: n.party,
           name: n.name,
@@ -464,7 +481,9 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       // reclaim
       const initial = f.initialPayment !== undefined && n.state === 'paid';
       const paymentCid = initial ? f.initialPayment!.cid : f.payment!.cid;
-      const refunded = initial ? f.initialPayment!.targetAmount : f.payment!.targetAmount;
+      const refunded =
+        n.outstandingCc ?? (initial ? f.initialPayment!.targetAmount : f.payment!.targetAmount);
+      const repaid = next === 'active' ? n.repaid + 1 : n.repaid;
       const r = await expirePayment(ctx, {
         partyId: n.party,
         name: n.name,
@@ -477,7 +496,17 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         n.id,
         [n.state],
         next,
-        { ...base, paymentCid: null, error: null, retryAtUs: null, ...(refunded ? { refunded } : {}) },
+        {
+          ...base,
+          paymentCid: null,
+          retryAtUs: null,
+          repaid,
+          error:
+            repaid > MAX_REPAYMENTS
+              ? `the DSO left ${repaid} payments for this due date uncollected: not paying again (check the network's SV automation and mining rounds; renew by hand once it collects again)`
+              : null,
+          ...(refunded ? { refunded } : {}),
+        },
         {
           actor,
           ...(guard ? { guard } : {}),
@@ -521,7 +550,17 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
         );
         return { row: row ?? n, acted: false };
       }
-      const row = await keep({ error: errorText(e), retryAtUs });
+      // A payment that never reached the ledger (refused, no funds) leaves nothing to count.
+      const submitted =
+        marking !== undefined &&
+        (await store.recorder.records(`command:${marking}`)).some(
+          (x) => x.step === 'submitted' || x.step === 'committed',
+        );
+      const row = await keep({
+        error: errorText(e),
+        retryAtUs,
+        ...(marking !== undefined && !submitted ? { pendingCommand: null } : {}),
+      });
       if (row && action === 'pay-renewal') opts.observe?.('renewal_failed', row);
       return { row: row ?? n, acted: false };
     }
@@ -562,10 +601,16 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
       lastPass = t;
       const guard = (tx: Queryable) => holdLease(tx, lease);
       const problems: string[] = [];
-      for (const n of await names.open())
-        await drive(n, guard, 'name-keeper').catch((e: unknown) =>
-          problems.push(`${n.name}: ${errorText(e)}`),
-        );
+      let after: NameRecord | undefined;
+      for (;;) {
+        const page = await names.open(after ? { after } : {});
+        for (const n of page)
+          await drive(n, guard, 'name-keeper').catch((e: unknown) =>
+            problems.push(`${n.name}: ${errorText(e)}`),
+          );
+        after = page.at(-1);
+        if (!after) break;
+      }
       if (problems.length > 0) throw new Error(problems.join('; '));
     },
     async advance(id, o = {}) {
@@ -580,6 +625,15 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           'bad_request',
           `${n.name} is ${n.state}: only a registration nothing was paid for yet (requesting, requested) can be cancelled`,
         );
+      const inFlight =
+        n.exportId !== undefined
+          ? `its payment waits for the offline signature of export ${n.exportId} (sign it, or let its window close)`
+          : n.approvalId !== undefined
+            ? `its payment waits for approval request ${n.approvalId} (reject it, or let it expire)`
+            : n.pendingCommand !== undefined
+              ? `a payment (command ${n.pendingCommand}) was submitted and its outcome is not recorded yet`
+              : undefined;
+      if (inFlight) throw new Refusal('bad_request', `${n.name} cannot be cancelled now: ${inFlight}`);
       const f = await factsOf(n, await ansSnapshot(flows, n.party));
       if (f.initialPayment || f.entry)
         throw new Refusal(
@@ -587,14 +641,20 @@ export function createNameKeeper(opts: NameKeeperOptions): NameKeeper {
           `${n.name} is already paid for on the ledger: it can no longer be cancelled`,
         );
       const reason = `cancelled by ${actor} before anything was paid`;
+      // Only while nothing is in flight (a keeper pass may be about to pay); the request left on
+      // the ledger may be taken up by a later registration of the same name, URL and description.
       const row = await names.move(
         n.id,
         [n.state],
         'failed',
-        { error: reason, retryAtUs: null, exportId: null, approvalId: null },
-        { actor, events: events('name.failed', { reason })! },
+        { error: reason, retryAtUs: null, requestCid: null },
+        { actor, match: { quiet: true }, events: events('name.failed', { reason })! },
       );
-      if (!row) throw new Refusal('bad_request', `${n.name} changed meanwhile: look at it again`);
+      if (!row)
+        throw new Refusal(
+          'bad_request',
+          `${n.name} changed meanwhile (a payment may be under way): look at it again`,
+        );
       return row;
     },
     async renewNow(id, actor, ctx = flows) {

@@ -67,7 +67,16 @@ const notified = (r: NameRecord, what: string) => r.notified.split(',').includes
 const windowOpen = (r: NameRecord, f: NameFacts) =>
   f.idle !== undefined && f.nowUs >= f.idle.dueUs - r.renewalUs && f.nowUs < f.idle.dueUs;
 const expiring = (r: NameRecord, f: NameFacts, h: NameHorizons) =>
-  f.entry !== undefined && f.nowUs >= f.entry.expiresUs - h.expiringUs && !notified(r, 'expiring');
+  f.entry !== undefined &&
+  f.nowUs >= f.entry.expiresUs - h.expiringUs &&
+  f.nowUs < f.entry.expiresUs &&
+  !notified(r, 'expiring');
+/**
+ * Payments the DSO left uncollected and that were taken back, per due date,
+ * after which the keeper pays no more for it (each costs the lock's fees):
+ * something on the network is wrong, and `name.expiring` says so in time.
+ */
+export const MAX_REPAYMENTS = 2;
 const expired = (r: NameRecord, f: NameFacts) =>
   f.entry === undefined && r.expiresUs !== undefined && f.nowUs >= r.expiresUs;
 const lockExpired = (lockUs: bigint | undefined, f: NameFacts) => lockUs !== undefined && f.nowUs > lockUs;
@@ -190,8 +199,8 @@ export const NAME_LIFECYCLE: readonly LifecycleLine[] = [
   },
   {
     state: 'active',
-    when: 'the window is open and auto-renew is on',
-    test: (r, f) => windowOpen(r, f) && r.autoRenew && mayAct(f),
+    when: 'the window is open, auto-renew is on, not paid too often',
+    test: (r, f) => windowOpen(r, f) && r.autoRenew && r.repaid <= MAX_REPAYMENTS && mayAct(f),
     action: 'pay-renewal',
     next: 'renewing',
   },

@@ -885,6 +885,8 @@ const M013: Migration = {
       next_due_us     bigint,
       renewals        integer NOT NULL DEFAULT 0,
       paid_cc         numeric(38, 10) NOT NULL DEFAULT 0,
+      outstanding_cc  numeric(38, 10),
+      repaid          integer NOT NULL DEFAULT 0,
       last_payment_cc numeric(38, 10),
       last_price      numeric(38, 10),
       export_id       text,
@@ -898,7 +900,8 @@ const M013: Migration = {
     )`,
     // A name is registered by at most one row at a time; an ended one may be registered again.
     `CREATE UNIQUE INDEX ans_names_live ON ans_names (name) WHERE state NOT IN ('expired', 'rejected', 'failed')`,
-    `CREATE UNIQUE INDEX ans_names_request ON ans_names (request_cid) WHERE request_cid IS NOT NULL`,
+    `CREATE UNIQUE INDEX ans_names_request ON ans_names (request_cid)
+      WHERE request_cid IS NOT NULL AND state NOT IN ('expired', 'rejected', 'failed')`,
     `CREATE INDEX ans_names_party ON ans_names (party, created_at)`,
   ],
 };

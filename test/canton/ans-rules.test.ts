@@ -97,6 +97,13 @@ describe('the renewal window', () => {
 });
 
 describe('URLs a strict URI parser refuses', () => {
+  it.each(['http://example.com/a[1]', 'https://example.com/#x[y]', 'https://example.com/?q=[1]'])(
+    'refuses brackets outside an IPv6 host: %s',
+    (url) => {
+      expect(ansUrlProblem(url)).toMatch(/outside an IPv6 host/);
+    },
+  );
+
   it.each([
     'https://example.com/a b',
     'https://example.com/ä',

@@ -21,6 +21,7 @@ const row = (o: Partial<NameRecord> = {}): NameRecord => ({
   descriptionPrefix: 'CNS entry: ',
   renewals: 0,
   paidCc: '0',
+  repaid: 0,
   notified: '',
   createdAt: '',
   updatedAt: '',

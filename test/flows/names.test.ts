@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { registerName } from '../../src/flows/names-register.js';
-import { ansEntryContract, balanceOf } from '../../src/sandbox/amulet.js';
+import { amuletContract, ansEntryContract, balanceOf } from '../../src/sandbox/amulet.js';
 import { ansAutomationLog } from '../../src/sandbox/ans-automation.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import type { PartyRecord } from '../../src/store/parties.js';
@@ -162,6 +162,8 @@ describe('registering a name', () => {
       // the sandbox's transfers cost no fees (CIP-0078): the whole payment comes back
       expect(unlocked(p)).toBe(before);
       expect(await eventsOf(name)).toEqual(['name.rejected']);
+      // what came back is not counted as spent
+      expect(n.paidCc).toBe('0.0000000000');
     }
     expect(ansAutomationLog(net()).filter((e) => e.kind === 'rejected').length).toBeGreaterThanOrEqual(2);
   });
@@ -371,5 +373,48 @@ describe('keeping a name', () => {
     const after = (await api('GET', `/v1/names/quote?name=${name}`)).body;
     expect(after.available, JSON.stringify(after)).toBe(true);
     expect((await api('DELETE', `/v1/parties/${p.partyId}/names/reg-file.unverified.cns`)).status).toBe(404);
+    // funded, the same name registers again (the request left on the ledger is taken up)
+    net().commitInternal({
+      archives: [],
+      creates: [amuletContract(net().dso, p.partyId, '500', net().latestRound().number)],
+      commandId: `fund-${p.partyId}`,
+    });
+    const again = await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    await pass();
+    expect((await row(p, name)).state).toBe('active');
+  });
+
+  it('refuses to cancel while a payment is in flight', async () => {
+    const p = await env.addParty('inflight', { fund: '1000' });
+    const name = 'inflight.unverified.cns';
+    const admin = await env.auth(['admin']);
+    const put = (document: string) =>
+      env.service.app.inject({ method: 'PUT', url: '/v1/policy', headers: admin, payload: { document } });
+    // payments wait for an approver
+    const approve = [
+      'version: 1',
+      'name: names approved',
+      'default: allow',
+      'approverGroups: { treasury: [tara] }',
+      'rules:',
+      '  - id: name-payments',
+      '    when: { actions: [ans-entry-pay] }',
+      '    decision: approve',
+      '    approvals: [{ group: treasury, count: 1 }]',
+    ].join('\n');
+    expect((await put(approve)).statusCode).toBe(200);
+    const r = await api('POST', `/v1/parties/${p.partyId}/names`, { name });
+    expect(r.body.name).toMatchObject({ state: 'requested', waiting: { for: 'approval' } });
+    const c = await api('DELETE', `/v1/parties/${p.partyId}/names/${name}`);
+    expect(c.status).toBe(400);
+    expect(c.body.message).toMatch(/cannot be cancelled now: its payment waits for approval request/);
+    expect(
+      (
+        await put(
+          'version: 1\nname: names allowed\ndefault: allow\nrules:\n  - id: names\n    when: { actions: [ans-entry-pay] }\n    decision: allow\n',
+        )
+      ).statusCode,
+    ).toBe(200);
   });
 });

@@ -87,6 +87,20 @@ function unavailable(e: unknown): never {
   throw e;
 }
 
+/**
+ * Paying for a name that nobody then follows would be money spent on an
+ * entry left to expire: with the keeper off on this service, registering and
+ * renewing are refused.
+ */
+function requireKeeper(deps: ServiceDeps): void {
+  if (!deps.config.names.enabled)
+    throw new ApiError(
+      503,
+      'names_disabled',
+      'names are turned off on this service (names.enabled: false): nothing would follow the registration or pay its renewals; turn them on to register or renew names',
+    );
+}
+
 async function nameOf(deps: ServiceDeps, partyId: string, name: string) {
   const n = (await deps.store.names.ofParty(partyId)).find((x) => x.name === name);
   if (!n) throw new ApiError(404, 'not_found', `${partyId} has no registration of ${name}`, 'params.name');
@@ -155,6 +169,7 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
       const { id } = request.params as z.output<typeof PartyParams>;
       const b = request.body as z.output<typeof Register>;
       await bookedParty(deps, request, id);
+      requireKeeper(deps);
       const r = await registerName(flowsFor(deps, request), deps.store, deps.names, {
         partyId: id,
         name: b.name,
@@ -203,6 +218,7 @@ export async function namesRoutes(app: FastifyInstance, deps: ServiceDeps): Prom
     async (request) => {
       const { id, name } = request.params as z.output<typeof NameParams>;
       await bookedParty(deps, request, id);
+      requireKeeper(deps);
       const n = await nameOf(deps, id, name);
       const r = await deps.names.renewNow(n.id, actorOf(request), flowsFor(deps, request)).catch(unavailable);
       return nameView(r ?? n) satisfies NameView;

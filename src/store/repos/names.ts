@@ -47,6 +47,10 @@ export interface NameRecord {
   nextDueUs?: bigint;
   renewals: number;
   paidCc: string;
+  /** The CC of the payment now locked for the DSO, counted in `paidCc`: taken off again if it comes back. */
+  outstandingCc?: string;
+  /** Payments taken back uncollected and made again for the current due date. */
+  repaid: number;
   lastPaymentCc?: string;
   lastPrice?: string;
   exportId?: string;
@@ -85,6 +89,8 @@ interface Row {
   next_due_us: string | null;
   renewals: number;
   paid_cc: string;
+  outstanding_cc: string | null;
+  repaid: number;
   last_payment_cc: string | null;
   last_price: string | null;
   export_id: string | null;
@@ -100,6 +106,7 @@ interface Row {
 const COLUMNS = `id, party, name, url, description, state, auto_renew, dso, entry_fee_usd::text AS entry_fee_usd,
   lifetime_us::text AS lifetime_us, renewal_us::text AS renewal_us, description_prefix, request_cid, entry_cid,
   payment_cid, expires_us::text AS expires_us, next_due_us::text AS next_due_us, renewals, paid_cc::text AS paid_cc,
+  outstanding_cc::text AS outstanding_cc, repaid,
   last_payment_cc::text AS last_payment_cc, last_price::text AS last_price, export_id, approval_id, pending_command,
   notified, error,
   retry_at_us::text AS retry_at_us, created_at, updated_at`;
@@ -130,6 +137,8 @@ function fromRow(r: Row): NameRecord {
     ...opt('nextDueUs', big(r.next_due_us)),
     renewals: r.renewals,
     paidCc: r.paid_cc,
+    ...opt('outstandingCc', r.outstanding_cc),
+    repaid: r.repaid,
     ...opt('lastPaymentCc', r.last_payment_cc),
     ...opt('lastPrice', r.last_price),
     ...opt('exportId', r.export_id),
@@ -164,8 +173,11 @@ export interface NamePatch {
   expiresUs?: bigint | null;
   nextDueUs?: bigint | null;
   renewals?: number;
-  /** Added to `paid_cc`, and kept as `last_payment_cc`. */
+  /** Added to `paid_cc`, and kept as `last_payment_cc` and `outstanding_cc` (locked until collected). */
   paid?: string;
+  /** The outstanding payment was collected (or counted back): `outstanding_cc` cleared. */
+  settled?: true;
+  repaid?: number;
   /** Taken off `paid_cc`: a payment that came back. */
   refunded?: string;
   lastPrice?: string | null;
@@ -178,13 +190,15 @@ export interface NamePatch {
   autoRenew?: boolean;
 }
 
-const COLUMN_OF: Record<Exclude<keyof NamePatch, 'paid' | 'refunded'>, string> = {
+type Special = 'paid' | 'refunded' | 'settled';
+const COLUMN_OF: Record<Exclude<keyof NamePatch, Special>, string> = {
   requestCid: 'request_cid',
   entryCid: 'entry_cid',
   paymentCid: 'payment_cid',
   expiresUs: 'expires_us',
   nextDueUs: 'next_due_us',
   renewals: 'renewals',
+  repaid: 'repaid',
   lastPrice: 'last_price',
   exportId: 'export_id',
   approvalId: 'approval_id',
@@ -298,12 +312,18 @@ export class NameRepo {
     return out;
   }
 
-  /** Every registration not ended, oldest first: what the lifecycle looks at. */
-  async open(limit = 1000): Promise<NameRecord[]> {
+  /** Registrations not ended, oldest first, a page at a time (`after`: the last of the previous page). */
+  async open(opts: { limit?: number; after?: NameRecord } = {}): Promise<NameRecord[]> {
+    const params: unknown[] = [opts.limit ?? 500];
+    let after = '';
+    if (opts.after) {
+      params.push(opts.after.createdAt, opts.after.id);
+      after = `AND (created_at, id) > ($2::timestamptz, $3::uuid)`;
+    }
     const r = await this.db.query<Row>(
-      `SELECT ${COLUMNS} FROM ans_names WHERE state NOT IN ('expired', 'rejected', 'failed')
+      `SELECT ${COLUMNS} FROM ans_names WHERE state NOT IN ('expired', 'rejected', 'failed') ${after}
         ORDER BY created_at, id LIMIT $1`,
-      [limit],
+      params,
     );
     return r.rows.map(fromRow);
   }
@@ -323,8 +343,11 @@ export class NameRepo {
       events?: (n: NameRecord) => NameEvent[];
       details?: Record<string, unknown>;
       guard?: (tx: Queryable) => Promise<void>;
-      /** Move only if these columns still hold these values (an announcement made once). */
-      match?: { notified?: string; renewals?: number };
+      /**
+       * Move only if these columns still hold these values (an announcement made once), or
+       * (`quiet`) nothing is in flight: no payment marked, no export, no approval request.
+       */
+      match?: { notified?: string; renewals?: number; quiet?: true };
     } = {},
   ): Promise<NameRecord | undefined> {
     return this.db.transaction(async (tx) => {
@@ -340,22 +363,25 @@ export class NameRepo {
         params.push(typeof v === 'bigint' ? v.toString() : v);
         sets.push(`${col} = $${params.length}`);
       }
-      if (patch.refunded !== undefined) {
-        params.push(patch.refunded);
-        sets.push(`paid_cc = paid_cc - $${params.length}::numeric`);
+      // One assignment of paid_cc: a payment counted and another counted back may meet in one write.
+      if (patch.paid !== undefined || patch.refunded !== undefined) {
+        params.push(patch.paid ?? '0', patch.refunded ?? '0');
+        const [plus, minus] = [params.length - 1, params.length];
+        sets.push(`paid_cc = paid_cc + $${plus}::numeric - $${minus}::numeric`);
       }
+      const cleared = patch.settled === true || patch.refunded !== undefined;
       if (patch.paid !== undefined) {
         params.push(patch.paid);
-        sets.push(
-          `paid_cc = paid_cc + $${params.length}::numeric`,
-          `last_payment_cc = $${params.length}::numeric`,
-        );
-      }
+        sets.push(`last_payment_cc = $${params.length}::numeric`);
+        sets.push(cleared ? 'outstanding_cc = NULL' : `outstanding_cc = $${params.length}::numeric`);
+      } else if (cleared) sets.push('outstanding_cc = NULL');
       const where = ['id = $1', 'state = ANY($2::text[])'];
       if (opts.match?.notified !== undefined) {
         params.push(opts.match.notified);
         where.push(`notified = $${params.length}`);
       }
+      if (opts.match?.quiet)
+        where.push('pending_command IS NULL', 'export_id IS NULL', 'approval_id IS NULL');
       if (opts.match?.renewals !== undefined) {
         params.push(opts.match.renewals);
         where.push(`renewals = $${params.length}`);
