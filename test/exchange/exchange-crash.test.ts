@@ -39,6 +39,7 @@ import { MemoryRecorder } from '../../src/store/journal.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { hostParty, testSigner } from '../support/flow-env.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
+import { eventually, rng } from '../support/seeded.js';
 import {
   LISTENING,
   policyServeConfig,
@@ -52,32 +53,8 @@ const hasPg = await requirePostgres();
 const PASSPHRASE = 'exchange-crash-passphrase';
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
-/** A small seeded generator: a failing run can be replayed with its seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-async function until<T>(f: () => Promise<T | undefined>, what: string, ms = 90_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await f();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = <T>(f: () => Promise<T | undefined>, what: string, ms = 90_000): Promise<T> =>
+  eventually(f, what, ms, 200);
 
 /** The webhook receiver: records every event it accepts (checking its signature); can be made to fail. */
 function receiver() {

@@ -35,6 +35,7 @@ import type { PartyRecord } from '../../src/store/parties.js';
 import { ROOT } from '../support/cli.js';
 import { hostParty, testSigner } from '../support/flow-env.js';
 import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
+import { eventually, rng } from '../support/seeded.js';
 import {
   LISTENING,
   policyServeConfig,
@@ -53,32 +54,8 @@ const LIFETIME_US = BigInt(LIFETIME_MS) * 1000n;
 const RENEWALS = 3;
 const NAME = 'crash-names.unverified.cns';
 
-/** A small seeded generator: a failing run can be replayed with its seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-async function until<T>(f: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await f();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(f: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> =>
+  eventually(f, what, ms, 100);
 
 /** Where the service is killed in a renewal: the participant sees the request, or the payment commits. */
 type KillPoint = 'prepare' | 'execute' | 'payment-committed';
