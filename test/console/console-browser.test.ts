@@ -318,7 +318,16 @@ describe('the console in Chromium', () => {
     await shoot(ada, 'console-policy-pending');
   }, 30_000);
 
-  it('every page at both sizes', async () => {
+  it('every page at both sizes; the parties page shows a party’s name', async () => {
+    const r = await env.service.app.inject({
+      method: 'POST',
+      url: `/v1/parties/${alice.partyId}/names`,
+      headers: { authorization: `Bearer ${await token('desk', ['operator'])}` },
+      payload: { name: 'alice-console.unverified.cns' },
+    });
+    expect(r.statusCode, r.body).toBe(201);
+    await ada.goto(`${base}/console/#/parties`);
+    await ada.locator('ul.names li', { hasText: 'alice-console.unverified.cns' }).waitFor();
     for (const view of ['parties', 'keys', 'audit', 'policy']) {
       await ada.goto(`${base}/console/#/${view}`);
       await ada.locator('main h1').waitFor();
