@@ -370,7 +370,8 @@ describe('deep value nesting', () => {
           expectRefusal(
             () => hashPreparedTransaction(bytes, { scheme }),
             'too_deep',
-            `transaction.nodes[0].v1.create.argument${seg.repeat(100)}`,
+            // refused at the first value 101 levels below the top-level one (which is level 0)
+            `transaction.nodes[0].v1.create.argument${seg.repeat(101)}`,
           );
       },
       TIMEOUT,

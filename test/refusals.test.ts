@@ -1109,17 +1109,19 @@ describe('values', () => {
     ['records', records, '.record.fields[0].value'],
   ];
   for (const [name, wrap, seg] of cases) {
-    it(`nesting of ${name}: depth 100 is accepted, 101 is too_deep`, () => {
+    // Daml counts a top-level value as nesting 0: 100 wrappers around a leaf (101 values deep) are
+    // Canton's limit, and accepted; one more is refused.
+    it(`nesting of ${name}: 100 levels below the top value are accepted, 101 are too_deep`, () => {
       const ok = variant((m) => {
-        createOf(m).argument = nested(100, wrap);
+        createOf(m).argument = nested(101, wrap);
       });
       expect(hashHex(ok, 'v2')).toMatch(/^[0-9a-f]{64}$/);
       expectModelRefusal(
         (m) => {
-          createOf(m).argument = nested(101, wrap);
+          createOf(m).argument = nested(102, wrap);
         },
         'too_deep',
-        `${CR}.argument${seg.repeat(100)}`,
+        `${CR}.argument${seg.repeat(101)}`,
       );
     });
   }
@@ -1127,10 +1129,10 @@ describe('values', () => {
   it('depth counts from each top-level value (chosen value, result, key)', () => {
     expectModelRefusal(
       (m) => {
-        exerciseOf(m).exerciseResult = nested(101, lists);
+        exerciseOf(m).exerciseResult = nested(102, lists);
       },
       'too_deep',
-      `${EX}.exercise_result${'.list.elements[0]'.repeat(100)}`,
+      `${EX}.exercise_result${'.list.elements[0]'.repeat(101)}`,
     );
   });
 });

@@ -46,7 +46,13 @@ import { ByteCache, WT_I64, WT_LEN, WT_VARINT } from './wire.js';
 /** Daml-LF serialization versions a V2 or V3 hash can cover. */
 export const KNOWN_LF_VERSIONS: ReadonlySet<string> = new Set(['2.1', '2']);
 
-/** Daml limits value nesting to 100; deeper input is refused before it can exhaust the stack. */
+/**
+ * Daml limits value nesting to 100 (`MAXIMUM_NESTING`), counted as Daml does:
+ * a top-level value (an argument, a chosen value, a result, a key) is at
+ * nesting 0 and each list element, optional, record field, variant, map entry
+ * one deeper, so 100 wrappers around a leaf are accepted and 101 refused —
+ * before they can exhaust the stack.
+ */
 export const MAX_VALUE_DEPTH = 100;
 
 export interface DecodeOptions {
@@ -364,7 +370,7 @@ class Decoder extends MessageDecoder {
         case 5: {
           seen = this.once(seen, f, 'argument');
           const stop = this.enter(tag, end, 'argument');
-          n.argument = this.value(stop, 1);
+          n.argument = this.value(stop, 0);
           this.leave(stop);
           break;
         }
@@ -453,7 +459,7 @@ class Decoder extends MessageDecoder {
         case 10: {
           seen = this.once(seen, f, 'chosen_value');
           const stop = this.enter(tag, end, 'chosen_value');
-          n.chosenValue = this.value(stop, 1);
+          n.chosenValue = this.value(stop, 0);
           this.leave(stop);
           break;
         }
@@ -467,7 +473,7 @@ class Decoder extends MessageDecoder {
         case 13: {
           seen = this.once(seen, f, 'exercise_result');
           const stop = this.enter(tag, end, 'exercise_result');
-          n.exerciseResult = this.value(stop, 1);
+          n.exerciseResult = this.value(stop, 0);
           this.leave(stop);
           break;
         }
@@ -741,7 +747,7 @@ class Decoder extends MessageDecoder {
         case 3: {
           seen = this.once(seen, f, 'key');
           const stop = this.enter(tag, end, 'key');
-          key = this.value(stop, 1);
+          key = this.value(stop, 0);
           this.leave(stop);
           break;
         }
@@ -763,7 +769,7 @@ class Decoder extends MessageDecoder {
     return { templateId, packageName, key, hash };
   }
 
-  // ---- values (recursive, bounded by MAX_VALUE_DEPTH) ---------------------
+  // ---- values (recursive, bounded by MAX_VALUE_DEPTH; a top-level value is depth 0) ----
 
   private value(end: number, depth: number): Value {
     if (depth > MAX_VALUE_DEPTH)
