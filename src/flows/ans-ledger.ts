@@ -10,7 +10,7 @@
  */
 import type { DisclosedContract } from '../canton/ledger-api/schemas.js';
 import type { ContractWithState } from '../canton/scan/schemas.js';
-import { decimalUnits, fromUnits, NUMERIC_SCALE } from '../intent/decimal.js';
+import { decimalUnits, divideDecimals, fromUnits } from '../intent/decimal.js';
 import { parseInstantMicros } from '../intent/time.js';
 import type { FlowContext } from './context.js';
 import { isPartyId } from './names.js';
@@ -195,16 +195,10 @@ export async function loadPaymentContext(
  * Daml's rounding of decimal division).
  */
 export function targetAmount(entryFeeUsd: string, amuletPrice: string): string {
-  const fee = decimalUnits(entryFeeUsd);
-  const price = decimalUnits(amuletPrice);
-  if (fee === undefined || price === undefined || price <= 0n)
+  const q = (decimalUnits(amuletPrice) ?? 0n) > 0n ? divideDecimals(entryFeeUsd, amuletPrice) : undefined;
+  if (q === undefined)
     throw new Refusal('bad_request', `cannot price ${entryFeeUsd} USD at ${amuletPrice} USD/CC`);
-  const scale = 10n ** BigInt(NUMERIC_SCALE);
-  const num = fee * scale;
-  let q = num / price;
-  const r = num % price;
-  if (r * 2n > price || (r * 2n === price && q % 2n === 1n)) q += 1n;
-  return fromUnits(q);
+  return q;
 }
 
 /** `amount × (1 + percent/100)`, rounded up to Numeric 10: the most a lock may hold, fees included. */

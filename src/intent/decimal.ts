@@ -83,3 +83,20 @@ export function addDecimals(terms: readonly string[]): string | undefined {
     scale,
   );
 }
+
+/**
+ * `a / b` in Numeric 10, rounded half to even (Daml's rounding of decimal
+ * division); undefined when either is not a decimal or `b` is zero.
+ */
+export function divideDecimals(a: string, b: string): string | undefined {
+  const x = decimalUnits(a);
+  const y = decimalUnits(b);
+  if (x === undefined || y === undefined || y === 0n) return undefined;
+  const neg = x < 0n !== y < 0n;
+  const n = (x < 0n ? -x : x) * 10n ** BigInt(NUMERIC_SCALE);
+  const d = y < 0n ? -y : y;
+  let q = n / d;
+  const r2 = (n % d) * 2n;
+  if (r2 > d || (r2 === d && q % 2n === 1n)) q += 1n;
+  return fromUnits(neg ? -q : q);
+}

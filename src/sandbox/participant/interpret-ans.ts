@@ -33,15 +33,16 @@ import {
 import { numericUnits } from '../prepared/common.js';
 import {
   contractNotFound,
-  damlInterpretationError,
   envelope,
   interpretationError,
+  invalidTransfer,
   isObj,
   type Json,
   missingAuthorization,
   type PrepareCommand,
   parseTemplateId,
   partyArg,
+  textArg,
 } from './interpret.js';
 
 /** The choices this module interprets, each with the template it is exercised on. */
@@ -156,17 +157,6 @@ function visible(req: PrepareCommand, actor: string, c: Contract): void {
 
 function controllerIs(actor: string, controller: string, role: string): void {
   if (actor !== controller) throw missingAuthorization(controller, `${role}, a controller of the choice`);
-}
-
-const invalidTransfer = (reason: string) =>
-  damlInterpretationError(
-    `Error: Unhandled Daml exception: Splice.AmuletRules:InvalidTransfer{reason = ${reason}}`,
-  );
-
-function textArg(o: Json, name: string): string {
-  const v = o[name];
-  if (typeof v !== 'string') throw E.failedToPrepare(`Missing non-optional field ${name} (Text)`);
-  return v;
 }
 
 function contractIdArg(o: Json, name: string, what: string): string {

@@ -18,10 +18,10 @@ import { numericUnits } from '../prepared/common.js';
 import { buyMemberTraffic, devNetFeatureApp, devNetTap } from '../prepared/devnet.js';
 import {
   contractNotFound,
-  damlInterpretationError,
   decimalArg,
   envelope,
   interpretationError,
+  invalidTransfer,
   isObj,
   type Json,
   missingAuthorization,
@@ -29,6 +29,7 @@ import {
   parseTemplateId,
   partyArg,
   requireVisible,
+  textArg,
 } from './interpret.js';
 
 /** Splice's default synchronizer fees: extra traffic costs this many USD per MB … */
@@ -224,17 +225,6 @@ function openRoundArg(
     throw contractNotFound(id);
   requireVisible(req, actor, c);
   return openRoundOf(c);
-}
-
-const invalidTransfer = (reason: string) =>
-  damlInterpretationError(
-    `Error: Unhandled Daml exception: Splice.AmuletRules:InvalidTransfer{reason = ${reason}}`,
-  );
-
-function textArg(o: Json, name: string): string {
-  const v = o[name];
-  if (typeof v !== 'string') throw E.failedToPrepare(`Missing non-optional field ${name} (Text)`);
-  return v;
 }
 
 const INT64_MAX = 2n ** 63n - 1n;

@@ -628,6 +628,18 @@ function lookupPath(v: Value, labels: string[]): Value | undefined {
 
 // ---- JSON argument readers (Daml-LF JSON) ---------------------------------------------------------
 
+/** Splice's `InvalidTransfer` exception, as a failed Daml check reports it. */
+export const invalidTransfer = (reason: string) =>
+  damlInterpretationError(
+    `Error: Unhandled Daml exception: Splice.AmuletRules:InvalidTransfer{reason = ${reason}}`,
+  );
+
+export function textArg(o: Json, name: string): string {
+  const v = o[name];
+  if (typeof v !== 'string') throw E.failedToPrepare(`Missing non-optional field ${name} (Text)`);
+  return v;
+}
+
 export function partyArg(o: Json, name: string): string {
   const v = o[name];
   if (typeof v !== 'string' || v.length === 0)

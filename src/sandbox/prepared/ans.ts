@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { NodeBody, PreparedTransaction, Value } from '../../hashing/model.js';
-import { fromUnits } from '../../intent/decimal.js';
+import { divideDecimals, fromUnits } from '../../intent/decimal.js';
 import {
   type AmuletDso,
   amuletRulesInput,
@@ -73,7 +73,7 @@ import {
   transferContext,
   ts,
 } from './common.js';
-import type { LedgerContract } from './preapproval-manage.js';
+import { inputOf, type LedgerContract, refOf } from './preapproval-manage.js';
 
 export type { LedgerContract };
 
@@ -326,20 +326,11 @@ export const paymentRecord = (
 
 // ---- amounts -----------------------------------------------------------------------------------
 
-const E10 = 10_000_000_000n;
-
 /** `a / b` on Numeric 10 values, rounded half to even (Daml-LF's Numeric division). */
 export function divideNumeric(a: string, b: string): string {
-  const num_ = numericUnits(a) * E10;
-  const den = numericUnits(b);
-  if (den === 0n) throw new Error('division by zero');
-  const neg = num_ < 0n !== den < 0n;
-  const n = num_ < 0n ? -num_ : num_;
-  const d = den < 0n ? -den : den;
-  let q = n / d;
-  const r2 = (n % d) * 2n;
-  if (r2 > d || (r2 === d && q % 2n === 1n)) q += 1n;
-  return fromUnits(neg ? -q : q);
+  const q = divideDecimals(a, b);
+  if (q === undefined) throw new Error(`cannot divide ${a} by ${b}`);
+  return q;
 }
 
 /** `paymentAmountToAmulet`: USD at the round's price, Amulet as it is. */
@@ -364,19 +355,6 @@ export interface AnsRequestEntryInput extends Envelope {
   description: string;
   config: AnsConfig;
 }
-
-const refOf = (c: LedgerContract): ContractRef => ({
-  contractId: c.contractId,
-  packageName: c.packageName,
-  templateId: c.templateId,
-  signatories: c.signatories,
-  stakeholders: c.stakeholders,
-});
-const inputOf = (c: LedgerContract): InputSpec => ({
-  ref: refOf(c),
-  argument: c.argument,
-  createdAt: c.createdAt,
-});
 
 /**
  * 0 AnsRules_RequestEntry (nonconsuming, the user) → 1 SubscriptionRequest

@@ -49,14 +49,16 @@ export interface LedgerContract {
   createdAt: bigint;
 }
 
-const refOf = (c: LedgerContract): ContractRef => ({
+/** A ledger contract as the node it is exercised or fetched in refers to it. */
+export const refOf = (c: LedgerContract): ContractRef => ({
   contractId: c.contractId,
   packageName: c.packageName,
   templateId: c.templateId,
   signatories: c.signatories,
   stakeholders: c.stakeholders,
 });
-const inputOf = (c: LedgerContract): InputSpec => ({
+/** A ledger contract as an input-contract entry of the transaction. */
+export const inputOf = (c: LedgerContract): InputSpec => ({
   ref: refOf(c),
   argument: c.argument,
   createdAt: c.createdAt,
