@@ -129,14 +129,15 @@ export const WITHDRAWAL_LIFECYCLE = [
     next: 'same',
     onward: 'carry',
   },
-  // The run sends: the transfer through the one pipeline, or what an offline key signed.
+  // The run sends: the transfer through the one pipeline, or what an offline key signed. A send
+  // does not move the row itself: the pipeline's steps (the lines below) do.
   {
     states: ['prepared', 'submitted'],
     event: 'carry',
     when: 'an offline signature was imported and its window is open',
     test: (f: WithdrawalFacts) => f.offline === 'open',
     action: 'submit-offline',
-    next: 'committed',
+    next: 'same',
   },
   {
     states: ['prepared', 'submitted'],
@@ -153,7 +154,7 @@ export const WITHDRAWAL_LIFECYCLE = [
     when: 'otherwise',
     test: always,
     action: 'transfer',
-    next: 'committed',
+    next: 'same',
   },
   {
     states: ['submitted'],
@@ -161,7 +162,7 @@ export const WITHDRAWAL_LIFECYCLE = [
     when: 'otherwise: the outcome is unknown (same command id, same input holdings)',
     test: always,
     action: 'resubmit',
-    next: 'committed',
+    next: 'same',
   },
   // Within a send, the pipeline's steps (each written before the pipeline goes on).
   {
@@ -237,9 +238,9 @@ export const WITHDRAWAL_LIFECYCLE = [
     next: 'same',
   },
   {
-    states: ['submitted'],
+    states: ['signed', 'submitted'],
     event: 'rejected',
-    when: 'the ledger refused what this run sent',
+    when: 'otherwise: the ledger refused what this run sent',
     test: always,
     action: 'note-rejection',
     next: 'same',
