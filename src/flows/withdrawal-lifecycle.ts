@@ -19,7 +19,7 @@
  * event, with facts gathered afresh otherwise. `same` as the next state: the
  * action does not move the row.
  *
- * The store enforces the same moves twice (store/repos/withdrawals.ts
+ * The store enforces the same moves twice (store/repos/withdrawal-states.ts
  * `WITHDRAWAL_EDGES` and the `withdrawals_guard` trigger); a test keeps the
  * table within those edges, and the table is printed in docs/api.md ("The
  * withdrawal lifecycle"), kept equal by a test.
