@@ -247,12 +247,15 @@ function endMachine(env: RunEnv, id: string, e: unknown, flags: RunState, r?: Ru
         w.state === 'submitted' && !ours
           ? await ledgerTruth(env, w).catch(() => ({ status: 'unknown' as const }))
           : undefined;
-      const facts: WithdrawalFacts = { ours, ...(truth ? { truth } : {}) };
-      if (!ours && truth?.status !== 'committed' && truth?.status !== 'unknown') {
-        facts.deadlinePassed = passed(w);
-        if (e instanceof Refusal) facts.refusal = e.reason;
-      }
-      return { state: w.state, facts };
+      return {
+        state: w.state,
+        facts: {
+          ours,
+          ...(truth ? { truth } : {}),
+          deadlinePassed: passed(w),
+          ...(e instanceof Refusal ? { refusal: e.reason } : {}),
+        },
+      };
     },
     state: () => row().state,
     actions: {
