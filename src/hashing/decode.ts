@@ -58,8 +58,7 @@ export const MAX_VALUE_DEPTH = 100;
 export interface DecodeOptions {
   /**
    * TEST ONLY. Accepts nodes shared between parents and nodes unreachable from
-   * the roots, and seeds on nodes that are never seeded, as in the Canton-derived
-   * hash vectors. Cycles stay refused.
+   * the roots, as in the Canton-derived hash vectors. Cycles stay refused.
    * A transaction accepted only with this flag must never be signed.
    */
   unsafeAllowNonTreeForTests?: boolean;
@@ -934,7 +933,6 @@ class Decoder extends MessageDecoder {
             this.leave(s2, i);
           } else this.unknown(t);
         }
-        this.uniqueLabels(fields);
         this.leave(stop);
         return { kind: 'record', recordId, fields };
       }
@@ -988,35 +986,6 @@ class Decoder extends MessageDecoder {
     }
   }
 
-  /** Daml records never repeat a field; a repeated label would let the display hide one value. */
-  private uniqueLabels(fields: { label: string }[]): void {
-    const n = fields.length;
-    if (n < 2) return;
-    if (n <= 16) {
-      for (let i = 1; i < n; i++)
-        for (let j = 0; j < i; j++)
-          if (fields[i]!.label === fields[j]!.label)
-            this.p.fail(
-              'duplicate',
-              `record field label ${JSON.stringify(truncate(fields[i]!.label))} repeats`,
-              'fields',
-              i,
-            );
-      return;
-    }
-    const seen = new Set<string>();
-    fields.forEach((f, i) => {
-      if (seen.has(f.label))
-        this.p.fail(
-          'duplicate',
-          `record field label ${JSON.stringify(truncate(f.label))} repeats`,
-          'fields',
-          i,
-        );
-      seen.add(f.label);
-    });
-  }
-
   private recordField(end: number, depth: number): { label: string; value: Value } {
     let label = '';
     let value: Value | undefined;
@@ -1059,6 +1028,7 @@ class Decoder extends MessageDecoder {
       maxRecordTime: undefined,
     };
     let seen = 0;
+    let gkm = 0;
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
       const f = tag >>> 3;
@@ -1104,13 +1074,14 @@ class Decoder extends MessageDecoder {
           this.leave(stop, i);
           break;
         }
-        case 8:
-          this.p.fail(
-            'unsupported',
-            'global_key_mapping is deprecated, not covered by the hash, and must be empty',
-            'global_key_mapping',
-          );
+        case 8: {
+          // Deprecated: Canton 3.5+ writes it empty and ignores it, no scheme hashes it. Each entry is
+          // decoded strictly (no byte the signer does not know), then dropped: nothing reads it.
+          const stop = this.enter(tag, end, 'global_key_mapping', gkm);
+          this.globalKeyMappingEntry(stop);
+          this.leave(stop, gkm++);
           break;
+        }
         case 9:
           seen = this.once(seen, f, 'min_ledger_effective_time');
           m.minLedgerEffectiveTime = this.uint64(tag, end, 'min_ledger_effective_time');
@@ -1147,6 +1118,26 @@ class Decoder extends MessageDecoder {
         );
     }
     return m;
+  }
+
+  /** `GlobalKeyMappingEntry { GlobalKey key = 1; optional Value value = 2; }`, checked and not kept. */
+  private globalKeyMappingEntry(end: number): void {
+    let seen = 0;
+    while (this.r.pos < end) {
+      const tag = this.r.tag(end);
+      const f = tag >>> 3;
+      if (f === 1) {
+        seen = this.once(seen, 1, 'key');
+        const stop = this.enter(tag, end, 'key');
+        this.globalKey(stop);
+        this.leave(stop);
+      } else if (f === 2) {
+        seen = this.once(seen, 2, 'value');
+        const stop = this.enter(tag, end, 'value');
+        this.value(stop, 0);
+        this.leave(stop);
+      } else this.unknown(tag);
+    }
   }
 
   private submitterInfo(end: number): { actAs: string[]; commandId: string } {
@@ -1343,21 +1334,19 @@ function checkStructure(
     }
   }
 
-  // Seeds: unique, naming existing nodes; creates and exercises in the tree need one; others must have none.
+  // Seeds: unique, naming existing nodes; creates and exercises in the tree need one; others' are dropped.
   const seedById = new Map<string, Uint8Array>();
+  const seeded = new Set<string>();
   tx.nodeSeeds.forEach((s, i) => {
     const id = String(s.nodeId);
     const path = `transaction.node_seeds[${i}].node_id`;
-    if (seedById.has(id)) throw new TransactionError('seed', path, `node ${id} has two seeds`);
+    if (seeded.has(id)) throw new TransactionError('seed', path, `node ${id} has two seeds`);
+    seeded.add(id);
     const node = nodeById.get(id);
     if (!node) throw new TransactionError('seed', path, `seed names node ${id}, which does not exist`);
-    if (node.type !== 'create' && node.type !== 'exercise' && !lenient)
-      throw new TransactionError(
-        'seed',
-        path,
-        `a seed is given for this ${node.type} node, which is never seeded`,
-      );
-    seedById.set(id, s.seed);
+    // A seed for a node kind that is never seeded (fetch, rollback, query-by-key) is not hashed and
+    // not used: it is accepted and dropped, as Canton's hasher ignores it (docs/hashing.md).
+    if (node.type === 'create' || node.type === 'exercise' || lenient) seedById.set(id, s.seed);
   });
   for (const [id, node] of nodeById) {
     if ((node.type === 'create' || node.type === 'exercise') && !seedById.has(id) && reached.has(id))
