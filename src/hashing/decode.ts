@@ -75,6 +75,42 @@ export function decodePreparedTransaction(
   return { transaction, metadata, nodeById, seedById, bytes };
 }
 
+/** The shape of a node the structure checks need: its kind and, for exercises and rollbacks, its children. */
+export interface NodeShape {
+  readonly type: NodeBody['type'];
+  readonly children?: readonly string[];
+}
+
+/**
+ * Receives each node as soon as it is decoded, so that a caller that only
+ * hashes never holds the whole decoded transaction. `seeds` comes first (all
+ * node seeds, as decoded), then `node` once per node in wire order; what
+ * `node` returns is kept in place of the node for the structure checks.
+ */
+export interface NodeVisitor<S extends NodeShape> {
+  seeds(seeds: readonly NodeSeed[]): void;
+  node(node: Node, index: number): S;
+}
+
+/**
+ * The same decoding and the same checks as `decodePreparedTransaction`, every
+ * rule shared with it, but nodes go to `visitor` one by one and only what it
+ * returns for them is kept. A transaction this accepts is one
+ * `decodePreparedTransaction` accepts; when it refuses, the error may be a
+ * different one of the transaction's faults (the order of the checks differs),
+ * so callers that report refusals take the error from `decodePreparedTransaction`.
+ */
+export function visitPreparedTransaction<S extends NodeShape>(
+  bytes: Uint8Array,
+  visitor: NodeVisitor<S>,
+): { version: string; roots: readonly string[]; metadata: Metadata; nodeById: ReadonlyMap<string, S> } {
+  const d = new Decoder(bytes);
+  const { transaction, metadata } = d.preparedTransaction(visitor);
+  const shaped = transaction as unknown as StructureInput<S>;
+  const { nodeById } = checkStructure(shaped, {});
+  return { version: transaction.version, roots: transaction.roots, metadata, nodeById };
+}
+
 const EMPTY_ID: Identifier = Object.freeze({ packageId: '', moduleName: '', entityName: '' });
 
 /**
@@ -163,7 +199,10 @@ class Decoder extends MessageDecoder {
 
   // ---- messages ----------------------------------------------------------
 
-  preparedTransaction(): { transaction: DamlTransaction; metadata: Metadata } {
+  preparedTransaction(visitor?: NodeVisitor<NodeShape>): {
+    transaction: DamlTransaction;
+    metadata: Metadata;
+  } {
     const end = this.r.buf.length;
     let transaction: DamlTransaction | undefined;
     let metadata: Metadata | undefined;
@@ -179,7 +218,7 @@ class Decoder extends MessageDecoder {
         case 1: {
           seen = this.once(seen, 1, 'transaction');
           const stop = this.enter(tag, end, 'transaction');
-          transaction = this.damlTransaction(stop);
+          transaction = this.damlTransaction(stop, visitor);
           this.leave(stop);
           break;
         }
@@ -199,12 +238,19 @@ class Decoder extends MessageDecoder {
     return { transaction, metadata };
   }
 
-  private damlTransaction(end: number): DamlTransaction {
+  /**
+   * With a visitor, two passes: the first decodes everything but the nodes
+   * (whose bytes it only delimits), so that the seeds are known before any
+   * node; the second decodes the nodes one by one and hands each to the visitor.
+   */
+  private damlTransaction(end: number, visitor?: NodeVisitor<NodeShape>): DamlTransaction {
+    const start = this.r.pos;
     let version = '';
     const roots: string[] = [];
     const nodes: Node[] = [];
     const nodeSeeds: NodeSeed[] = [];
     let seen = 0;
+    let skipped = 0;
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
       switch (tag >>> 3) {
@@ -216,6 +262,12 @@ class Decoder extends MessageDecoder {
           roots.push(this.str(tag, end, 'roots', roots.length));
           break;
         case 3: {
+          if (visitor) {
+            const stop = this.enter(tag, end, 'nodes', skipped);
+            this.r.pos = stop;
+            this.leave(stop, skipped++);
+            break;
+          }
           const i = nodes.length;
           const stop = this.enter(tag, end, 'nodes', i);
           nodes.push(this.node(stop));
@@ -239,6 +291,25 @@ class Decoder extends MessageDecoder {
         `unknown Daml-LF version ${JSON.stringify(truncate(version))}`,
         'version',
       );
+    if (visitor) {
+      visitor.seeds(nodeSeeds);
+      // Second pass: every field but the nodes was read above, and all are length-delimited.
+      this.r.pos = start;
+      while (this.r.pos < end) {
+        const tag = this.r.tag(end);
+        const stop = this.r.len(end);
+        if (tag >>> 3 !== 3) {
+          this.r.pos = stop;
+          continue;
+        }
+        const i = nodes.length;
+        this.p.push('nodes');
+        this.p.push(i);
+        const node = this.node(stop);
+        this.leave(stop, i);
+        nodes.push({ nodeId: node.nodeId, node: visitor.node(node, i) as NodeBody });
+      }
+    }
     return { version, roots, nodes, nodeSeeds };
   }
 
@@ -1215,8 +1286,15 @@ function truncate(s: string): string {
 
 // ---- tree structure ---------------------------------------------------------
 
-function childrenOf(n: NodeBody): string[] | undefined {
+function childrenOf(n: NodeShape): readonly string[] | undefined {
   return n.type === 'exercise' || n.type === 'rollback' ? n.children : undefined;
+}
+
+/** What the structure checks read of a transaction. */
+interface StructureInput<S extends NodeShape> {
+  readonly roots: readonly string[];
+  readonly nodes: readonly { readonly nodeId: string; readonly node: S }[];
+  readonly nodeSeeds: readonly NodeSeed[];
 }
 
 /**
@@ -1224,12 +1302,12 @@ function childrenOf(n: NodeBody): string[] | undefined {
  * once, and that seeds are exactly the ones the hash needs. Iterative: a
  * 10,000-deep chain costs no stack.
  */
-function checkStructure(
-  tx: DamlTransaction,
+function checkStructure<S extends NodeShape>(
+  tx: StructureInput<S>,
   options: DecodeOptions,
-): { nodeById: Map<string, NodeBody>; seedById: Map<string, Uint8Array> } {
+): { nodeById: Map<string, S>; seedById: Map<string, Uint8Array> } {
   const lenient = options.unsafeAllowNonTreeForTests === true;
-  const nodeById = new Map<string, NodeBody>();
+  const nodeById = new Map<string, S>();
   const indexById = new Map<string, number>();
   tx.nodes.forEach((n, i) => {
     const bad = nodeIdProblem(n.nodeId);

@@ -30,6 +30,27 @@ export class Sha256Sink {
     return this;
   }
 
+  /**
+   * Hands over the SHA-256 state of everything written since `begin()`, to be
+   * continued later with `resume`, and leaves the sink free for another hash.
+   */
+  detach(): Hash {
+    const h = this.h ?? createHash('sha256');
+    h.update(this.buf.subarray(0, this.len));
+    this.h = undefined;
+    this.len = 0;
+    this.rec = undefined;
+    return h;
+  }
+
+  /** Like `begin()`, but continuing a state `detach` handed over. */
+  resume(h: Hash): this {
+    this.len = 0;
+    this.h = h;
+    this.rec = undefined;
+    return this;
+  }
+
   /** Finishes the digest and returns its 32 bytes. */
   digest(): Uint8Array {
     let out: Buffer;
