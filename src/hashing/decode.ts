@@ -1004,6 +1004,7 @@ class Decoder extends MessageDecoder {
             this.leave(s2, i);
           } else this.unknown(t);
         }
+        this.uniqueLabels(fields);
         this.leave(stop);
         return { kind: 'record', recordId, fields };
       }
@@ -1055,6 +1056,39 @@ class Decoder extends MessageDecoder {
         return { kind: 'enum', enumId, constructor: ctor };
       }
     }
+  }
+
+  /**
+   * Daml records never repeat a field. Canton would hash a repeated label, but every reader of the
+   * model finds fields by label (the inspect JSON keeps one value per label, the recogniser the
+   * first): a repeat would hide a hashed field from the person signing (docs/hashing.md).
+   */
+  private uniqueLabels(fields: { label: string }[]): void {
+    const n = fields.length;
+    if (n < 2) return;
+    if (n <= 16) {
+      for (let i = 1; i < n; i++)
+        for (let j = 0; j < i; j++)
+          if (fields[i]!.label === fields[j]!.label)
+            this.p.fail(
+              'duplicate',
+              `record field label ${JSON.stringify(truncate(fields[i]!.label))} repeats`,
+              'fields',
+              i,
+            );
+      return;
+    }
+    const seen = new Set<string>();
+    fields.forEach((f, i) => {
+      if (seen.has(f.label))
+        this.p.fail(
+          'duplicate',
+          `record field label ${JSON.stringify(truncate(f.label))} repeats`,
+          'fields',
+          i,
+        );
+      seen.add(f.label);
+    });
   }
 
   private recordField(end: number, depth: number): { label: string; value: Value } {
