@@ -24,8 +24,9 @@
  * lists them), for the entry named and (renewals) the due date given; an
  * expiry is the party's, on the intent's payment, for that DSO and entry.
  */
-import { templateName } from '../hashing/inspect.js';
+
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
+import { templateName } from '../hashing/render.js';
 import { withArticle } from '../text/english.js';
 import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
 import { checkAnsExpire, checkAnsPayment, checkAnsRequest } from './ans.js';

@@ -9,8 +9,9 @@
  * inputs, and metadata text the intent did not ask for. Used by ./check.ts;
  * the name service's own records are checked in ./ans.ts.
  */
-import { templateName } from '../hashing/inspect.js';
+
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
+import { templateName } from '../hashing/render.js';
 import { withArticle } from '../text/english.js';
 import { isInstructionEntity } from './allow.js';
 import { addDecimals, decimalEquals } from './decimal.js';

@@ -17,7 +17,7 @@ import { verifyOnly } from '../../flows/sign-execute.js';
 import { followApproval } from '../../flows/withdrawal-approval.js';
 import { decodePreparedTransaction } from '../../hashing/decode.js';
 import { base64ToBytes } from '../../hashing/input.js';
-import { type InspectReport, inspectTransaction } from '../../hashing/inspect.js';
+import { type InspectReport, inspectTransaction } from '../../intent/inspect.js';
 import { IntentSchema } from '../../intent/model.js';
 import type { ApprovalStatement } from '../../policy/approval.js';
 import {
