@@ -52,7 +52,7 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     format: 'SIGNATURE_FORMAT_CONCAT',
     digest: null,
     ecParams: Buffer.from('06032b6570', 'hex'), // 1.3.101.112
-    fieldBytes: KEY_CURVES['ed25519'].fieldBytes,
+    fieldBytes: KEY_CURVES.ed25519.fieldBytes,
     title: 'Ed25519',
   },
   'ecdsa-p256': {

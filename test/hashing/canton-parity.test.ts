@@ -23,13 +23,11 @@ import {
   party,
   record,
   seed,
-  singleCreateExpectedHash,
   singleCreateModel,
   TEMPLATE,
   text,
 } from '../support/fixtures.js';
 import { appendTo, concat, lenField, strField, varintField } from '../support/protobuf.js';
-import { be32, str, u8 } from '../support/spec-hash.js';
 
 const SCHEMES: HashingScheme[] = ['v2', 'v3'];
 const hashHex = (b: Uint8Array, scheme: HashingScheme) => bytesToHex(hashPreparedTransaction(b, { scheme }));
