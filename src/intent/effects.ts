@@ -8,6 +8,10 @@
  * Canton Coin of the intent's DSO), the instrument and owner of disclosed
  * inputs, and metadata text the intent did not ask for. Used by ./check.ts;
  * the name service's own records are checked in ./ans.ts.
+ *
+ * One file on purpose: it is the list of effect rules per kind of action, which
+ * share the helpers that read holdings, instructions and metadata out of an
+ * action's subtree.
  */
 
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
