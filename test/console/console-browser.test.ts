@@ -10,9 +10,9 @@
  * `<script>` renders as text. Every page is shot at 1280×800 and 390×844
  * (test-output/screenshots) and none is wider than a phone's screen.
  */
+
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
@@ -28,6 +28,7 @@ import {
   screenshotBoth,
 } from '../support/browser.js';
 import { type OidcProvider, signInAtProvider, startOidcProvider } from '../support/oidc.js';
+import { freePort } from '../support/ports.js';
 import { type ServiceEnv, serviceEnv, TEST_AUDIENCE, TEST_SECRET, testConfig } from '../support/service.js';
 
 const POLICY = `version: 1
@@ -50,14 +51,6 @@ let browser: Browser;
 let base: string;
 let alice: PartyRecord;
 let bob: PartyRecord;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** A bearer token from the same issuer the console's people come from. */
 async function token(sub: string, roles: string[]): Promise<string> {

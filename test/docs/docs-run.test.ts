@@ -32,15 +32,16 @@
  *   started, and the first start on an empty folder is what README.md's run (and
  *   test/server) check.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT } from '../support/cli.js';
 import { seedPgliteDir } from '../support/pg.js';
+import { freePort } from '../support/ports.js';
 
 interface DocBlock {
   /** 1-based line of the opening fence. */
@@ -114,17 +115,6 @@ function missingTools(b: DocBlock, env: NodeJS.ProcessEnv): string[] {
 /** A block runs unless it is marked skip or known-broken, or needs a tool this machine lacks. */
 const runs = (b: DocBlock, env: NodeJS.ProcessEnv = process.env): boolean =>
   (!b.marker || b.marker.kind === 'needs') && missingTools(b, env).length === 0;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** README.md and docs/*.md; DOCS_RUN_ONLY=file,… runs only those (when working on one). */
 const DOC_FILES = async () => {

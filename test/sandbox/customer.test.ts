@@ -8,9 +8,9 @@
  * an offer a party sent it; and `canton-signer sandbox deposit` against a
  * running sandbox (--url, and the note `npm start` leaves).
  */
+
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,7 @@ import { balanceOf, transferPreapprovalContract } from '../../src/sandbox/amulet
 import type { SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { BIN, buildDist, cliEnv, runCli } from '../support/cli.js';
+import { freePort } from '../support/ports.js';
 import { addExternalParty, type TestParty } from '../support/sandbox-party.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: plain JSON navigation over the answers
@@ -325,15 +326,6 @@ describe('POST /sandbox/customer/respond', () => {
 });
 
 /** A port nothing listens on (just freed). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 describe('canton-signer sandbox deposit', () => {
   beforeAll(() => buildDist(['cli/sandbox-customer.js', 'server/dev-sandbox-note.js']), 180_000);
 

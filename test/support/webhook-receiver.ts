@@ -74,11 +74,7 @@ export async function testReceiver(
 }
 
 /** A free port on 127.0.0.1 (nothing listens on it when this returns). */
-export async function freePort(): Promise<number> {
-  const r = await testReceiver();
-  await r.close();
-  return r.port;
-}
+export { freePort } from './ports.js';
 
 /** Polls `f` until it returns a truthy value (returned), or throws after `ms` naming `what`. */
 export async function until<T>(f: () => T | Promise<T>, what: string, ms = 10_000): Promise<NonNullable<T>> {
