@@ -49,6 +49,7 @@ import {
   partiesText,
 } from './effects.js';
 import { HOLDING_ENTITIES } from './holdings.js';
+import { checkLayouts } from './layouts.js';
 import {
   actingParty,
   type Intent,
@@ -74,6 +75,10 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
   const add: Add = (reason, message, where) =>
     problems.push(where === undefined ? { reason, message } : { reason, message, where });
   const party = actingParty(intent);
+
+  // Labels first: every field read below is found by label, which only names the field Canton
+  // executes when the record's labels are its Daml type's, in declaration order.
+  for (const p of checkLayouts(tx)) add('label_mismatch', p.message, p.where);
 
   const actAs = tx.metadata.submitterInfo.actAs;
   if (actAs.length !== 1 || actAs[0] !== party)
