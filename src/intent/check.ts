@@ -4,7 +4,8 @@
  * actions and every problem found (not only the first), each a sentence for a
  * person naming what was expected and what the transaction holds.
  *
- * Rules: act_as is exactly the signing party; exactly one root; the root is
+ * Rules: every record the recogniser reads carries its Daml type's labels in
+ * order (src/intent/layouts.ts); act_as is exactly the signing party; exactly one root; the root is
  * the intent's kind of action with the intent's fields (decimals compared
  * numerically, instants exactly); every exercise below it acting for the party
  * is one the action explains (src/intent/allow.ts), consuming only declared
