@@ -240,7 +240,11 @@ export const LAYOUTS: Readonly<Record<string, readonly Field[]>> = {
     'lock?',
   ],
   'Utility.Registry.Holding.V0.Types:InstrumentIdentifier': ['source', 'id', 'scheme'],
-  'Utility.Registry.App.V0.Model.Transfer:TransferOffer': ['operator', 'provider', 'transfer'],
+  'Utility.Registry.App.V0.Model.Transfer:TransferOffer': [
+    'operator',
+    'provider',
+    ['transfer', `${TI}:Transfer`],
+  ],
   'Utility.Registry.V0.Holding.Allocation:DvpLegAllocation': [
     ['allocation', `${AL}:AllocationSpecification`],
     'lockedHoldingCid',
