@@ -4,7 +4,8 @@
  * actions and every problem found (not only the first), each a sentence for a
  * person naming what was expected and what the transaction holds.
  *
- * Rules: act_as is exactly the signing party; exactly one root; the root is
+ * Rules: every record the recogniser reads carries its Daml type's labels in
+ * order (src/intent/layouts.ts); act_as is exactly the signing party; exactly one root; the root is
  * the intent's kind of action with the intent's fields (decimals compared
  * numerically, instants exactly); every exercise below it acting for the party
  * is one the action explains (src/intent/allow.ts), consuming only declared
@@ -49,6 +50,7 @@ import {
   partiesText,
 } from './effects.js';
 import { HOLDING_ENTITIES } from './holdings.js';
+import { checkLayouts } from './layouts.js';
 import {
   actingParty,
   type Intent,
@@ -74,6 +76,10 @@ export function checkIntent(tx: DecodedTransaction, intent: Intent): IntentCheck
   const add: Add = (reason, message, where) =>
     problems.push(where === undefined ? { reason, message } : { reason, message, where });
   const party = actingParty(intent);
+
+  // Labels first: every field read below is found by label, which only names the field Canton
+  // executes when the record's labels are its Daml type's, in declaration order.
+  for (const p of checkLayouts(tx)) add('label_mismatch', p.message, p.where);
 
   const actAs = tx.metadata.submitterInfo.actAs;
   if (actAs.length !== 1 || actAs[0] !== party)

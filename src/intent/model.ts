@@ -347,4 +347,5 @@ export type IntentProblemReason =
   | 'nonce_mismatch'
   | 'unexplained_exercise' // an exercise acting for the party that the action does not explain
   | 'unexplained_create' // value created for someone the action does not name
-  | 'unexplained_archive'; // a contract of the party consumed that the action does not explain
+  | 'unexplained_archive' // a contract of the party consumed that the action does not explain
+  | 'label_mismatch'; // a record the recogniser reads carries labels other than its Daml type's, in order (./layouts.ts)
