@@ -563,6 +563,57 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 
 // ---- PostgreSQL server ----------------------------------------------------------------------------
 
+/** What node-postgres's Query and Connection do that `beginThen` builds on (their typings leave these out). */
+interface PgQuery {
+  queryMode?: string;
+  callback?: (err: Error | null, res: pg.QueryResult | pg.QueryResult[]) => void;
+  prepare(connection: PgConnection): void;
+}
+interface PgConnection {
+  parsedStatements: Record<string, string>;
+  bind(m: { statement?: string; values?: unknown[] }): void;
+  execute(m: { portal?: string; rows?: number }): void;
+}
+const PgQueryClass = (pg as unknown as { Query: new (config: pg.QueryConfig) => PgQuery }).Query;
+
+/** The name BEGIN is prepared under on each connection (the store's own statements are `cs_<n>`). */
+const BEGIN_STATEMENT = 'cs_begin';
+
+/**
+ * `config` with BEGIN ahead of it in ONE round trip: BEGIN (prepared once per
+ * connection) and the statement go out as one extended-protocol batch under a
+ * single Sync, so the server runs the statement only if BEGIN succeeded (an
+ * error skips the rest of the batch) and answers both at once. The
+ * statement's own result is returned. On a connection that has not prepared
+ * BEGIN yet, it is prepared by a round trip of its own first (a parse answer
+ * in the batch would be taken for the statement's by node-postgres).
+ */
+async function beginThen(client: pg.PoolClient, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  const connection = (client as unknown as { connection: PgConnection }).connection;
+  if (connection.parsedStatements[BEGIN_STATEMENT] === undefined) {
+    await client.query({ name: BEGIN_STATEMENT, text: 'BEGIN' });
+    return client.query(config);
+  }
+  const q = new PgQueryClass(config);
+  // Always the extended protocol (a statement without parameters would otherwise be sent as a
+  // simple query, on its own).
+  q.queryMode = 'extended';
+  const prepare = q.prepare.bind(q);
+  q.prepare = (c) => {
+    c.bind({ statement: BEGIN_STATEMENT });
+    c.execute({});
+    prepare(c);
+  };
+  return new Promise((resolve, reject) => {
+    q.callback = (err, res) => {
+      if (err) reject(err);
+      // BEGIN's (empty) result first, then the statement's.
+      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as pg.QueryResult);
+    };
+    client.query(q as unknown as pg.QueryConfig);
+  });
+}
+
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
   /**
@@ -589,10 +640,19 @@ class PostgresDb implements Db {
     return name ? { name, text: sql, values: params } : { text: sql, values: params };
   }
 
-  /** Runs on `on` (the pool or a client); a stale prepared plan marks the text unnamed and is rethrown. */
-  private async run<T>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[]): Promise<QueryResult<T>> {
+  /**
+   * Runs on `on` (the pool or a client); a stale prepared plan marks the text unnamed and is
+   * rethrown. `begin`: the transaction's BEGIN goes in the same round trip, ahead of the statement.
+   */
+  private async run<T>(
+    on: pg.Pool | pg.PoolClient,
+    sql: string,
+    params: unknown[],
+    begin = false,
+  ): Promise<QueryResult<T>> {
     try {
-      const r = await on.query(this.config(sql, params));
+      const config = this.config(sql, params);
+      const r = begin ? await beginThen(on as pg.PoolClient, config) : await on.query(config);
       return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
     } catch (e) {
       if (isStalePlan(e) && this.names.get(sql)) this.names.set(sql, null);
@@ -615,17 +675,23 @@ class PostgresDb implements Db {
       const client = await this.pool.connect();
       let broken = false;
       let open = true;
+      // BEGIN is sent with the transaction's first statement (one round trip for both); a
+      // transaction that ran no statement sends neither BEGIN nor COMMIT.
+      let begun = false;
       try {
-        await client.query('BEGIN');
         const result = await fn({
-          query: <R>(sql: string, params: unknown[] = []) =>
-            open ? this.run<R>(client, sql, params) : Promise.reject(new Error(ENDED)),
+          query: <R>(sql: string, params: unknown[] = []) => {
+            if (!open) return Promise.reject(new Error(ENDED));
+            const first = !begun;
+            begun = true;
+            return this.run<R>(client, sql, params, first);
+          },
         });
-        await client.query('COMMIT');
+        if (begun) await client.query('COMMIT');
         return result;
       } catch (e) {
         try {
-          await client.query('ROLLBACK');
+          if (begun) await client.query('ROLLBACK');
         } catch {
           broken = true;
         }
