@@ -4,12 +4,13 @@
  * ran nothing costs none, and the batch keeps every property of BEGIN then
  * the statement: the statement runs inside the transaction, its result is its
  * own, an error in it (parsing, binding, running) aborts the transaction and
- * leaves the connection usable.
+ * leaves the connection usable. A statement's `first` (e.g. an advisory lock)
+ * goes in the same round trip, and on either driver runs just before it.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/store/db.js';
-import { createPostgresDatabase, requirePostgres, type TestDatabase } from '../support/pg.js';
+import { createPostgresDatabase, requirePostgres, storeDrivers, type TestDatabase } from '../support/pg.js';
 
 const available = await requirePostgres();
 
@@ -108,5 +109,66 @@ describe.runIf(available)('PostgreSQL: round trips of a transaction', () => {
     for (let i = 10; i < 13; i++)
       expect((await db.transaction((tx) => tx.query(insert, [i, 'ok']))).rows).toEqual([{ id: i }]);
     expect((await db.query('SELECT count(*)::int AS n FROM rt')).rows).toEqual([{ n: 5 }]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL: a statement with its `first`', () => {
+  let t: TestDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    t = await createPostgresDatabase();
+    db = await t.open({ migrate: false });
+    await db.query('CREATE TABLE rf (id int PRIMARY KEY)');
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  it('BEGIN, the lock and the statement in one round trip; the lock held until commit', async () => {
+    const lock = 'SELECT pg_advisory_xact_lock(4242)';
+    const held =
+      'SELECT count(*)::int AS n FROM pg_locks WHERE locktype = $1 AND objid = $2 AND pid = pg_backend_pid()';
+    // Once to prepare BEGIN and the lock on the connection.
+    await db.transaction((tx) => tx.query('INSERT INTO rf VALUES ($1)', [1], { first: lock }));
+    const c = countQueries();
+    try {
+      const r = await db.transaction(async (tx) => {
+        const ins = await tx.query<{ id: number }>('INSERT INTO rf VALUES ($1) RETURNING id', [2], {
+          first: lock,
+        });
+        const locks = await tx.query<{ n: number }>(held, ['advisory', 4242]);
+        return { ins, locks };
+      });
+      expect(r.ins.rows).toEqual([{ id: 2 }]);
+      expect(r.locks.rows).toEqual([{ n: 1 }]);
+      expect(c.sent).toEqual(['INSERT INTO rf VALUES ($1) RETURNING id', held, 'COMMIT']);
+    } finally {
+      c.stop();
+    }
+    // A failing statement after its lock: the transaction is rolled back, the connection works on.
+    await expect(
+      db.transaction((tx) => tx.query('INSERT INTO rf VALUES ($1)', [2], { first: lock })),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect((await db.query('SELECT count(*)::int AS n FROM rf')).rows).toEqual([{ n: 2 }]);
+    // Outside a transaction: both on one connection.
+    expect((await db.query<{ n: number }>('SELECT 7 AS n', [], { first: lock })).rows).toEqual([{ n: 7 }]);
+  });
+});
+
+describe.each(await storeDrivers())('$name: `first` runs just before the statement', (driver) => {
+  it('in and out of a transaction; its result is dropped', async () => {
+    const db = await driver.fresh({ migrate: false });
+    await db.query('CREATE TABLE rs (id int)');
+    await db.transaction(async (tx) => {
+      const r = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM rs', [], {
+        first: 'INSERT INTO rs VALUES (1)',
+      });
+      expect(r.rows).toEqual([{ n: 1 }]);
+    });
+    const r = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM rs', [], {
+      first: 'INSERT INTO rs VALUES (2)',
+    });
+    expect(r.rows).toEqual([{ n: 2 }]);
+    await driver.cleanup();
   });
 });
