@@ -47,6 +47,7 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 64);
 const FROM = Number(process.env.BENCH_FROM ?? 0.15);
 const TO = Number(process.env.BENCH_TO ?? 0.85);
 const TARGET_MS = Number(process.env.BENCH_TARGET_MS ?? 4);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
 const PG_ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const SECRET = 'bench-shared-secret-0123456789-0123456789';
 const FINAL = ['committed', 'rejected', 'failed', 'cancelled', 'expired'];
@@ -205,8 +206,14 @@ async function main() {
 
     watcher = new pg.Client({ connectionString: dbUrl });
     await watcher.connect();
+    // The service's background work with nothing to do (worker polls, ingestion, lease renewals):
+    // its rate, so that a slow window (a loaded machine) can be told from a costly withdrawal.
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle0 = await sample(performance.now(), 0, { service, sandbox });
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idle1 = await sample(performance.now(), 0, { service, sandbox });
     const result = await drive({ url, senders, receiver, service, sandbox, watcher });
-    report(result, { pin, load });
+    report({ ...result, idle: [idle0, idle1] }, { pin, load });
   } finally {
     await watcher?.end().catch(() => {});
     if (service && service.exitCode === null) {
@@ -328,7 +335,7 @@ function diffCounts(a, b) {
   return out;
 }
 
-function report({ first, last, byState, createErrors, totalMs }, { pin, load }) {
+function report({ first, last, byState, createErrors, totalMs, idle }, { pin, load }) {
   console.log(
     `\nwithdrawal CPU benchmark: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, load average ${load.toFixed(2)} at start`,
   );
@@ -358,6 +365,18 @@ function report({ first, last, byState, createErrors, totalMs }, { pin, load }) 
   );
   console.log(
     `service CPU busy ${(((last.serviceCpu - first.serviceCpu) / 1000 / s) * 100).toFixed(0)} % of one core over the window`,
+  );
+  // Background work at its idle rate over the window's length, per withdrawal: the share of the
+  // figure above that depends on how fast the window went rather than on the withdrawals.
+  const [i0, i1] = idle;
+  const idleS = (i1.t - i0.t) / 1000;
+  const idleRate = (i1.serviceCpu - i0.serviceCpu) / idleS;
+  const rate = (a, b) => Object.values(diffCounts(a, b)).reduce((x, y) => x + y, 0) / idleS;
+  const background = (idleRate * s) / n;
+  console.log(
+    `idle service (before the load, ${idleS.toFixed(1)} s): ${idleRate.toFixed(1)} ms CPU/s, ` +
+      `${rate(i0.db, i1.db).toFixed(1)} round trips/s, ${rate(i0.http, i1.http).toFixed(1)} HTTP exchanges/s; ` +
+      `at that rate over the window ${background.toFixed(2)} ms per withdrawal, so ${(svc - background).toFixed(2)} ms net of it`,
   );
   const table = (title, a, b) => {
     const d = diffCounts(a, b);
