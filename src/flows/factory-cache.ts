@@ -4,7 +4,10 @@
  * AmuletRules, the open round, the receiver's preapproval and their disclosed
  * contracts) is the same for every transfer of one sender to one receiver
  * while the round lasts, so asking the registry for each withdrawal only
- * costs an HTTP exchange on both ends.
+ * costs an HTTP exchange on both ends. A remembered `offer` (the receiver had
+ * no preapproval) may make a transfer two-step for up to the TTL after the
+ * receiver set one up; a transfer that must be delivered in one step asks
+ * the registry again rather than be refused on a remembered offer.
  *
  * An entry is kept per validator client and key (the caller's: instrument,
  * sender, receiver and the round the inputs are valued in) for `FACTORY_TTL_MS`

@@ -230,19 +230,18 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
   let fromCache = false;
   let fresh = false;
   const factoryFor = async (cids: string[], attempt: number) => {
-    const hit =
+    const remembered =
       factoryKey !== undefined && attempt === 1 && !fresh ? cachedFactory(validator, factoryKey) : undefined;
+    // A remembered offer never refuses a transfer that must be delivered: the receiver may have a
+    // preapproval by now, so the registry is asked.
+    const hit = remembered?.transferKind === 'offer' && req.requireDelivery ? undefined : remembered;
     fromCache = hit !== undefined;
     if (hit) return hit;
     const answer = await registry.getTransferFactory({
       choiceArguments: choiceArguments(cids, { values: {} }),
       excludeDebugFields: true,
     });
-    // Only a one-step answer is remembered: an offer (no preapproval yet) is always asked again.
-    if (factoryKey !== undefined) {
-      if (answer.transferKind === 'offer') forgetFactory(validator, factoryKey);
-      else rememberFactory(validator, factoryKey, answer);
-    }
+    if (factoryKey !== undefined) rememberFactory(validator, factoryKey, answer);
     return answer;
   };
 

@@ -222,6 +222,31 @@ describe('the registry context remembered between transfers', () => {
     expect((await totals(dave)).unlocked).toBe('3.0000000000');
   });
 
+  it('a remembered offer is reused for offers; a transfer that must be delivered asks again and goes direct', async () => {
+    const frank = await env.addParty('frank');
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    for (let i = 0; i < 2; i++)
+      expect((await transfer(env.ctx, { from: alice.partyId, to: frank.partyId, amount: '1' })).kind).toBe(
+        'offer',
+      );
+    expect(factory).toHaveBeenCalledTimes(1);
+    // frank sets up a preapproval: a transfer that must be delivered is not refused on the remembered offer.
+    const net = env.net;
+    net.commitInternal({
+      archives: [],
+      creates: [transferPreapprovalContract(net.dso, frank.partyId, net.validatorParty, net.clock.now())],
+      commandId: 'preapproval-frank',
+    });
+    const r = await transfer(env.ctx, {
+      from: alice.partyId,
+      to: frank.partyId,
+      amount: '1',
+      requireDelivery: true,
+    });
+    expect(r.kind).toBe('direct');
+    expect(factory).toHaveBeenCalledTimes(2);
+  });
+
   it('a remembered context gone stale (the preapproval archived): prepared again with a fresh one, exactly one transaction', async () => {
     const { party: erin, preapproval } = await withPreapproval('erin');
     await transfer(env.ctx, { from: alice.partyId, to: erin.partyId, amount: '1' });
