@@ -17,6 +17,7 @@ import type { FlowContext } from './context.js';
 import type { LedgerOutcome } from './ledger.js';
 import type { FlowResult } from './pipeline.js';
 import { signAndExecute } from './sign-execute.js';
+import { type ActionOf, lineFor, type WithdrawalEvent } from './withdrawal-lifecycle.js';
 
 /** The parts of an exported request a withdrawal run resubmits. */
 interface ExportedPrepared {
@@ -54,6 +55,42 @@ export async function exportedTransfer(
   });
 }
 
+/** What the `imported`, `stale` and `unexported` lines' actions record with the move. */
+type ParkedEvent = Extract<WithdrawalEvent, 'imported' | 'stale' | 'unexported'>;
+const PARKED: { [A in ActionOf<ParkedEvent>]: (x: ExportRecord | undefined) => Record<string, unknown> } = {
+  'resume-imported': (x) => ({ export: x?.id, imported: true }),
+  reexport: (x) => (x ? { export: x.id, stale: true } : { reexport: true }),
+};
+
+/**
+ * Takes the lifecycle's line for parked withdrawal `w` meeting `event`
+ * (about export `x`): the move it names, then the worker is told. The moved
+ * row, or undefined when the table has no line (the row is not parked).
+ */
+async function unpark(
+  store: Store,
+  w: Withdrawal,
+  event: ParkedEvent,
+  x: ExportRecord | undefined,
+  actor: string,
+  kick: (id: string) => void,
+): Promise<Withdrawal | undefined> {
+  const line = lineFor(w.state, event);
+  if (!line || line.next === 'same') return undefined;
+  const moved = await store.withdrawals.transition(
+    w.id,
+    [w.state],
+    line.next,
+    {},
+    {
+      actor,
+      details: PARKED[line.action as ActionOf<ParkedEvent>](x),
+    },
+  );
+  kick(w.id);
+  return moved;
+}
+
 /** After an import: the withdrawal goes on (`awaiting_signature` → `prepared`) and the worker is told. */
 export async function resumeAfterImport(
   store: Store,
@@ -64,16 +101,7 @@ export async function resumeAfterImport(
   if (!x.withdrawalId) return undefined;
   const w = await store.withdrawals.get(x.withdrawalId);
   if (!w) return undefined;
-  if (w.state !== 'awaiting_signature') return w;
-  const moved = await store.withdrawals.transition(
-    w.id,
-    ['awaiting_signature'],
-    'prepared',
-    {},
-    { actor, details: { export: x.id, imported: true } },
-  );
-  kick(w.id);
-  return moved;
+  return (await unpark(store, w, 'imported', x, actor, kick)) ?? w;
 }
 
 /**
@@ -96,32 +124,14 @@ export async function sweepAirGap(
     });
     if (!x.withdrawalId) continue;
     const w = await store.withdrawals.get(x.withdrawalId);
-    if (w?.state === 'awaiting_signature') {
-      await store.withdrawals.transition(
-        w.id,
-        ['awaiting_signature'],
-        'prepared',
-        {},
-        { actor: 'worker', details: { export: x.id, stale: true } },
-      );
-      kick(w.id);
-    }
+    if (w) await unpark(store, w, 'stale', x, 'worker', kick);
   }
   for (const w of await store.withdrawals
     .list({ state: 'awaiting_signature', limit: 100 })
     .then((p) => p.items)) {
     const x = await store.airGap.currentFor(w.id);
     if (x?.status === 'imported') await resumeAfterImport(store, x, 'worker', kick);
-    else if (!x)
-      // Parked without a request in play (its export went stale meanwhile): prepare again.
-      await store.withdrawals
-        .transition(
-          w.id,
-          ['awaiting_signature'],
-          'prepared',
-          {},
-          { actor: 'worker', details: { reexport: true } },
-        )
-        .then(() => kick(w.id));
+    // Parked without a request in play (its export went stale meanwhile): prepare again.
+    else if (!x) await unpark(store, w, 'unexported', undefined, 'worker', kick);
   }
 }

@@ -18,16 +18,10 @@
  */
 import { WithdrawalStateError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
+import type { ApprovalRequest } from '../store/repos/approvals.js';
 import type { WithdrawalState } from '../store/repos/withdrawals.js';
-import { deadlineOf, withdrawalSubject } from './withdrawal-run.js';
-
-/** Where an answered approval request takes its withdrawal. */
-const ANSWERED: Readonly<Record<string, WithdrawalState>> = {
-  approved: 'prepared',
-  rejected: 'rejected',
-  expired: 'expired',
-  cancelled: 'cancelled',
-};
+import { type ActionOf, lineFor } from './withdrawal-lifecycle.js';
+import { deadlineOf, withdrawalSubject } from './withdrawal-steps.js';
 
 export interface ApprovalFollowOptions {
   store: Store;
@@ -37,6 +31,29 @@ export interface ApprovalFollowOptions {
   release?: (subject: string) => Promise<void>;
   actor?: string;
 }
+
+/**
+ * The actions of the `answered` lines of the lifecycle table: what the move
+ * records as `lastError` (none: the move clears nothing), after what.
+ */
+const ANSWERED: {
+  [A in Exclude<ActionOf<'answered'>, 'none'>]: (
+    request: ApprovalRequest | undefined,
+    close: (reason: string) => Promise<unknown>,
+  ) => Promise<string | undefined>;
+} = {
+  'close-expired': async (request, close) => {
+    const lastError = 'executeBefore passed while the withdrawal awaited approvals';
+    if (request?.status === 'pending') await close(lastError);
+    return lastError;
+  },
+  approve: async () => undefined,
+  'end-rejected': async (request) =>
+    `approval request ${request?.id} was rejected by ${request?.decidedBy ?? 'an approver'}${request?.reason ? `: ${request.reason}` : ''}`,
+  'end-expired': async (request) =>
+    `approval request ${request?.id} expired at ${request?.expiresAt} before enough approvals were given`,
+  'end-cancelled': async () => undefined,
+};
 
 /** Moves withdrawal `id` on if its approval request was answered; returns the state it moved to. */
 export async function followApproval(
@@ -50,26 +67,17 @@ export async function followApproval(
   const request = await store.approvals.latestFor(subject);
   const actor = opts.actor ?? 'policy';
   const deadline = deadlineOf(w);
-  let to: WithdrawalState | undefined;
-  let lastError: string | undefined;
-  if (deadline !== undefined && deadline <= Date.now() && request?.status !== 'approved') {
-    to = 'expired';
-    lastError = 'executeBefore passed while the withdrawal awaited approvals';
-    if (request?.status === 'pending')
-      await store.approvals.close(request.id, 'expired', { actor, reason: lastError }).catch(() => undefined);
-  } else if (!request) {
-    // No request (it was never opened, or removed): decide again.
-    to = 'prepared';
-  } else if (request.status === 'superseded') {
-    to = 'prepared';
-  } else {
-    to = ANSWERED[request.status];
-    if (request.status === 'rejected')
-      lastError = `approval request ${request.id} was rejected by ${request.decidedBy ?? 'an approver'}${request.reason ? `: ${request.reason}` : ''}`;
-    if (request.status === 'expired')
-      lastError = `approval request ${request.id} expired at ${request.expiresAt} before enough approvals were given`;
-  }
-  if (to === undefined) return undefined;
+  const line = lineFor(w.state, 'answered', {
+    deadlinePassed: deadline !== undefined && deadline <= Date.now(),
+    request: request?.status ?? 'none',
+  });
+  if (!line || line.action === 'none' || line.next === 'same') return undefined;
+  const to = line.next;
+  const lastError = await ANSWERED[line.action as keyof typeof ANSWERED](request, (reason) =>
+    store.approvals
+      .close((request as ApprovalRequest).id, 'expired', { actor, reason })
+      .catch(() => undefined),
+  );
   try {
     await store.withdrawals.transition(
       id,

@@ -1,6 +1,6 @@
 /**
  * Where a committed withdrawal's funds are: the delivery table of
- * store/repos/withdrawals.ts, driven from the ledger. A commit is read from
+ * store/repos/withdrawal-states.ts, driven from the ledger. A commit is read from
  * the committed transaction itself (the update at its completion offset: the
  * `TransferFactory_Transfer` exercise's result — completed: delivered;
  * pending: an offer, with the transfer instruction it created; failed:

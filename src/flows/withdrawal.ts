@@ -31,6 +31,7 @@ import type { FlowContext } from './context.js';
 import { settlePolicy } from './pipeline.js';
 import { sweepAirGap } from './withdrawal-air-gap.js';
 import { sweepApprovals } from './withdrawal-approval.js';
+import { lineFor } from './withdrawal-lifecycle.js';
 import {
   deadlineOf,
   errorText,
@@ -260,7 +261,9 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
         }
         opts.observe?.('withdrawal', 'retry', seconds);
         const now = await repo.get(id);
-        const unsent = now !== undefined && ['received', 'prepared', 'signed'].includes(now.state);
+        // Nothing of it was sent: the states the lifecycle lets the worker give up in.
+        const quit = now !== undefined ? lineFor(now.state, 'give-up') : undefined;
+        const unsent = quit !== undefined;
         const deadline = now && deadlineOf(now);
         let giveUp: string | undefined;
         if (unsent && isUnavailable(outcome.error)) {
@@ -276,13 +279,13 @@ export function createWithdrawalWorker(opts: WithdrawalWorkerOptions): Withdrawa
           // Too many errors before anything was submitted: give up (after submission, never: look again).
           if (unsent && (errors.get(id) ?? 0) + 1 >= maxErrors) giveUp = outcome.reason;
         }
-        if (now && giveUp !== undefined) {
+        if (now && quit && quit.next !== 'same' && giveUp !== undefined) {
           const from = now.state;
           await repo
             .transition(
               id,
               [from],
-              'failed',
+              quit.next,
               { lastError: giveUp.slice(0, 2000) },
               { actor: 'worker', owner },
             )

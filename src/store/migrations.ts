@@ -15,7 +15,7 @@
  *   material, passphrases or PINs; a test asserts the column list.
  * - parties: the PartyRecord fields (see parties.ts).
  * - withdrawals: one row per accepted withdrawal request; the state machine
- *   is documented in repos/withdrawals.ts and enforced twice, by the
+ *   is documented in repos/withdrawal-states.ts and enforced twice, by the
  *   repository and by the trigger `withdrawals_guard` (which also refuses
  *   changes to the request columns).
  * - prepared_transactions, signatures, submissions: the evidence of each
@@ -34,7 +34,7 @@
  * each party, which the worker's claim asks for at every claim: without it,
  * a planner without statistics read the party's whole history.
  * Migration 6 adds where a committed withdrawal's funds are (`delivery`, a
- * second state machine documented in repos/withdrawals.ts) and the transfer
+ * second state machine documented in repos/withdrawal-states.ts) and the transfer
  * offer it is waiting on.
  * Migration 7 adds policies and approvals: the policy versions
  * (`policy_versions`, at most one in force), what each limit's window holds
@@ -342,7 +342,7 @@ const M005: Migration = {
  * Migration 6: delivery. A committed withdrawal may have delivered the funds
  * (one step) or only offered them (a transfer instruction the receiver must
  * accept): `delivery` says which and follows an offer to its end; its own
- * trigger enforces its edges (repos/withdrawals.ts `DELIVERY_EDGES`). Rows
+ * trigger enforces its edges (repos/withdrawal-states.ts `DELIVERY_EDGES`). Rows
  * committed before keep NULL: not tracked.
  */
 const M006: Migration = {

@@ -207,10 +207,17 @@ describe.runIf(hasPg)('a limit across two service processes on one database', ()
     for (const w of committed) expect(updates.filter((u) => u.commandId === w.commandId)).toHaveLength(1);
     for (const w of rejected) expect(updates.filter((u) => u.commandId === w.commandId)).toEqual([]);
     // policy_usage: one committed row per committed withdrawal, nothing held for the refused.
-    const { rows } = await store.db.query<{ subject: string; amount: string; count: number; state: string }>(
-      `SELECT subject, amount::text AS amount, count, state FROM policy_usage WHERE limit_id = $1`,
-      [limitId],
-    );
+    // A reservation is settled just after its withdrawal's final move: wait until none is still held.
+    type Usage = { subject: string; amount: string; count: number; state: string };
+    let rows: Usage[] = [];
+    for (const end = Date.now() + 10_000; ; ) {
+      ({ rows } = await store.db.query<Usage>(
+        `SELECT subject, amount::text AS amount, count, state FROM policy_usage WHERE limit_id = $1`,
+        [limitId],
+      ));
+      if (rows.every((r) => r.state !== 'reserved') || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const held = rows.filter((r) => r.state !== 'released');
     expect(held.map((r) => r.subject).sort()).toEqual(committed.map((w) => `withdrawal:${w.id}`).sort());
     expect(held.every((r) => r.state === 'committed' && r.count === 1)).toBe(true);

@@ -16,7 +16,13 @@ export function rng(seed: number): () => number {
   };
 }
 
-/** `f`'s first defined answer, asking every `everyMs` until `ms` have passed; errors count as no answer. */
+/** Thrown by a waited-for function to stop waiting at once (other errors count as no answer yet). */
+export class GiveUp extends Error {}
+
+/**
+ * `f`'s first defined answer, asking every `everyMs` until `ms` have passed;
+ * errors count as no answer, except a `GiveUp`, which ends the wait.
+ */
 export async function eventually<T>(
   f: () => Promise<T | undefined>,
   what: string,
@@ -30,6 +36,7 @@ export async function eventually<T>(
       const v = await f();
       if (v !== undefined) return v;
     } catch (e) {
+      if (e instanceof GiveUp) throw e;
       last = e;
     }
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
