@@ -15,7 +15,6 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { isAccessDenied, isCantonApiError } from '../canton/errors.js';
 import type { DisclosedContract } from '../canton/ledger-api/schemas.js';
 import type { RegistryDisclosedContract } from '../canton/validator/registry.js';
 import { isoMicros } from '../hashing/inspect.js';
@@ -343,15 +342,13 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
         return prepare(attempt);
       }
     };
-    // Executed and definitely rejected with a remembered context (e.g. a preapproval or round
-    // archived meanwhile): prepared again with a fresh one, under the same command id and inputs,
-    // as a stale preparation is.
+    // Executed and rejected with a remembered context: it is forgotten, so that the next
+    // preparation (a stale one's, attempt 2, asks the registry anyway) or the next transfer
+    // starts from a fresh answer. Whether to prepare again is decided as without it.
     const stale = flow.isStale?.bind(flow);
     flow.isStale = (e) => {
-      if (stale?.(e)) return true;
-      if (!fromCache) return false;
-      forgetFactory(validator, key);
-      return isCantonApiError(e) && !e.ambiguous && !isAccessDenied(e);
+      if (fromCache) forgetFactory(validator, key);
+      return stale?.(e) ?? false;
     };
   }
   flow.facts = (r) => ({

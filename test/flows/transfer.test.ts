@@ -247,6 +247,22 @@ describe('the registry context remembered between transfers', () => {
     expect(factory).toHaveBeenCalledTimes(2);
   });
 
+  it('a transaction prepared with a remembered context and rejected: the context is forgotten', async () => {
+    const gina = await env.addParty('gina');
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    await transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' });
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'status', status: 429 },
+      operation: 'ledger-api.executeAndWait',
+      times: 1,
+    });
+    const e = await refusal(transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' }));
+    expect(e.reason).toBe('submission_rejected');
+    expect(factory).toHaveBeenCalledTimes(1);
+    await transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' });
+    expect(factory).toHaveBeenCalledTimes(2);
+  });
+
   it('a remembered context gone stale (the preapproval archived): prepared again with a fresh one, exactly one transaction', async () => {
     const { party: erin, preapproval } = await withPreapproval('erin');
     await transfer(env.ctx, { from: alice.partyId, to: erin.partyId, amount: '1' });
