@@ -42,6 +42,17 @@ function run(prefix: Uint8Array, strings: string[], suffix: Uint8Array) {
   return { captured, digest: Buffer.from(s.digest()).toString('hex') };
 }
 
+describe('Sha256Sink.string', () => {
+  it('long text is hashed as its UTF-8 encoding, also with a surrogate pair across a piece boundary', () => {
+    for (const at of [CAP / 4 - 2, CAP / 4 - 1, CAP / 4, CAP / 2 - 1]) {
+      const text = `${'a'.repeat(at)}\u{1F600}é${'ü'.repeat(CAP)}\u{1F600}`;
+      const s = new Sha256Sink().begin();
+      s.string(text);
+      expect(Buffer.from(s.digest()).toString('hex')).toBe(sha256(plainString(text)));
+    }
+  });
+});
+
 describe('Sha256Sink.capture', () => {
   it('a string larger than half the buffer, captured after a prefix: the copy is the whole encoding', () => {
     const name = 'A'.repeat(40 * 1024);

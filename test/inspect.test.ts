@@ -1,5 +1,5 @@
 /**
- * Unit tests of the inspect report (src/hashing/inspect.ts): time and value
+ * Unit tests of the inspect report (src/intent/inspect.ts): time and value
  * rendering, highlights, the text form (including a 10,000-deep chain), the
  * coverage warnings, and the `canton-signer/inspect@1` JSON document checked
  * against docs/inspect.schema.json with a small checker written here.
@@ -11,17 +11,6 @@ import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../src/hashing/encode.js';
 import { bytesToHex } from '../src/hashing/input.js';
-import {
-  type Highlight,
-  highlights,
-  INSPECT_FORMAT,
-  type InspectReport,
-  inspectTransaction,
-  isoMicros,
-  renderInspectText,
-  templateName,
-  valueToJson,
-} from '../src/hashing/inspect.js';
 import type {
   CreateNode,
   DecodedTransaction,
@@ -34,7 +23,16 @@ import type {
   PreparedTransaction,
   Value,
 } from '../src/hashing/model.js';
+import { isoMicros, templateName, valueToJson } from '../src/hashing/render.js';
 import { type HashingScheme, hashPreparedTransaction } from '../src/hashing/transaction-hash.js';
+import {
+  type Highlight,
+  highlights,
+  INSPECT_FORMAT,
+  type InspectReport,
+  inspectTransaction,
+  renderInspectText,
+} from '../src/intent/inspect.js';
 import { VECTORS_DIR as VECTORS } from './support/vectors.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -6,7 +6,7 @@
  * not read; input that may be a (malformed) transaction is left to the
  * decoder's precise refusal.
  */
-import { INSPECT_FORMAT } from '../hashing/inspect-format.js';
+import { INSPECT_FORMAT } from '../intent/inspect-format.js';
 import { REQUEST_FORMAT, RESPONSE_FORMAT } from '../offline/format-names.js';
 
 /** What `hash` and `inspect` take, said once for every refusal of this module. */

@@ -1,8 +1,8 @@
 /** `canton-signer inspect`: what a prepared transaction would authorise, for a person or a script. */
 import type { Command } from 'commander';
 import { decodePreparedTransaction } from '../hashing/decode.js';
-import { inspectTransaction, renderInspectText } from '../hashing/inspect.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
+import { inspectTransaction, renderInspectText } from '../intent/inspect.js';
 import { type InputFormat, withTransaction } from './input.js';
 import { inputFormatOption, schemeOption } from './options.js';
 

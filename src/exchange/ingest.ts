@@ -29,6 +29,12 @@
  * - funds of a book party leaving in a transaction this service did not
  *   submit (its command id is neither a withdrawal's nor one the pipeline
  *   signed) → `transfer.unexpected`.
+ *
+ * One file on purpose: `createIngestion` is one closure over the lease, the
+ * cursor and the parties followed, and a page's changes come from one pass over
+ * its updates written in one transaction; parsing (parse.ts), the deposit rules
+ * (deposits.ts) and the store's writes (store/repos/ledger.ts) are already
+ * beside it.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -17,7 +17,7 @@
  * exercises (the request, the idle state, the payment), so no step can be
  * paid twice. The intent pins the DSO, the name, the terms and the amounts.
  */
-import { isoMicros } from '../hashing/inspect.js';
+import { isoMicros } from '../hashing/render.js';
 import {
   type AnsEntryRequestIntent,
   type AnsPaymentExpireIntent,

@@ -14,6 +14,12 @@
  * command id is written on the row before it is submitted or exported, so
  * a payment made without the keeper recording it (a killed run, an import
  * of an offline signature) is counted once, from the journal.
+ *
+ * One file on purpose: `createNameKeeper` is one closure over the keeper's
+ * state (the pass in progress, each registration's retry time) whose steps call
+ * each other; the lifecycle table, registration and the name-service steps are
+ * already beside it (names-lifecycle.ts, names-register.ts, ans-steps.ts, ans-
+ * ledger.ts).
  */
 import { decimalEquals } from '../intent/decimal.js';
 import { AwaitingApproval } from '../policy/hook.js';

@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DisclosedContract } from '../canton/ledger-api/schemas.js';
 import type { RegistryDisclosedContract } from '../canton/validator/registry.js';
-import { isoMicros } from '../hashing/inspect.js';
+import { isoMicros } from '../hashing/render.js';
 import { fromUnits } from '../intent/decimal.js';
 import { type InstrumentId, type TransferIntent, TransferIntentSchema } from '../intent/model.js';
 import { WITHDRAWAL_COMMAND_PREFIX } from '../store/repos/withdrawals.js';

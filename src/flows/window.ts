@@ -16,8 +16,8 @@
  * time), which the signature does not tie to the contracts that execute.
  */
 
-import { isoMicros } from '../hashing/inspect.js';
 import type { DecodedTransaction, Value } from '../hashing/model.js';
+import { isoMicros } from '../hashing/render.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { RecognisedAction } from '../intent/model.js';
 

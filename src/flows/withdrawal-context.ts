@@ -264,12 +264,19 @@ export function withdrawalContext(r: Run): FlowContext {
 
   async function step(rec: Rec): Promise<void> {
     if (rec.step === 'committed') await r.at('executed');
-    const line = JOURNAL_EVENTS.includes(rec.step)
-      ? lineOf(r, rec.step as JournalEvent, {
-          ours: run.executedOk || run.ownFailure,
-          ...(rec.reason !== undefined ? { resolution: rec.reason } : {}),
-        })
-      : undefined;
+    let line: WithdrawalLine | undefined;
+    try {
+      line = JOURNAL_EVENTS.includes(rec.step)
+        ? lineOf(r, rec.step as JournalEvent, {
+            ours: run.executedOk || run.ownFailure,
+            ...(rec.reason !== undefined ? { resolution: rec.reason } : {}),
+          })
+        : undefined;
+    } catch (e) {
+      // A step the table has no line for still leaves its journal record before the run fails.
+      await base?.record(rec);
+      throw e;
+    }
     // The journal record of a step that moves the row is written in the move's own transaction
     // (both committed, or neither); any other record on its own.
     const moves = line !== undefined && line.next !== 'same';

@@ -6,9 +6,9 @@
  *   CantonHash(purpose, x) = 0x12 ‖ 0x20 ‖ SHA-256(int32(purpose) ‖ x)   (34-byte multihash)
  */
 import { createHash, createPublicKey } from 'node:crypto';
-import { type KeyScheme, schemeOfKey, spkiFromRaw } from '../keys/schemes.js';
 import { TransactionError } from './errors.js';
 import { base64ToBytes, bytesToHex } from './input.js';
+import { type KeyScheme, schemeOfKey, spkiFromRaw } from './key-encoding.js';
 
 export const HashPurpose = {
   TopologyTransactionSignature: 11,

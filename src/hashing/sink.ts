@@ -12,6 +12,8 @@
 import { createHash, type Hash, hash as oneShot } from 'node:crypto';
 
 const CAP = 64 * 1024;
+/** Characters of a long string encoded at a time: at most 3 UTF-8 bytes each, so a piece fits the buffer. */
+const STRING_PIECE = CAP / 4;
 
 export class Sha256Sink {
   private readonly nodeBuf = Buffer.allocUnsafe(CAP);
@@ -26,6 +28,27 @@ export class Sha256Sink {
   begin(): this {
     this.len = 0;
     this.h = undefined;
+    this.rec = undefined;
+    return this;
+  }
+
+  /**
+   * Hands over the SHA-256 state of everything written since `begin()`, to be
+   * continued later with `resume`, and leaves the sink free for another hash.
+   */
+  detach(): Hash {
+    const h = this.h ?? createHash('sha256');
+    h.update(this.buf.subarray(0, this.len));
+    this.h = undefined;
+    this.len = 0;
+    this.rec = undefined;
+    return h;
+  }
+
+  /** Like `begin()`, but continuing a state `detach` handed over. */
+  resume(h: Hash): this {
+    this.len = 0;
+    this.h = h;
     this.rec = undefined;
     return this;
   }
@@ -141,7 +164,19 @@ export class Sha256Sink {
       this.len = start + 4 + w;
       return;
     }
-    this.bytes(Buffer.from(s, 'utf8'));
+    // Longer text is encoded piece by piece into the buffer: no UTF-8 copy of all of it (a 20 MB
+    // text would otherwise cost 20 MB more). A piece never ends between the halves of a surrogate pair.
+    this.i32(Buffer.byteLength(s, 'utf8'));
+    for (let i = 0; i < n; ) {
+      let j = Math.min(n, i + STRING_PIECE);
+      if (j < n) {
+        const c = s.charCodeAt(j - 1);
+        if (c >= 0xd800 && c <= 0xdbff) j--;
+      }
+      this.room(3 * (j - i));
+      this.len += this.nodeBuf.write(s.slice(i, j), this.len, 'utf8');
+      i = j;
+    }
   }
 
   /**

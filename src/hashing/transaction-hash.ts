@@ -11,9 +11,15 @@
  * Node hashes are computed bottom-up with an explicit stack (no recursion over
  * nodes); value encoding recurses, bounded by the decoder's depth limit.
  */
-import { type DecodeOptions, decodePreparedTransaction } from './decode.js';
+import type { Hash } from 'node:crypto';
+import {
+  type DecodeOptions,
+  decodePreparedTransaction,
+  type NodeShape,
+  visitPreparedTransaction,
+} from './decode.js';
 import { TransactionError } from './errors.js';
-import { base64ToScratch, type TransactionInput } from './input.js';
+import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
 import type {
   CreateNode,
   DecodedTransaction,
@@ -96,13 +102,6 @@ export function hashParts(
   input: TransactionInput | DecodedTransaction,
   options: HashOptions = {},
 ): HashParts {
-  // Base64 text is decoded into a reused buffer: nothing returned from here refers to the bytes.
-  const tx = isDecoded(input)
-    ? input
-    : decodePreparedTransaction(
-        typeof input === 'string' ? base64ToScratch(input, 'prepared transaction') : input,
-        options,
-      );
   const scheme = options.scheme ?? 'v2';
   const rules = SCHEMES[scheme];
   if (!rules)
@@ -113,7 +112,29 @@ export function hashParts(
       'metadata.max_record_time',
       `hashing scheme ${scheme.toUpperCase()} does not cover max_record_time; use V3 to have the deadline signed`,
     );
-  return new Hasher(rules, scheme).run(tx);
+  const hasher = new Hasher(rules, scheme);
+  if (isDecoded(input)) return hasher.run(input);
+  // Base64 text is decoded into a reused buffer: nothing returned from here refers to the bytes.
+  const bytes =
+    typeof input === 'string' ? base64ToScratch(input, 'prepared transaction') : inputBytes(input);
+  if (options.unsafeAllowNonTreeForTests) return hasher.run(decodePreparedTransaction(bytes, options));
+  try {
+    return hasher.stream(bytes);
+  } catch (e) {
+    // Refused. The streaming pass checks in another order, so which of several faults it met
+    // first can differ: the refusal reported is always the one decoding then hashing gives.
+    if (!(e instanceof TransactionError)) throw e;
+    return hasher.run(decodePreparedTransaction(bytes, options));
+  }
+}
+
+/**
+ * The streaming pass alone, without falling back to decode-then-hash when it
+ * refuses (so its refusal may name another of the input's faults). For the
+ * test that holds it to `hashParts`; not part of the library's interface.
+ */
+export function hashPartsStreaming(bytes: Uint8Array, scheme: HashingScheme): HashParts {
+  return new Hasher(SCHEMES[scheme], scheme).stream(bytes);
 }
 
 const PROTO_NODE_NAMES: Record<NodeBody['type'], string> = {
@@ -129,6 +150,16 @@ function nodePath(tx: DecodedTransaction, id: string): string {
   const i = tx.transaction.nodes.findIndex((n) => n.nodeId === id);
   const node = tx.nodeById.get(id);
   return node ? `transaction.nodes[${i}].v1.${PROTO_NODE_NAMES[node.type]}` : `transaction.nodes[?${id}]`;
+}
+
+function childrenOf(n: NodeShape): readonly string[] | undefined {
+  return n.type === 'exercise' || n.type === 'rollback' ? n.children : undefined;
+}
+
+/** What the streaming hasher keeps of a node: its hash, or its open SHA-256 state and children. */
+interface Shape extends NodeShape {
+  readonly hash: Uint8Array | undefined;
+  readonly open: Hash | undefined;
 }
 
 function isDecoded(x: unknown): x is DecodedTransaction {
@@ -149,19 +180,69 @@ class Hasher {
   ) {}
 
   run(tx: DecodedTransaction): HashParts {
-    const { rules, s } = this;
-    if (!rules.lfVersions.has(tx.transaction.version))
-      throw this.refuseVersion('transaction.version', tx.transaction.version);
-    const nodeHashes = this.nodeHashes(tx);
+    this.checkVersion(tx.transaction.version);
+    const nodeHashes = this.postOrder(tx.transaction.roots, tx.nodeById, (id, n, done) => {
+      this.s.begin();
+      this.head(n, tx.seedById.get(id), () => nodePath(tx, id));
+      const kids = childrenOf(n);
+      if (kids) this.children(kids, done);
+      return this.s.digest();
+    });
+    return this.finish(tx.transaction.version, tx.transaction.roots, nodeHashes, tx.metadata);
+  }
 
+  /**
+   * The same hash without keeping the decoded transaction: each node is
+   * decoded, checked and encoded as it comes (`visitPreparedTransaction`), and
+   * only its hash is kept — or, for an exercise or a rollback, the SHA-256
+   * state after everything but its children, finished once they are hashed.
+   * Every check is the decoder's and `head`'s, as in `run`.
+   */
+  stream(bytes: Uint8Array): HashParts {
+    const s = this.s;
+    const seeds = new Map<string, Uint8Array>();
+    const decoded = visitPreparedTransaction<Shape>(bytes, {
+      seeds: (list) => {
+        for (const x of list) seeds.set(String(x.nodeId), x.seed);
+      },
+      node: (node, i) => {
+        const n = node.node;
+        s.begin();
+        this.head(n, seeds.get(node.nodeId), () => `transaction.nodes[${i}]`);
+        const kids = childrenOf(n);
+        if (kids) return { type: n.type, children: kids, hash: undefined, open: s.detach() };
+        return { type: n.type, children: undefined, hash: s.digest(), open: undefined };
+      },
+    });
+    this.checkVersion(decoded.version);
+    const nodeHashes = this.postOrder(decoded.roots, decoded.nodeById, (_id, n, done) => {
+      if (n.hash) return n.hash;
+      s.resume(n.open!);
+      this.children(n.children!, done);
+      return s.digest();
+    });
+    return this.finish(decoded.version, decoded.roots, nodeHashes, decoded.metadata);
+  }
+
+  private checkVersion(version: string): void {
+    if (!this.rules.lfVersions.has(version)) throw this.refuseVersion('transaction.version', version);
+  }
+
+  private finish(
+    version: string,
+    roots: readonly string[],
+    nodeHashes: Map<string, Uint8Array>,
+    metadata: Metadata,
+  ): HashParts {
+    const { rules, s } = this;
     s.begin();
     s.i32(PREPARED_SUBMISSION_PURPOSE);
-    s.string(tx.transaction.version);
-    s.i32(tx.transaction.roots.length);
-    for (const r of tx.transaction.roots) s.raw(nodeHashes.get(r)!);
+    s.string(version);
+    s.i32(roots.length);
+    for (const r of roots) s.raw(nodeHashes.get(r)!);
     const transactionHash = s.digest();
 
-    const metadataHash = this.metadata(tx.metadata);
+    const metadataHash = this.metadata(metadata);
 
     s.begin();
     s.i32(PREPARED_SUBMISSION_PURPOSE);
@@ -180,21 +261,25 @@ class Hasher {
     );
   }
 
-  /** Post-order over the nodes reachable from the roots; each node hashed once. */
-  private nodeHashes(tx: DecodedTransaction): Map<string, Uint8Array> {
+  /** Post-order over the nodes reachable from the roots; each node hashed once, children first. */
+  private postOrder<N extends NodeShape>(
+    roots: readonly string[],
+    nodeById: ReadonlyMap<string, N>,
+    hash: (id: string, node: N, done: Map<string, Uint8Array>) => Uint8Array,
+  ): Map<string, Uint8Array> {
     const done = new Map<string, Uint8Array>();
     const open = new Set<string>();
     const stack: string[] = [];
-    for (let r = tx.transaction.roots.length - 1; r >= 0; r--) stack.push(tx.transaction.roots[r]!);
+    for (let r = roots.length - 1; r >= 0; r--) stack.push(roots[r]!);
     while (stack.length > 0) {
       const id = stack[stack.length - 1]!;
       if (done.has(id)) {
         stack.pop();
         continue;
       }
-      const node = tx.nodeById.get(id);
+      const node = nodeById.get(id);
       if (!node) throw new TransactionError('missing_node', 'transaction', `node ${id} does not exist`);
-      const kids = node.type === 'exercise' || node.type === 'rollback' ? node.children : undefined;
+      const kids = childrenOf(node);
       if (kids && !open.has(id)) {
         open.add(id);
         for (let k = kids.length - 1; k >= 0; k--) {
@@ -207,25 +292,28 @@ class Hasher {
       }
       stack.pop();
       open.delete(id);
-      done.set(id, this.node(id, node, tx, done));
+      done.set(id, hash(id, node, done));
     }
     return done;
   }
 
-  private node(id: string, n: NodeBody, tx: DecodedTransaction, done: Map<string, Uint8Array>): Uint8Array {
+  /**
+   * A node's encoding, after `begin()`, up to its children: all of it for a
+   * create, fetch or query-by-key, all but `int32(#children) ‖ child hashes`
+   * for an exercise or a rollback. `path` names the node when refusing.
+   */
+  private head(n: NodeBody, seed: Uint8Array | undefined, path: () => string): void {
     const { s, rules } = this;
     if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion))
-      throw this.refuseVersion(`${nodePath(tx, id)}.lf_version`, n.lfVersion);
-    if (!rules.keys) this.refuseKeys(n, nodePath(tx, id));
-    s.begin();
+      throw this.refuseVersion(`${path()}.lf_version`, n.lfVersion);
+    if (!rules.keys) this.refuseKeys(n, path);
     if (rules.encodingVersionByte) s.u8(1);
     switch (n.type) {
       case 'create':
-        this.create(n, tx.seedById.get(id));
+        this.create(n, seed);
         break;
       case 'exercise': {
-        const seed = tx.seedById.get(id);
-        if (!seed) throw new TransactionError('seed', nodePath(tx, id), 'exercise node has no seed');
+        if (!seed) throw new TransactionError('seed', path(), 'exercise node has no seed');
         s.string(n.lfVersion);
         s.u8(1);
         s.raw(seed);
@@ -249,7 +337,6 @@ class Hasher {
           s.bool(n.byKey);
           this.optKey(n.key);
         }
-        this.children(n.children, done);
         break;
       }
       case 'fetch':
@@ -269,7 +356,6 @@ class Hasher {
         break;
       case 'rollback':
         s.u8(3);
-        this.children(n.children, done);
         break;
       case 'queryByKey':
         s.string(n.lfVersion);
@@ -282,18 +368,18 @@ class Hasher {
         for (const c of n.result) s.hex(c);
         break;
     }
-    return s.digest();
   }
 
   /** V2 has no encoding for contract keys: refusing is the only way not to sign what is not hashed. */
-  private refuseKeys(n: NodeBody, path: string): void {
+  private refuseKeys(n: NodeBody, path: () => string): void {
     const why = 'is not covered by hashing scheme V2 (use V3)';
-    if (n.type === 'queryByKey') throw new TransactionError('unsupported', path, `a QueryByKey node ${why}`);
+    if (n.type === 'queryByKey')
+      throw new TransactionError('unsupported', path(), `a QueryByKey node ${why}`);
     if (n.type === 'rollback') return;
     if (n.key !== undefined)
-      throw new TransactionError('unsupported', `${path}.key`, `a contract key ${why}`);
+      throw new TransactionError('unsupported', `${path()}.key`, `a contract key ${why}`);
     if (n.type !== 'create' && n.byKey)
-      throw new TransactionError('unsupported', `${path}.by_key`, `an action by key ${why}`);
+      throw new TransactionError('unsupported', `${path()}.by_key`, `an action by key ${why}`);
   }
 
   /** Create encoding after the optional V2 version byte; `seed` absent for input contracts. */
@@ -315,7 +401,7 @@ class Hasher {
     if (this.rules.keys) this.optKey(n.key);
   }
 
-  private children(ids: string[], done: Map<string, Uint8Array>): void {
+  private children(ids: readonly string[], done: Map<string, Uint8Array>): void {
     this.s.i32(ids.length);
     for (const c of ids) this.s.raw(done.get(c)!);
   }
@@ -327,7 +413,7 @@ class Hasher {
       const path = `metadata.input_contracts[${i}].v1`;
       if (!rules.lfVersions.has(ic.contract.lfVersion))
         throw this.refuseVersion(`${path}.lf_version`, ic.contract.lfVersion);
-      if (!rules.keys) this.refuseKeys(ic.contract, path);
+      if (!rules.keys) this.refuseKeys(ic.contract, () => path);
       s.begin();
       if (rules.encodingVersionByte) s.u8(1);
       this.create(ic.contract, undefined);

@@ -24,8 +24,9 @@
  * the kind explains (./allow.ts). Each difference is reported once: a field
  * that repeats what the root already reports is not reported again.
  */
-import { templateName, valueToJson } from '../hashing/inspect.js';
+
 import type { DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
+import { templateName, valueToJson } from '../hashing/render.js';
 import { withArticle } from '../text/english.js';
 import { ALLOWED_CREATES, PKG, templateKey } from './allow.js';
 import { decimalEquals } from './decimal.js';

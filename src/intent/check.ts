@@ -23,9 +23,15 @@
  * at most `maxAmount`, spending only Amulets (exactly the intent's, when it
  * lists them), for the entry named and (renewals) the due date given; an
  * expiry is the party's, on the intent's payment, for that DSO and entry.
+ *
+ * One file on purpose: it is the check's driver — the rules on the root and the
+ * walk below it, sharing one context and one problem list; what each kind
+ * creates (effects.ts), the exercises an action explains (allow.ts) and the
+ * name-service records (ans.ts) are already beside it.
  */
-import { templateName } from '../hashing/inspect.js';
+
 import type { DecodedTransaction, NodeBody } from '../hashing/model.js';
+import { templateName } from '../hashing/render.js';
 import { withArticle } from '../text/english.js';
 import { ALLOWED_CONSEQUENCES, ALLOWED_CREATES, templateKey, VALUE_MOVING_CHOICES } from './allow.js';
 import { checkAnsExpire, checkAnsPayment, checkAnsRequest } from './ans.js';

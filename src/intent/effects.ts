@@ -8,9 +8,14 @@
  * Canton Coin of the intent's DSO), the instrument and owner of disclosed
  * inputs, and metadata text the intent did not ask for. Used by ./check.ts;
  * the name service's own records are checked in ./ans.ts.
+ *
+ * One file on purpose: it is the list of effect rules per kind of action, which
+ * share the helpers that read holdings, instructions and metadata out of an
+ * action's subtree.
  */
-import { templateName } from '../hashing/inspect.js';
+
 import type { CreateNode, DecodedTransaction, ExerciseNode, Value } from '../hashing/model.js';
+import { templateName } from '../hashing/render.js';
 import { withArticle } from '../text/english.js';
 import { isInstructionEntity } from './allow.js';
 import { addDecimals, decimalEquals } from './decimal.js';

@@ -11,8 +11,9 @@
  * another package. Fetch, rollback and query-by-key roots are not
  * actions and are not listed. Used by the intent check and by `inspect`.
  */
-import { templateName } from '../hashing/inspect.js';
+
 import type { CreateNode, DecodedTransaction, ExerciseNode, Identifier, Value } from '../hashing/model.js';
+import { templateName } from '../hashing/render.js';
 import { PKG, ROOT_TEMPLATES, templateKey } from './allow.js';
 import type { ActionKind, InstrumentId, RecognisedAction } from './model.js';
 import { descendants, inputContractsById } from './tree.js';

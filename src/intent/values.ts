@@ -3,8 +3,9 @@
  * walks record fields (looking through `Some`), and the typed readers return
  * the leaf only when it has the expected kind. Nothing here throws.
  */
-import { isoMicros } from '../hashing/inspect.js';
+
 import type { Value } from '../hashing/model.js';
+import { isoMicros } from '../hashing/render.js';
 import type { InstrumentId } from './model.js';
 
 function unwrap(v: Value | undefined): Value | undefined {

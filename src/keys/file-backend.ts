@@ -19,6 +19,12 @@
  * written with the first key. Every new key is written only under that
  * passphrase; a keystore from before the marker is checked against one of its
  * keys instead, and gets the marker then.
+ *
+ * One file on purpose: the file format, its key derivation and the backend that
+ * uses them are one security argument read top to bottom (what is
+ * authenticated, what is checked after decryption, what stays in memory); the
+ * folder and file handling are already beside it (keystore-dir.ts, key-
+ * files.ts).
  */
 import {
   createCipheriv,

@@ -29,104 +29,53 @@
  * Several backends in one process may use the same module: they share one
  * loaded library (PKCS#11 state is per process), which is finalised when the
  * last of them closes.
+ *
+ * This file keeps the backend's state: the session pool, login and recovery.
+ * Beside it in src/keys/pkcs11/: the settings (config.ts), the loaded module and
+ * its errors (library.ts), mechanisms and encodings (mechanisms.ts), and the
+ * stateless reading of the token's slots and objects (objects.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Mechanism, Template } from 'pkcs11js';
 import { type BackendKey, checkLabel, type KeyBackend, KeyError } from './backend.js';
-import { PKCS11_PIN, secretFromEnv } from './passphrase.js';
+import { PKCS11_PIN } from './passphrase.js';
+import type { Pkcs11Config } from './pkcs11/config.js';
 import {
   CKR_CODES,
   ckrName,
   finalize,
-  firstLine,
   initialize,
+  keyErrorOf,
   loadLibrary,
-  NotLoggedIn,
   PIN_DIGEST_KEY,
   pkcs11js,
   RECOVERABLE,
   type SharedLibrary,
 } from './pkcs11/library.js';
+import { type Plan, planFor, today } from './pkcs11/mechanisms.js';
 import {
-  CKK_EC,
-  CKK_EC_EDWARDS,
-  CKS_RO_USER_FUNCTIONS,
-  CKS_RW_USER_FUNCTIONS,
-  isoDate,
-  type Plan,
-  planFor,
-  rawPublicKey,
-  schemeOf,
-  today,
-  ulong,
-} from './pkcs11/mechanisms.js';
-import { KEY_SCHEMES, type KeyScheme, prehash, rawEcdsaToDer, SCHEMES, spkiFromRaw } from './schemes.js';
+  attribute,
+  checkProtected,
+  describeKey,
+  destroyQuietly,
+  findObjects,
+  initializedTokens,
+  locateToken,
+  lookupKey,
+  requireLogin,
+  type TokenKey,
+  type TokenRef,
+} from './pkcs11/objects.js';
+import { KEY_SCHEMES, type KeyScheme, prehash, rawEcdsaToDer, SCHEMES } from './schemes.js';
 
+export { type Pkcs11Config, pkcs11ConfigFromEnv } from './pkcs11/config.js';
 export { ckrName } from './pkcs11/library.js';
-
-export interface Pkcs11Config {
-  /** Path of the PKCS#11 module (shared library). */
-  module: string;
-  /** Token label. */
-  token?: string;
-  /** Slot id (when there is no label, or to choose among tokens with the same label). */
-  slot?: number;
-  pin: string;
-  /** Sessions in the pool: how many signatures the token is asked for at once (default 4). */
-  sessions?: number;
-}
-
-/**
- * The PKCS#11 configuration from the environment: CANTON_SIGNER_PKCS11_MODULE,
- * CANTON_SIGNER_PKCS11_TOKEN (label) and/or CANTON_SIGNER_PKCS11_SLOT,
- * CANTON_SIGNER_PKCS11_SESSIONS, and the PIN from CANTON_SIGNER_PKCS11_PIN or
- * the file named by CANTON_SIGNER_PKCS11_PIN_FILE. Undefined when no module is
- * configured.
- */
-export function pkcs11ConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pkcs11Config | undefined {
-  const module = env.CANTON_SIGNER_PKCS11_MODULE;
-  if (module === undefined || module === '') return undefined;
-  const pin = secretFromEnv(PKCS11_PIN, env);
-  if (pin === undefined)
-    throw new KeyError(
-      'no_pin',
-      `a PKCS#11 module is configured but no PIN: set ${PKCS11_PIN.env} or ${PKCS11_PIN.fileEnv}`,
-    );
-  const config: Pkcs11Config = { module, pin };
-  const token = env.CANTON_SIGNER_PKCS11_TOKEN;
-  if (token !== undefined && token !== '') config.token = token;
-  const slot = env.CANTON_SIGNER_PKCS11_SLOT;
-  if (slot !== undefined && slot !== '') {
-    if (!/^(?:\d{1,15}|0x[0-9a-fA-F]{1,12})$/.test(slot))
-      throw new KeyError('token_not_found', 'CANTON_SIGNER_PKCS11_SLOT must be a slot id (a number)');
-    config.slot = Number(slot);
-  }
-  const sessions = env.CANTON_SIGNER_PKCS11_SESSIONS;
-  if (sessions !== undefined && sessions !== '') {
-    if (!/^\d{1,3}$/.test(sessions))
-      throw new KeyError(
-        'backend_unavailable',
-        'CANTON_SIGNER_PKCS11_SESSIONS must be a number from 1 to 64',
-      );
-    config.sessions = Number(sessions);
-  }
-  return config;
-}
 
 interface Session {
   handle: Buffer;
   /** Pool generation: sessions of an earlier generation are closed, never reused. */
   generation: number;
   epoch: number;
-}
-
-interface TokenKey {
-  label: string;
-  scheme: KeyScheme;
-  spki: Buffer;
-  createdAt: string;
-  privateKey: Buffer;
-  id: Buffer;
 }
 
 /** How long recovery and close() wait for calls in flight before closing their sessions. */
@@ -193,6 +142,11 @@ export class Pkcs11Backend implements KeyBackend {
     return backend;
   }
 
+  /** The module and the token, for the object helpers (src/keys/pkcs11/objects.ts). */
+  private get ref(): TokenRef {
+    return { lib: this.shared.lib, label: this.tokenLabel };
+  }
+
   /** The token's label. */
   get token(): string {
     return this.tokenLabel;
@@ -212,11 +166,11 @@ export class Pkcs11Backend implements KeyBackend {
       this.run(`generating ${scheme} key "${label}"`, async (session) => {
         const plan = this.plan(scheme);
         const lib = this.shared.lib;
-        this.requireLogin(session);
-        const taken = this.findObjects(session, [{ type: pkcs11js.CKA_LABEL, value: label }]);
+        requireLogin(this.ref, session);
+        const taken = findObjects(this.ref, session, [{ type: pkcs11js.CKA_LABEL, value: label }]);
         if (taken.length > 0) {
           // A retry after a lost session may find the pair the first attempt made.
-          const mine = this.lookup(session, label);
+          const mine = lookupKey(this.ref, session, label);
           if (mine?.id.equals(id)) return this.remember(mine);
           throw new KeyError(
             'key_exists',
@@ -250,13 +204,13 @@ export class Pkcs11Backend implements KeyBackend {
         const mechanism: Mechanism = { mechanism: plan.generate };
         const pair = await lib.C_GenerateKeyPairAsync(session, mechanism, publicTemplate, privateTemplate);
         try {
-          this.checkProtected(session, pair.privateKey);
-          const key = this.describe(session, pair.privateKey);
+          checkProtected(this.ref, session, pair.privateKey);
+          const key = describeKey(this.ref, session, pair.privateKey);
           if (!key || key.scheme !== scheme || !key.id.equals(id))
             throw new KeyError('hsm_error', `token "${this.tokenLabel}" did not keep the key's attributes`);
           return this.remember(key);
         } catch (e) {
-          for (const h of [pair.privateKey, pair.publicKey]) this.destroyQuietly(session, h);
+          for (const h of [pair.privateKey, pair.publicKey]) destroyQuietly(this.ref, session, h);
           throw e;
         }
       }),
@@ -266,21 +220,21 @@ export class Pkcs11Backend implements KeyBackend {
   async find(label: string): Promise<BackendKey | undefined> {
     checkLabel(label);
     return this.run(`looking up "${label}"`, async (session) => {
-      const key = this.lookup(session, label);
+      const key = lookupKey(this.ref, session, label);
       return key && this.remember(key);
     });
   }
 
   async list(): Promise<BackendKey[]> {
     return this.run('listing keys', async (session) => {
-      this.requireLogin(session);
+      requireLogin(this.ref, session);
       const out: BackendKey[] = [];
-      for (const handle of this.findObjects(session, [
+      for (const handle of findObjects(this.ref, session, [
         { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
       ])) {
         let key: TokenKey | undefined;
         try {
-          key = this.describe(session, handle);
+          key = describeKey(this.ref, session, handle);
           if (key) checkLabel(key.label);
         } catch (e) {
           if (e instanceof KeyError) continue; // not a key canton-signer can use
@@ -332,25 +286,25 @@ export class Pkcs11Backend implements KeyBackend {
     return this.exclusive(() =>
       this.run(`removing "${label}"`, async (session) => {
         const lib = this.shared.lib;
-        const privates = this.findObjects(session, [
+        const privates = findObjects(this.ref, session, [
           { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
           { type: pkcs11js.CKA_LABEL, value: label },
         ]);
         if (privates.length === 0) {
-          this.requireLogin(session);
+          requireLogin(this.ref, session);
           if (destroyed) return; // a retry after the first attempt had destroyed it
           throw new KeyError('key_not_found', `no key labelled "${label}" on token "${this.tokenLabel}"`);
         }
         this.handles.delete(label);
-        const publics = this.findObjects(session, [
+        const publics = findObjects(this.ref, session, [
           { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PUBLIC_KEY },
           { type: pkcs11js.CKA_LABEL, value: label },
         ]);
         for (const p of privates) {
-          const id = this.attribute(session, p, pkcs11js.CKA_ID);
+          const id = attribute(this.ref, session, p, pkcs11js.CKA_ID);
           if (id && id.length > 0)
             publics.push(
-              ...this.findObjects(session, [
+              ...findObjects(this.ref, session, [
                 { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PUBLIC_KEY },
                 { type: pkcs11js.CKA_ID, value: id },
               ]),
@@ -543,7 +497,7 @@ export class Pkcs11Backend implements KeyBackend {
   /** Finds the token, probes it, opens the pool and logs in; the new sessions go to waiting calls. */
   private connect(): void {
     const lib = this.shared.lib;
-    const { slot, label } = this.locate();
+    const { slot, label } = locateToken(this.shared.lib, this.shared.path, this.want);
     this.tokenLabel = label;
     const mechanisms = new Set(lib.C_GetMechanismList(slot));
     const sessions: Session[] = [];
@@ -569,60 +523,12 @@ export class Pkcs11Backend implements KeyBackend {
     for (const s of sessions) this.handOut(s);
   }
 
-  private tokens(): { slot: Buffer; id: number; label: string; flags: number }[] {
-    const lib = this.shared.lib;
-    const out: { slot: Buffer; id: number; label: string; flags: number }[] = [];
-    for (const slot of lib.C_GetSlotList(true)) {
-      let info: { label: string; flags: number };
-      try {
-        info = lib.C_GetTokenInfo(slot);
-      } catch (e) {
-        if (ckrName(e) === 'CKR_CRYPTOKI_NOT_INITIALIZED') throw e;
-        continue; // a token going away
-      }
-      if ((info.flags & pkcs11js.CKF_TOKEN_INITIALIZED) === 0) continue;
-      out.push({ slot, id: ulong(slot), label: info.label.replace(/[\s\0]+$/, ''), flags: info.flags });
-    }
-    return out;
-  }
-
   private labelIsUnique(): boolean {
     try {
-      return this.tokens().filter((t) => t.label === this.tokenLabel).length === 1;
+      return initializedTokens(this.shared.lib).filter((t) => t.label === this.tokenLabel).length === 1;
     } catch {
       return false;
     }
-  }
-
-  private locate(): { slot: Buffer; label: string } {
-    const { label, slot } = this.want;
-    const tokens = this.tokens();
-    const matches = tokens.filter(
-      (t) => (label === undefined || t.label === label) && (slot === undefined || t.id === slot),
-    );
-    const wanted =
-      label !== undefined && slot !== undefined
-        ? `labelled "${label}" in slot ${slot}`
-        : label !== undefined
-          ? `labelled "${label}"`
-          : slot !== undefined
-            ? `in slot ${slot}`
-            : '(none named: set CANTON_SIGNER_PKCS11_TOKEN)';
-    const present = tokens.map((t) => `"${t.label}" (slot ${t.id})`).join(', ') || 'none';
-    if (matches.length !== 1)
-      throw new KeyError(
-        'token_not_found',
-        matches.length === 0
-          ? `no initialised PKCS#11 token ${wanted} in ${this.shared.path}; tokens present: ${present}`
-          : `${matches.length} PKCS#11 tokens match ${wanted === '(none named: set CANTON_SIGNER_PKCS11_TOKEN)' ? 'an unnamed token' : wanted}; name one (CANTON_SIGNER_PKCS11_TOKEN / CANTON_SIGNER_PKCS11_SLOT). Tokens present: ${present}`,
-      );
-    const token = matches[0]!;
-    if (token.flags & pkcs11js.CKF_USER_PIN_LOCKED)
-      throw new KeyError(
-        'pin_locked',
-        `the user PIN of token "${token.label}" is locked; a security officer must unlock it`,
-      );
-    return { slot: token.slot, label: token.label };
   }
 
   /** Logs in once; a refused PIN is never tried again. */
@@ -676,130 +582,6 @@ export class Pkcs11Backend implements KeyBackend {
     return plan;
   }
 
-  /**
-   * Private objects are invisible to a session that is not logged in (the login can be lost
-   * without an error, e.g. by another C_Logout or an HSM's idle timeout): before "not found" is
-   * believed, the session must be logged in.
-   */
-  private requireLogin(session: Buffer): void {
-    const state = this.shared.lib.C_GetSessionInfo(session).state;
-    if (state !== CKS_RO_USER_FUNCTIONS && state !== CKS_RW_USER_FUNCTIONS) throw new NotLoggedIn();
-  }
-
-  private findObjects(session: Buffer, template: Template): Buffer[] {
-    const lib = this.shared.lib;
-    lib.C_FindObjectsInit(session, template);
-    const out: Buffer[] = [];
-    try {
-      for (;;) {
-        const batch = lib.C_FindObjects(session, 256);
-        out.push(...batch);
-        if (batch.length < 256) break;
-      }
-    } finally {
-      try {
-        lib.C_FindObjectsFinal(session);
-      } catch {
-        // the session is gone; the error that matters was raised above
-      }
-    }
-    return out;
-  }
-
-  /** One attribute; undefined when the object does not have it (or it cannot be read). */
-  private attribute(session: Buffer, object: Buffer, type: number): Buffer | undefined {
-    try {
-      const [a] = this.shared.lib.C_GetAttributeValue(session, object, [{ type }]);
-      return a?.value;
-    } catch (e) {
-      const name = ckrName(e);
-      if (name === 'CKR_ATTRIBUTE_TYPE_INVALID' || name === 'CKR_ATTRIBUTE_SENSITIVE') return undefined;
-      if (name === undefined) return undefined; // pkcs11js could not convert the value
-      throw e;
-    }
-  }
-
-  private lookup(session: Buffer, label: string): TokenKey | undefined {
-    const privates = this.findObjects(session, [
-      { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
-      { type: pkcs11js.CKA_LABEL, value: label },
-    ]);
-    if (privates.length === 0) {
-      this.requireLogin(session);
-      return undefined;
-    }
-    if (privates.length > 1)
-      throw new KeyError(
-        'hsm_error',
-        `${privates.length} private keys are labelled "${label}" on token "${this.tokenLabel}"; remove the extra ones with the token's tools`,
-      );
-    return this.describe(session, privates[0]!);
-  }
-
-  /**
-   * A private key with its public key (same CKA_ID) as canton-signer sees it;
-   * undefined when it is not a key canton-signer can use.
-   */
-  private describe(session: Buffer, privateKey: Buffer): TokenKey | undefined {
-    const label = this.attribute(session, privateKey, pkcs11js.CKA_LABEL)?.toString('utf8');
-    const id = this.attribute(session, privateKey, pkcs11js.CKA_ID);
-    const keyType = this.attribute(session, privateKey, pkcs11js.CKA_KEY_TYPE);
-    if (!label || !id || id.length === 0 || !keyType) return undefined;
-    if (ulong(keyType) !== CKK_EC && ulong(keyType) !== CKK_EC_EDWARDS) return undefined;
-    const privateScheme = schemeOf(
-      ulong(keyType),
-      this.attribute(session, privateKey, pkcs11js.CKA_EC_PARAMS),
-    );
-    const publics = this.findObjects(session, [
-      { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PUBLIC_KEY },
-      { type: pkcs11js.CKA_ID, value: id },
-    ]);
-    if (publics.length !== 1) return undefined;
-    const pub = publics[0]!;
-    const pubType = this.attribute(session, pub, pkcs11js.CKA_KEY_TYPE);
-    const scheme = pubType && schemeOf(ulong(pubType), this.attribute(session, pub, pkcs11js.CKA_EC_PARAMS));
-    if (!scheme || (privateScheme !== undefined && privateScheme !== scheme)) return undefined;
-    const point = this.attribute(session, pub, pkcs11js.CKA_EC_POINT);
-    const raw = point && rawPublicKey(scheme, point);
-    let spki: Buffer;
-    try {
-      if (!raw) throw new Error('bad encoding');
-      spki = spkiFromRaw(scheme, raw);
-    } catch {
-      throw new KeyError(
-        'hsm_error',
-        `the public key of "${label}" on token "${this.tokenLabel}" is not a valid ${scheme} key`,
-      );
-    }
-    // SoftHSM cannot read CKA_START_DATE back from private objects: it is set on both, read from the public key.
-    const createdAt = isoDate(this.attribute(session, pub, pkcs11js.CKA_START_DATE));
-    return { label, scheme, spki, createdAt, privateKey, id };
-  }
-
-  private checkProtected(session: Buffer, privateKey: Buffer): void {
-    const flag = (type: number) => this.attribute(session, privateKey, type)?.[0];
-    const sensitive = flag(pkcs11js.CKA_SENSITIVE);
-    const extractable = flag(pkcs11js.CKA_EXTRACTABLE);
-    const never = flag(pkcs11js.CKA_NEVER_EXTRACTABLE);
-    const always = flag(pkcs11js.CKA_ALWAYS_SENSITIVE);
-    const isPrivate = flag(pkcs11js.CKA_PRIVATE);
-    if (sensitive !== 1 || extractable !== 0 || never !== 1 || always !== 1 || isPrivate !== 1)
-      throw new KeyError(
-        'hsm_error',
-        `token "${this.tokenLabel}" made a private key that is not protected ` +
-          `(CKA_SENSITIVE=${sensitive}, CKA_EXTRACTABLE=${extractable}, CKA_NEVER_EXTRACTABLE=${never}, ` +
-          `CKA_ALWAYS_SENSITIVE=${always}, CKA_PRIVATE=${isPrivate}); it was destroyed`,
-      );
-  }
-
-  private destroyQuietly(session: Buffer, handle: Buffer): void {
-    try {
-      this.shared.lib.C_DestroyObject(session, handle);
-    } catch {
-      // nothing more to do
-    }
-  }
-
   private remember(key: TokenKey): BackendKey {
     this.handles.set(key.label, { handle: key.privateKey, spki: key.spki, generation: this.generation });
     return { label: key.label, scheme: key.scheme, spki: new Uint8Array(key.spki), createdAt: key.createdAt };
@@ -809,7 +591,7 @@ export class Pkcs11Backend implements KeyBackend {
   private keyHandle(session: Buffer, key: BackendKey): Buffer {
     const cached = this.handles.get(key.label);
     if (cached && cached.generation === this.generation && cached.spki.equals(key.spki)) return cached.handle;
-    const found = this.lookup(session, key.label);
+    const found = lookupKey(this.ref, session, key.label);
     if (!found)
       throw new KeyError('key_not_found', `no key labelled "${key.label}" on token "${this.tokenLabel}"`);
     if (found.scheme !== key.scheme || !found.spki.equals(key.spki))
@@ -830,36 +612,6 @@ export class Pkcs11Backend implements KeyBackend {
 
   /** Any failure as a KeyError naming the operation, the token and the CKR code; never the PIN. */
   private keyError(e: unknown, what: string): KeyError {
-    const scrub = (text: string) => (this.#pin.length > 0 ? text.split(this.#pin).join('***') : text);
-    if (e instanceof KeyError)
-      return scrub(e.message) === e.message ? e : new KeyError(e.code, scrub(e.message));
-    const name = ckrName(e);
-    const token = `token "${this.tokenLabel}"`;
-    if (name === undefined)
-      return new KeyError('hsm_error', scrub(`${what} on ${token} failed: ${firstLine(e)}`));
-    const code = CKR_CODES[name] ?? 'hsm_error';
-    switch (code) {
-      case 'wrong_pin':
-        return new KeyError(
-          'wrong_pin',
-          `${token} refused the PIN (${name}); not trying again: tokens lock the PIN after a few failures`,
-        );
-      case 'pin_locked':
-        return new KeyError(
-          'pin_locked',
-          `the user PIN of ${token} is locked (${name}); a security officer must unlock it`,
-        );
-      case 'mechanism_missing':
-        return new KeyError(
-          'mechanism_missing',
-          `${what}: ${token} does not support the mechanism (${name})`,
-        );
-      case 'unsupported_scheme':
-        return new KeyError('unsupported_scheme', `${what}: ${token} does not support the curve (${name})`);
-      case 'key_not_found':
-        return new KeyError('key_not_found', `${what}: the key is no longer on ${token} (${name})`);
-      default:
-        return new KeyError(code, `${what} on ${token} failed (${name})`);
-    }
+    return keyErrorOf(e, what, this.tokenLabel, this.#pin);
   }
 }

@@ -9,11 +9,10 @@
  * bytes it is given; signatures are DER-encoded.
  */
 import { createHash, createPublicKey, type KeyObject, verify } from 'node:crypto';
+import { KEY_CURVES, KEY_SCHEMES, type KeyScheme, schemeOfKey } from '../hashing/key-encoding.js';
 import { withArticle } from '../text/english.js';
 
-export type KeyScheme = 'ed25519' | 'ecdsa-p256' | 'ecdsa-secp256k1' | 'ecdsa-p384';
-
-export const KEY_SCHEMES: readonly KeyScheme[] = ['ed25519', 'ecdsa-p256', 'ecdsa-secp256k1', 'ecdsa-p384'];
+export { KEY_SCHEMES, type KeyScheme, schemeOfKey, spkiFromRaw } from '../hashing/key-encoding.js';
 
 export type SigningKeySpec =
   | 'SIGNING_KEY_SPEC_EC_CURVE25519'
@@ -53,7 +52,7 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     format: 'SIGNATURE_FORMAT_CONCAT',
     digest: null,
     ecParams: Buffer.from('06032b6570', 'hex'), // 1.3.101.112
-    fieldBytes: 32,
+    fieldBytes: KEY_CURVES.ed25519.fieldBytes,
     title: 'Ed25519',
   },
   'ecdsa-p256': {
@@ -62,9 +61,9 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256',
     format: 'SIGNATURE_FORMAT_DER',
     digest: 'sha256',
-    curve: 'prime256v1',
+    curve: KEY_CURVES['ecdsa-p256'].curve,
     ecParams: Buffer.from('06082a8648ce3d030107', 'hex'), // 1.2.840.10045.3.1.7
-    fieldBytes: 32,
+    fieldBytes: KEY_CURVES['ecdsa-p256'].fieldBytes,
     title: 'ECDSA P-256',
   },
   'ecdsa-secp256k1': {
@@ -73,9 +72,9 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_256',
     format: 'SIGNATURE_FORMAT_DER',
     digest: 'sha256',
-    curve: 'secp256k1',
+    curve: KEY_CURVES['ecdsa-secp256k1'].curve,
     ecParams: Buffer.from('06052b8104000a', 'hex'), // 1.3.132.0.10
-    fieldBytes: 32,
+    fieldBytes: KEY_CURVES['ecdsa-secp256k1'].fieldBytes,
     title: 'ECDSA secp256k1',
   },
   'ecdsa-p384': {
@@ -84,9 +83,9 @@ export const SCHEMES: Readonly<Record<KeyScheme, SchemeInfo>> = {
     algorithm: 'SIGNING_ALGORITHM_SPEC_EC_DSA_SHA_384',
     format: 'SIGNATURE_FORMAT_DER',
     digest: 'sha384',
-    curve: 'secp384r1',
+    curve: KEY_CURVES['ecdsa-p384'].curve,
     ecParams: Buffer.from('06052b81040022', 'hex'), // 1.3.132.0.34
-    fieldBytes: 48,
+    fieldBytes: KEY_CURVES['ecdsa-p384'].fieldBytes,
     title: 'ECDSA P-384',
   },
 };
@@ -105,39 +104,10 @@ export function isKeyScheme(s: string): s is KeyScheme {
   return (KEY_SCHEMES as readonly string[]).includes(s);
 }
 
-/** Scheme of a node:crypto key object, or undefined when canton-signer cannot use it. */
-export function schemeOfKey(key: KeyObject): KeyScheme | undefined {
-  if (key.asymmetricKeyType === 'ed25519') return 'ed25519';
-  if (key.asymmetricKeyType !== 'ec') return undefined;
-  const curve = key.asymmetricKeyDetails?.namedCurve;
-  return KEY_SCHEMES.find((s) => SCHEMES[s].curve === curve);
-}
-
 /** The message an ECDSA key actually signs: digest(message). Ed25519 signs the message. */
 export function prehash(scheme: KeyScheme, message: Uint8Array): Uint8Array {
   const d = SCHEMES[scheme].digest;
   return d === null ? message : createHash(d).update(message).digest();
-}
-
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-
-/**
- * SPKI DER from the raw public key: 32 bytes for Ed25519, the uncompressed
- * point (04 ‖ x ‖ y) for ECDSA. The point is checked to be on the curve.
- */
-export function spkiFromRaw(scheme: KeyScheme, raw: Uint8Array): Buffer {
-  const info = SCHEMES[scheme];
-  if (scheme === 'ed25519') {
-    if (raw.length !== 32) throw new Error(`an Ed25519 public key is 32 bytes, got ${raw.length}`);
-    return Buffer.concat([ED25519_SPKI_PREFIX, raw]);
-  }
-  if (raw.length !== 1 + 2 * info.fieldBytes || raw[0] !== 4)
-    throw new Error(`expected an uncompressed ${scheme} point of ${1 + 2 * info.fieldBytes} bytes`);
-  const x = Buffer.from(raw.subarray(1, 1 + info.fieldBytes)).toString('base64url');
-  const y = Buffer.from(raw.subarray(1 + info.fieldBytes)).toString('base64url');
-  const crv = { 'ecdsa-p256': 'P-256', 'ecdsa-secp256k1': 'secp256k1', 'ecdsa-p384': 'P-384' }[scheme];
-  const key = createPublicKey({ key: { kty: 'EC', crv, x, y }, format: 'jwk' });
-  return key.export({ type: 'spki', format: 'der' });
 }
 
 /** Converts a fixed-width r‖s signature (as PKCS#11 CKM_ECDSA returns it) to DER, in one allocation. */

@@ -17,7 +17,7 @@ import { describeWindow } from '../flows/window.js';
 import { fingerprint, parsePartyId, parsePublicKey } from '../hashing/canton-hash.js';
 import { TransactionError } from '../hashing/errors.js';
 import { base64ToBytes, bytesToHex } from '../hashing/input.js';
-import { inspectTransaction, renderInspectText } from '../hashing/inspect.js';
+import { inspectTransaction, renderInspectText } from '../intent/inspect.js';
 import type { Intent, RecognisedAction } from '../intent/model.js';
 import { checkTopology, participantUidOf } from '../intent/topology.js';
 import { aKeyOf, type KeyScheme } from '../keys/schemes.js';

@@ -10,6 +10,11 @@
  * positions only, its value comes from JSON.parse) and what to do. Decimals
  * are strings: a number where a decimal belongs is refused, because a YAML or
  * JSON number is a float and loses precision.
+ *
+ * One file on purpose: the schema, the positions and the cross-reference checks
+ * all feed the one list of problems `parsePolicy` returns, each with a path and
+ * a line; the sections (building blocks, conditions, the document, errors,
+ * positions, zod issues, cross-references) are marked below.
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';

@@ -22,6 +22,12 @@
  * says what exactly is approved, from what was verified, never from the
  * caller's JSON. A transaction prepared again with the same decoded intent
  * finds the same request; any difference opens a new one.
+ *
+ * One file on purpose: it is one class around one piece of state (the sealed
+ * policy in force, reloaded when another instance changes it), and every method
+ * (decide, answer, replace, the credentials) reads and guards that state; the
+ * pure parts are already beside it (evaluate.ts, approval.ts, document.ts,
+ * webauthn.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { KeyError } from '../keys/backend.js';

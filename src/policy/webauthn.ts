@@ -10,6 +10,10 @@
  * floats, bounded depth, no duplicate map keys), and authenticator data that
  * must be consumed exactly. Refusals are WebAuthnError with a code and a
  * sentence; nothing secret is ever part of a message.
+ *
+ * One file on purpose: its parsers (base64url, CBOR, authenticator data) exist
+ * only for these two messages, and their bounds are reviewed together as one
+ * boundary facing untrusted input.
  */
 import {
   createHash,

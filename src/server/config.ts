@@ -4,121 +4,58 @@
  * A bad configuration is a `ConfigError` that lists every bad setting by its
  * path and the environment variable that sets it, never with a secret value.
  * `redactConfig` is the only form in which a configuration may be printed.
- * Also owns the checks on the JWT verification keys (public keys only, types
- * that fit the allowed algorithms), shared with src/server/auth.ts.
+ * Beside it: the JWT verification keys' checks (jwt-keys.ts, shared with
+ * src/server/auth.ts), the `exchange` section's schemas (config-exchange.ts)
+ * and the environment variables (config-env.ts), re-exported here. The rest
+ * stays one schema in one file: the checks between settings (`crossChecks`)
+ * read across every section, and the loader fills them all in one pass.
  */
 
-import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { EVENT_PATTERN } from '../events/catalogue.js';
 import { parseSecret, type WebhookSecret } from '../events/signature.js';
-import { ruleProblem } from '../exchange/deposits.js';
 import { redactUrl } from '../store/db.js';
 import { DEFAULT_PARTIES_CLAIM, DEFAULT_ROLES_CLAIM } from './claims.js';
+import { CONFIG_FILE_ENV, ENV_SETTINGS, type EnvSetting, fromEnv } from './config-env.js';
+import { exchangeSchema } from './config-exchange.js';
+import {
+  ALGORITHMS,
+  ASYMMETRIC_ALGORITHMS,
+  DEFAULT_ALGORITHMS,
+  HMAC_MIN_BYTES,
+  isHmacAlgorithm,
+  type JwsAlgorithm,
+  keyFitsAlgorithm,
+  type PublicKeyEntry,
+  publicJwk,
+} from './jwt-keys.js';
 
-// ---------------------------------------------------------------- algorithms
-
-export const ASYMMETRIC_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-] as const;
-export const HMAC_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
-export const ALGORITHMS = [...ASYMMETRIC_ALGORITHMS, ...HMAC_ALGORITHMS] as const;
-export type JwsAlgorithm = (typeof ALGORITHMS)[number];
-export type HmacAlgorithm = (typeof HMAC_ALGORITHMS)[number];
-export const DEFAULT_ALGORITHMS: readonly JwsAlgorithm[] = ['RS256', 'ES256', 'EdDSA'];
-
-/** RFC 7518 §3.2: an HMAC key at least as long as the hash. */
-export const HMAC_MIN_BYTES: Readonly<Record<HmacAlgorithm, number>> = { HS256: 32, HS384: 48, HS512: 64 };
-
-export function isHmacAlgorithm(alg: string): alg is HmacAlgorithm {
-  return (HMAC_ALGORITHMS as readonly string[]).includes(alg);
-}
-
-/** The key type (and curve) an asymmetric algorithm needs. */
-function keyTypeFor(alg: string): { kty: string; crv?: string } | undefined {
-  if (/^(RS|PS)\d+$/.test(alg)) return { kty: 'RSA' };
-  if (alg === 'ES256') return { kty: 'EC', crv: 'P-256' };
-  if (alg === 'ES384') return { kty: 'EC', crv: 'P-384' };
-  if (alg === 'ES512') return { kty: 'EC', crv: 'P-521' };
-  if (alg === 'EdDSA' || alg === 'Ed25519') return { kty: 'OKP', crv: 'Ed25519' };
-  return undefined;
-}
-
-export function keyFitsAlgorithm(key: { kty: string; crv?: string }, alg: string): boolean {
-  const need = keyTypeFor(alg);
-  return need !== undefined && need.kty === key.kty && (need.crv === undefined || need.crv === key.crv);
-}
-
-// ---------------------------------------------------------------- public keys
-
-export interface PublicKeyEntry {
-  kid?: string;
-  alg?: (typeof ASYMMETRIC_ALGORITHMS)[number];
-  pem?: string;
-  pemFile?: string;
-  jwk?: Record<string, unknown>;
-}
-
-const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
-
-/**
- * The public JWK of a configured key (PEM or JWK), with its kid and alg, or
- * an Error whose message says what is wrong (never quoting the key).
- */
-export function publicJwk(entry: PublicKeyEntry): JsonWebKey & { kty: string; crv?: string } {
-  let key: KeyObject;
-  if (entry.pem !== undefined) {
-    if (/PRIVATE KEY/.test(entry.pem)) throw new Error('is a private key; configure only the public key');
-    if (!/-----BEGIN (RSA )?PUBLIC KEY-----/.test(entry.pem))
-      throw new Error('is not a PEM public key (-----BEGIN PUBLIC KEY-----)');
-    try {
-      key = createPublicKey(entry.pem);
-    } catch {
-      throw new Error('is not a readable PEM public key');
-    }
-  } else if (entry.jwk !== undefined) {
-    const jwk = entry.jwk;
-    if (jwk.kty === 'oct')
-      throw new Error('is a symmetric key; a shared secret belongs in auth.sharedSecret');
-    if (PRIVATE_JWK_MEMBERS.some((m) => m in jwk))
-      throw new Error('contains private key material; configure only the public key');
-    if (jwk.use !== undefined && jwk.use !== 'sig') throw new Error('has "use" other than "sig"');
-    try {
-      key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
-    } catch {
-      throw new Error('is not a valid public JWK');
-    }
-  } else {
-    throw new Error('needs pem, pemFile or jwk');
-  }
-  if (key.type !== 'public') throw new Error('is not a public key');
-  const exported = key.export({ format: 'jwk' }) as JsonWebKey & { kty: string; crv?: string };
-  if (exported.kty === 'RSA') {
-    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-    if (bits < 2048) throw new Error(`is an RSA key of ${bits} bits; at least 2048 are required`);
-  } else if (exported.kty === 'EC') {
-    if (!['P-256', 'P-384', 'P-521'].includes(exported.crv ?? ''))
-      throw new Error(`is on curve ${exported.crv}; JWT verification supports P-256, P-384 and P-521`);
-  } else if (!(exported.kty === 'OKP' && exported.crv === 'Ed25519')) {
-    throw new Error('is neither RSA, EC nor Ed25519');
-  }
-  const kid = entry.kid ?? (typeof entry.jwk?.kid === 'string' ? entry.jwk.kid : undefined);
-  const alg = entry.alg ?? (typeof entry.jwk?.alg === 'string' ? entry.jwk.alg : undefined);
-  return { ...exported, use: 'sig', ...(kid ? { kid } : {}), ...(alg ? { alg } : {}) };
-}
+export { CONFIG_FILE_ENV, ENV_SETTINGS, type EnvSetting } from './config-env.js';
+export {
+  type AutoAcceptRule,
+  attributionRuleSchema,
+  autoAcceptRuleSchema,
+  type ExchangeConfig,
+  exchangeSchema,
+  type SweepRule,
+  sweepRuleSchema,
+} from './config-exchange.js';
+export {
+  ALGORITHMS,
+  ASYMMETRIC_ALGORITHMS,
+  DEFAULT_ALGORITHMS,
+  HMAC_ALGORITHMS,
+  HMAC_MIN_BYTES,
+  type HmacAlgorithm,
+  isHmacAlgorithm,
+  type JwsAlgorithm,
+  keyFitsAlgorithm,
+  type PublicKeyEntry,
+  publicJwk,
+} from './jwt-keys.js';
 
 // ---------------------------------------------------------------- schema
 
@@ -300,151 +237,6 @@ export const webhooksSchema = z
   .prefault({});
 
 export type WebhooksConfig = z.output<typeof webhooksSchema>;
-
-export const attributionRuleSchema = z
-  .strictObject({
-    /** Named in each deposit's `attribution` (`rule:<name>`). */
-    name: z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a name: 1-64 letters, digits, ".", "_" or "-"'),
-    /** A party id of the book, or `*` (default): every party. */
-    party: z.string().min(1).optional(),
-    /** exact: the memo is the account; prefix: the memo after `value`; regex: `account` from the groups. */
-    match: z.enum(['exact', 'prefix', 'regex']),
-    value: z.string().min(1).max(500).optional(),
-    account: z.string().min(1).max(200).optional(),
-  })
-  .superRefine((r, ctx) => {
-    const problem = ruleProblem(r);
-    if (problem) ctx.addIssue({ code: 'custom', path: [], message: `rule ${r.name}: ${problem}` });
-  });
-
-const RULE_NAME = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a name: 1-64 letters, digits, ".", "_" or "-"');
-/** A non-negative decimal with at most 10 decimals (token-standard amounts). */
-const DECIMAL = z
-  .string()
-  .regex(/^[0-9]{1,28}(\.[0-9]{1,10})?$/, 'a decimal string, at most 10 decimals (e.g. "1000.5")');
-const instrumentSchema = z.strictObject({ admin: z.string().min(1), id: z.string().min(1) });
-
-/** Scaled to 10 decimals, for comparisons in the schema. */
-function units(d: string): bigint {
-  const [i = '0', f = ''] = d.split('.');
-  return BigInt(i) * 10n ** 10n + BigInt(f.padEnd(10, '0'));
-}
-
-export const autoAcceptRuleSchema = z.strictObject({
-  /** Named in each decision (`rule`) and its event. */
-  name: RULE_NAME,
-  /** The receiving party of the book, or `*`: every party. */
-  party: z.string().min(1),
-  /** Senders the rule covers (party ids or `*`); absent: any sender. */
-  senders: z.array(z.string().min(1)).min(1).optional(),
-  /** Instruments the rule covers; absent: any. */
-  instruments: z.array(instrumentSchema).min(1).optional(),
-  /** Only offers whose memo named a customer account (attributed deposits). */
-  requireAccount: z.boolean().default(true),
-  /** Only offers of at most this amount. */
-  maxAmount: DECIMAL.optional(),
-  action: z.enum(['accept', 'reject']),
-});
-
-export type AutoAcceptRule = z.output<typeof autoAcceptRuleSchema>;
-
-export const sweepRuleSchema = z
-  .strictObject({
-    name: RULE_NAME,
-    /** The party of the book swept from (its key signs the transfer). */
-    from: z.string().min(1),
-    /** The receiving party: it needs a transfer preapproval (a one-step transfer). */
-    to: z.string().min(1),
-    /** Default: Canton Coin of the network. */
-    instrument: instrumentSchema.optional(),
-    /** Above this available balance, a sweep runs … */
-    maxBalance: DECIMAL,
-    /** … and leaves this much behind. */
-    minBalance: DECIMAL,
-  })
-  .superRefine((r, ctx) => {
-    const decimal = /^[0-9]{1,28}(\.[0-9]{1,10})?$/;
-    // A malformed amount is reported by its own field's check.
-    if (
-      decimal.test(r.minBalance) &&
-      decimal.test(r.maxBalance) &&
-      units(r.minBalance) >= units(r.maxBalance)
-    )
-      ctx.addIssue({
-        code: 'custom',
-        path: ['minBalance'],
-        message: `sweep ${r.name}: minBalance (${r.minBalance}) must be below maxBalance (${r.maxBalance})`,
-      });
-    if (r.from === r.to)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['to'],
-        message: `sweep ${r.name}: from and to are the same party`,
-      });
-  });
-
-export type SweepRule = z.output<typeof sweepRuleSchema>;
-
-export const exchangeSchema = z
-  .strictObject({
-    ingestion: z
-      .strictObject({
-        /** Follow the book's parties on the Ledger API update stream (deposits, deliveries, alerts). */
-        enabled: z.boolean().default(true),
-        /** How often the ledger end is looked at when nothing was new (ms). */
-        pollMs: z.number().int().min(20).max(600_000).default(500),
-        /** Updates read per request, and written per database transaction. */
-        pageSize: z.number().int().min(1).max(10_000).default(200),
-        /** The ingestion lease (s): another instance takes over this long after the holder died. */
-        leaseSeconds: z.number().int().min(2).max(3600).default(15),
-      })
-      .prefault({}),
-    deposits: z
-      .strictObject({
-        /** Memo → customer account rules, first match wins; none: the deposit is unattributed. */
-        attribution: z.array(attributionRuleSchema).default([]),
-        /** A longer memo is stored cut and attributes to nothing. */
-        maxMemoLength: z.number().int().min(1).max(4096).default(256),
-      })
-      .prefault({}),
-    /** Answers to incoming transfer offers by rule: first matching rule wins, else `otherwise`. */
-    autoAccept: z
-      .strictObject({
-        rules: z.array(autoAcceptRuleSchema).default([]),
-        /** No rule matched: leave the offer to an operator (wait) or send it back (reject). */
-        otherwise: z.enum(['wait', 'reject']).default('wait'),
-      })
-      .superRefine((a, ctx) => {
-        const seen = new Set<string>();
-        for (const r of a.rules) {
-          if (seen.has(r.name))
-            ctx.addIssue({ code: 'custom', path: ['rules'], message: `rule name ${r.name} is used twice` });
-          seen.add(r.name);
-        }
-      })
-      .prefault({}),
-    /** Treasury sweeps: a party's surplus above maxBalance moved down to minBalance. */
-    sweeps: z
-      .array(sweepRuleSchema)
-      .default([])
-      .superRefine((rs, ctx) => {
-        const from = new Set<string>();
-        for (const r of rs) {
-          if (from.has(r.from))
-            ctx.addIssue({ code: 'custom', path: [], message: `two sweeps from ${r.from}: one per party` });
-          from.add(r.from);
-        }
-      }),
-    /** How often sweeps and waiting offers are looked at apart from ingestion pages (ms). */
-    automationPollMs: z.number().int().min(20).max(3_600_000).default(2000),
-  })
-  .prefault({});
-
-export type ExchangeConfig = z.output<typeof exchangeSchema>;
 
 export type WebhookReceiverConfig = z.output<typeof webhookReceiverSchema>;
 
@@ -759,112 +551,6 @@ function crossChecks(value: unknown, ctx: Ctx): void {
       );
     }
   });
-}
-
-// ---------------------------------------------------------------- environment
-
-type EnvKind = 'string' | 'path' | 'number' | 'boolean' | 'list' | 'oneOrList' | 'pemFiles';
-
-export interface EnvSetting {
-  path: string;
-  env: readonly string[];
-  kind: EnvKind;
-}
-
-/** Every environment variable the configuration reads, in order of precedence within a setting. */
-export const ENV_SETTINGS: readonly EnvSetting[] = [
-  { path: 'listen.host', env: ['CANTON_SIGNER_HOST'], kind: 'string' },
-  { path: 'listen.port', env: ['CANTON_SIGNER_PORT'], kind: 'number' },
-  { path: 'database.url', env: ['CANTON_SIGNER_DATABASE_URL', 'DATABASE_URL'], kind: 'string' },
-  { path: 'database.dataDir', env: ['CANTON_SIGNER_DATA_DIR'], kind: 'string' },
-  { path: 'keystore.dir', env: ['CANTON_SIGNER_KEYSTORE'], kind: 'string' },
-  { path: 'network.sandbox', env: ['CANTON_SIGNER_SANDBOX'], kind: 'boolean' },
-  { path: 'network.ledgerApiUrl', env: ['CANTON_SIGNER_LEDGER_API_URL'], kind: 'string' },
-  { path: 'network.validatorUrl', env: ['CANTON_SIGNER_VALIDATOR_URL'], kind: 'string' },
-  { path: 'network.scanUrl', env: ['CANTON_SIGNER_SCAN_URL'], kind: 'string' },
-  { path: 'network.ledgerApiUser', env: ['CANTON_SIGNER_LEDGER_API_USER'], kind: 'string' },
-  { path: 'network.validatorParty', env: ['CANTON_SIGNER_VALIDATOR_PARTY'], kind: 'string' },
-  { path: 'auth.issuer', env: ['CANTON_SIGNER_AUTH_ISSUER'], kind: 'oneOrList' },
-  { path: 'auth.audience', env: ['CANTON_SIGNER_AUTH_AUDIENCE'], kind: 'oneOrList' },
-  { path: 'auth.jwksUrl', env: ['CANTON_SIGNER_AUTH_JWKS_URL'], kind: 'string' },
-  { path: 'auth.publicKeys', env: ['CANTON_SIGNER_AUTH_PUBLIC_KEY_FILES'], kind: 'pemFiles' },
-  { path: 'auth.sharedSecret', env: ['CANTON_SIGNER_AUTH_SHARED_SECRET'], kind: 'string' },
-  { path: 'auth.algorithms', env: ['CANTON_SIGNER_AUTH_ALGORITHMS'], kind: 'list' },
-  { path: 'auth.rolesClaim', env: ['CANTON_SIGNER_AUTH_ROLES_CLAIM'], kind: 'string' },
-  { path: 'auth.partiesClaim', env: ['CANTON_SIGNER_AUTH_PARTIES_CLAIM'], kind: 'string' },
-  { path: 'auth.clockToleranceSeconds', env: ['CANTON_SIGNER_AUTH_CLOCK_TOLERANCE_SECONDS'], kind: 'number' },
-  { path: 'auth.maxTokenAgeSeconds', env: ['CANTON_SIGNER_AUTH_MAX_TOKEN_AGE_SECONDS'], kind: 'number' },
-  { path: 'auth.tokenType', env: ['CANTON_SIGNER_AUTH_TOKEN_TYPE'], kind: 'string' },
-  { path: 'auth.jwksCacheSeconds', env: ['CANTON_SIGNER_AUTH_JWKS_CACHE_SECONDS'], kind: 'number' },
-  { path: 'auth.jwksTimeoutMs', env: ['CANTON_SIGNER_AUTH_JWKS_TIMEOUT_MS'], kind: 'number' },
-  { path: 'pipeline.requireScheme', env: ['CANTON_SIGNER_REQUIRE_SCHEME'], kind: 'string' },
-  { path: 'pipeline.minWindowSeconds', env: ['CANTON_SIGNER_MIN_WINDOW_SECONDS'], kind: 'number' },
-  {
-    path: 'pipeline.preparationTimeToleranceSeconds',
-    env: ['CANTON_SIGNER_PREPARATION_TIME_TOLERANCE_SECONDS'],
-    kind: 'number',
-  },
-  {
-    path: 'pipeline.ledgerTimeToleranceSeconds',
-    env: ['CANTON_SIGNER_LEDGER_TIME_TOLERANCE_SECONDS'],
-    kind: 'number',
-  },
-  { path: 'worker.concurrency', env: ['CANTON_SIGNER_WORKER_CONCURRENCY'], kind: 'number' },
-  { path: 'worker.pollMs', env: ['CANTON_SIGNER_WORKER_POLL_MS'], kind: 'number' },
-  {
-    path: 'worker.networkWaitSeconds',
-    env: ['CANTON_SIGNER_WORKER_NETWORK_WAIT_SECONDS'],
-    kind: 'number',
-  },
-  {
-    path: 'withdrawals.requireDelivery',
-    env: ['CANTON_SIGNER_WITHDRAWALS_REQUIRE_DELIVERY'],
-    kind: 'boolean',
-  },
-  { path: 'withdrawals.offerPollMs', env: ['CANTON_SIGNER_WITHDRAWALS_OFFER_POLL_MS'], kind: 'number' },
-  { path: 'airGap.exportKey', env: ['CANTON_SIGNER_AIR_GAP_EXPORT_KEY'], kind: 'string' },
-  { path: 'policy.file', env: ['CANTON_SIGNER_POLICY_FILE'], kind: 'path' },
-  { path: 'policy.sealKey', env: ['CANTON_SIGNER_POLICY_SEAL_KEY'], kind: 'string' },
-  { path: 'exchange.ingestion.enabled', env: ['CANTON_SIGNER_INGESTION'], kind: 'boolean' },
-  { path: 'webhooks.concurrency', env: ['CANTON_SIGNER_WEBHOOKS_CONCURRENCY'], kind: 'number' },
-  { path: 'webhooks.pollMs', env: ['CANTON_SIGNER_WEBHOOKS_POLL_MS'], kind: 'number' },
-  { path: 'log.level', env: ['CANTON_SIGNER_LOG_LEVEL'], kind: 'string' },
-];
-
-/** The file the configuration is read from when `loadConfig` is given none. */
-export const CONFIG_FILE_ENV = 'CANTON_SIGNER_CONFIG';
-
-function list(s: string): string[] {
-  return s
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '');
-}
-
-/** An environment string as the setting's type; left as a string when it does not parse (zod reports it). */
-function fromEnv(kind: EnvKind, raw: string, cwd: string): unknown {
-  switch (kind) {
-    case 'string':
-      return raw;
-    case 'path':
-      return raw === '' ? raw : resolve(cwd, raw);
-    case 'number':
-      return /^\s*-?\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : raw;
-    case 'boolean': {
-      const s = raw.trim().toLowerCase();
-      if (['true', '1', 'yes'].includes(s)) return true;
-      if (['false', '0', 'no'].includes(s)) return false;
-      return raw;
-    }
-    case 'list':
-      return list(raw);
-    case 'oneOrList': {
-      const l = list(raw);
-      return l.length === 1 ? l[0] : l;
-    }
-    case 'pemFiles':
-      return list(raw).map((f) => ({ pemFile: resolve(cwd, f) }));
-  }
 }
 
 // ---------------------------------------------------------------- loading

@@ -37,7 +37,7 @@ import type { Signer } from '../keys/signer.js';
 import { OnlineAirGap } from '../offline/online.js';
 import { readPolicyFile } from '../policy/document.js';
 import { PolicyEngine } from '../policy/engine.js';
-import { type RunningSandbox, type SandboxOptions, startSandbox } from '../sandbox/server.js';
+import type { RunningSandbox, SandboxOptions } from '../sandbox/server.js';
 import { openStore, type Store } from '../store/index.js';
 import type { ApprovalRequest } from '../store/repos/approvals.js';
 import { type AppPlugin, type BuiltApp, buildApp, REDACT_PATHS } from './app.js';
@@ -137,6 +137,9 @@ async function connectClients(
     // while the sandbox keeps refusing that to every other user. The validator answers its operator,
     // which a request without a token is on the sandbox.
     const token = randomBytes(24).toString('base64url');
+    // Loaded only here: a service on a real network (or an external sandbox) never needs the
+    // sandbox's modules, which are a third of what a start would otherwise load.
+    const { startSandbox } = await import('../sandbox/server.js');
     const sandbox = await startSandbox({
       ...sandboxOptions,
       auth: {

@@ -14,6 +14,10 @@
  * COMMITTED and the store takes explicit locks (row locks, advisory locks,
  * unique constraints) where it needs them; a serialization failure or a
  * deadlock is retried a few times with the whole `fn`.
+ *
+ * One file on purpose: the two drivers implement one small interface and share
+ * the parameter preparation and the type parsers, which must stay the same for
+ * both (the same SQL, the same values); apart, they could drift.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {

@@ -50,6 +50,10 @@
  * of holder) (repos/events.ts, repos/leases.ts).
  * Migration 10 adds the webhook deliverer's cursors (`webhook_receivers`)
  * and deliveries (`webhook_deliveries`, src/store/repos/webhooks.ts).
+ *
+ * One file on purpose: the migrations are one ordered, append-only list whose
+ * order and checksums are the schema's history, and the runner that applies
+ * them is short and reads only that list.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';

@@ -33,8 +33,8 @@ import {
   startServe,
   stopAll,
 } from '../support/serve-process.js';
-import { mintToken } from '../support/service.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from '../support/softhsm.js';
+import { mintToken } from '../support/tokens.js';
 
 const hasPg = await requirePostgres();
 const MODULE = requireSoftHsm();

@@ -25,6 +25,12 @@
  *   PATH, and always in CI (CI set: a missing tool fails there); elsewhere it is
  *   skipped with a warning, as the HSM tests are.
  * - Whatever a script started is killed at its end (its whole process group).
+ * - README.md's folder is exactly a fresh clone's: its quick start makes the embedded
+ *   database. The folder of another file that starts the service also holds one already
+ *   made (`./data` and `./dev/data`, what `serve` and `serve --dev` open by default, as
+ *   after a first start): creating it (PGlite's initdb) costs 5–15 s of CPU per service
+ *   started, and the first start on an empty folder is what README.md's run (and
+ *   test/server) check.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
@@ -34,6 +40,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT } from '../support/cli.js';
+import { seedPgliteDir } from '../support/pg.js';
 
 interface DocBlock {
   /** 1-based line of the opening fence. */
@@ -180,11 +187,24 @@ async function shims(dir: string): Promise<string> {
   return bin;
 }
 
-async function runFile(file: string, blocks: DocBlock[]): Promise<{ code: number | null; output: string }> {
+/** The file whose run starts on exactly a fresh clone (no database made yet). */
+const FRESH_CLONE = 'README.md';
+/** A block that starts the service (which opens, or first makes, the embedded database). */
+const STARTS_SERVICE = /\bcanton-signer serve\b/;
+
+async function runFile(
+  file: string,
+  blocks: DocBlock[],
+  opts: { seedDatabase?: boolean } = {},
+): Promise<{ code: number | null; output: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'canton-signer-docs-run-'));
   folders.push(dir);
   await cp(join(ROOT, 'examples'), join(dir, 'examples'), { recursive: true });
   await cp(join(ROOT, 'canton-signer.example.yaml'), join(dir, 'canton-signer.example.yaml'));
+  if (opts.seedDatabase) {
+    await seedPgliteDir(join(dir, 'data'));
+    await seedPgliteDir(join(dir, 'dev', 'data'));
+  }
   const bin = await shims(dir);
   const ports = { sandbox: await freePort(), service: await freePort() };
   const env: NodeJS.ProcessEnv = {};
@@ -307,7 +327,8 @@ describe('docs-run: the shell blocks of README.md and docs/*.md', () => {
     const runnable = blocks.filter((b) => runs(b));
     if (runnable.length === 0) continue;
     it.concurrent(`${file}: ${runnable.length} block(s) run as written (lines ${runnable.map((b) => b.line).join(', ')})`, async () => {
-      const r = await runFile(file, blocks);
+      const seedDatabase = file !== FRESH_CLONE && runnable.some((b) => STARTS_SERVICE.test(b.code));
+      const r = await runFile(file, blocks, { seedDatabase });
       if (process.env.DOCS_RUN_VERBOSE) console.log(r.output);
       expect(r.code, `${file} failed:\n${r.output}`).toBe(0);
     }, 160_000);

@@ -47,11 +47,14 @@ import {
   startServe,
   stopAll,
 } from '../support/serve-process.js';
-import { mintToken } from '../support/service.js';
+import { mintToken } from '../support/tokens.js';
 
 const hasPg = await requirePostgres();
 const PASSPHRASE = 'exchange-crash-passphrase';
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+
+/** Kills per run: enough to land at random points of every phase (prepare, sign, submit, ingest, deliver). */
+const MAX_KILLS = 8;
 
 const until = <T>(f: () => Promise<T | undefined>, what: string, ms = 90_000): Promise<T> =>
   eventually(f, what, ms, 200);
@@ -229,11 +232,13 @@ describe.runIf(hasPg)('exchange under SIGKILL', () => {
     const alive = () =>
       urls.filter((_, i) => procs[i]?.child.exitCode === null && procs[i]?.child.signalCode === null);
 
-    // The killer: every 0.8–2.5 s one instance dies by SIGKILL and is started again.
+    // The killer: every 0.8–2.5 s one instance dies by SIGKILL and is started again, at most
+    // MAX_KILLS times (each restart costs seconds of start-up; more kills at random moments add
+    // run time faster than they add kill points the first ones miss).
     let killing = true;
     let kills = 0;
     const killer = (async () => {
-      while (killing) {
+      while (killing && kills < MAX_KILLS) {
         await new Promise((r) => setTimeout(r, 800 + rand() * 1700));
         if (!killing) break;
         const i = Math.floor(rand() * instances);

@@ -43,7 +43,7 @@ import {
   startServe,
   stopAll,
 } from '../support/serve-process.js';
-import { mintToken } from '../support/service.js';
+import { mintToken } from '../support/tokens.js';
 
 const hasPg = await requirePostgres();
 const PASSPHRASE = 'names-crash-passphrase';

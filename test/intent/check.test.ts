@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isoMicros, templateName, valueToJson } from '../../src/hashing/inspect.js';
 import type { DecodedTransaction, NodeBody, PreparedTransaction, Value } from '../../src/hashing/model.js';
+import { isoMicros, templateName, valueToJson } from '../../src/hashing/render.js';
 import { checkIntent } from '../../src/intent/check.js';
 import { addDecimals, compareDecimals, decimalEquals } from '../../src/intent/decimal.js';
 import { type Intent, type IntentProblemReason, IntentSchema } from '../../src/intent/model.js';

@@ -5,9 +5,10 @@
  * builders' inputs, or as concrete values checked by hand against `inspect`.
  */
 import { describe, expect, it } from 'vitest';
-import { inspectTransaction, isoMicros, renderInspectText, valueToJson } from '../../src/hashing/inspect.js';
 import type { DecodedTransaction, NodeBody } from '../../src/hashing/model.js';
+import { isoMicros, valueToJson } from '../../src/hashing/render.js';
 import { decimalEquals } from '../../src/intent/decimal.js';
+import { inspectTransaction, renderInspectText } from '../../src/intent/inspect.js';
 import type { ActionKind, RecognisedAction } from '../../src/intent/model.js';
 import { recogniseActions } from '../../src/intent/recognise.js';
 import {

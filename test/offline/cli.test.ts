@@ -41,7 +41,6 @@ import {
   ROOT,
   runCli,
 } from '../support/cli.js';
-import { testSigner } from '../support/flow-env.js';
 import {
   copy,
   NETWORK_CONTROL_SCRIPT,
@@ -50,6 +49,7 @@ import {
   seal,
   validatorTopologyRequest,
 } from '../support/offline-env.js';
+import { testSigner } from '../support/test-signer.js';
 
 const PASS = 'offline cli passphrase';
 let sb: RunningSandbox;

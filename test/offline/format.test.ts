@@ -26,7 +26,7 @@ import {
   type TopologyAirGapRequest,
   trustedExportKey,
 } from '../../src/offline/format.js';
-import { testSigner } from '../support/flow-env.js';
+import { testSigner } from '../support/test-signer.js';
 
 const DOCS = {
   request: new URL('../../docs/air-gap-request.schema.json', import.meta.url),

@@ -14,8 +14,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/policy/document.js';
 import { PolicyEngine } from '../../src/policy/engine.js';
 import { type Store, storeOn } from '../../src/store/index.js';
-import { testSigner } from '../support/flow-env.js';
 import { storeDrivers } from '../support/pg.js';
+import { testSigner } from '../support/test-signer.js';
 
 const drivers = await storeDrivers();
 const PASS = 'engine-start-passphrase';

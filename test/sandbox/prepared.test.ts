@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../../src/hashing/encode.js';
-import { inspectTransaction, templateName } from '../../src/hashing/inspect.js';
 import type { DecodedTransaction, Identifier, PreparedTransaction, Value } from '../../src/hashing/model.js';
+import { templateName } from '../../src/hashing/render.js';
 import { hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
+import { inspectTransaction } from '../../src/intent/inspect.js';
 import type { AmuletDso } from '../../src/sandbox/prepared/amulet-inputs.js';
 import type { Envelope } from '../../src/sandbox/prepared/common.js';
 import {

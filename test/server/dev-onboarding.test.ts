@@ -15,9 +15,9 @@ import type { KeyScheme } from '../../src/keys/schemes.js';
 import type { Signer } from '../../src/keys/signer.js';
 import { parseRequestEnvelope, trustedExportKey } from '../../src/offline/format.js';
 import { reviewRequest, signReview } from '../../src/offline/review.js';
-import { testSigner } from '../support/flow-env.js';
 import { seedPgliteDir } from '../support/pg.js';
 import { devEnv, type ServeProcess, startServe, stopAll } from '../support/serve-process.js';
+import { testSigner } from '../support/test-signer.js';
 
 let cwd: string;
 let coldDir: string;

@@ -34,7 +34,7 @@ import {
   startServe,
   stopAll,
 } from '../support/serve-process.js';
-import { mintToken } from '../support/service.js';
+import { mintToken } from '../support/tokens.js';
 
 const hasPg = await requirePostgres();
 

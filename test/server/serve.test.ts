@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, runCli } from '../support/cli.js';
-import { testSigner } from '../support/flow-env.js';
 import { seedPgliteDir } from '../support/pg.js';
 import { LISTENING, SANDBOX_ORIGIN, startServe, stopAll } from '../support/serve-process.js';
+import { testSigner } from '../support/test-signer.js';
 
 const SECRET = 'serve-test-shared-secret-0123456789-abcdef';
 const PASSPHRASE = 'serve-test-passphrase-do-not-log';

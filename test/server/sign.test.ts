@@ -15,7 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { parsePartyId } from '../../src/hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { base64ToBytes, bytesToHex } from '../../src/hashing/input.js';
-import { valueToJson } from '../../src/hashing/inspect.js';
+import { valueToJson } from '../../src/hashing/render.js';
 import { verifySignature } from '../../src/keys/schemes.js';
 import { str } from '../../src/sandbox/ledger/value-json.js';
 import { listAudit } from '../../src/store/audit.js';

@@ -15,7 +15,7 @@ import { expect } from 'vitest';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import type { RunningSandbox } from '../../src/sandbox/server.js';
 import { FilePartyBook, type PartyRecord } from '../../src/store/parties.js';
-import { hostParty, testSigner } from './flow-env.js';
+import { testSigner } from './test-signer.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'canton-signer.js');
@@ -78,6 +78,8 @@ export async function cliKeystore(
   name: string,
   passphrase: string,
 ): Promise<CliKeystore> {
+  // Loaded here: most users of this module only run the CLI and need none of the flow environment.
+  const { hostParty } = await import('./flow-env.js');
   const dir = await mkdtemp(join(tmpdir(), `canton-signer-${name}-`));
   const signer = testSigner(dir, passphrase);
   const book = new FilePartyBook(dir);

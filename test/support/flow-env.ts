@@ -19,16 +19,15 @@ import { ValidatorClient } from '../../src/canton/validator/client.js';
 import type { FlowContext } from '../../src/flows/context.js';
 import { Refusal } from '../../src/flows/refusal.js';
 import type { BackendKind, KeyBackend } from '../../src/keys/backend.js';
-import { FileBackend } from '../../src/keys/file-backend.js';
-import { OfflineBackend } from '../../src/keys/offline-backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
-import { type KeyDescription, Signer } from '../../src/keys/signer.js';
+import type { KeyDescription, Signer } from '../../src/keys/signer.js';
 import { hostExternalParty, sandboxPartyRecord } from '../../src/sandbox/host-party.js';
 import { LEDGER_API_USER, type SandboxNetwork } from '../../src/sandbox/network.js';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.js';
 import { MemoryRecorder } from '../../src/store/journal.js';
 import { MemoryPartyBook, type PartyBook, type PartyRecord } from '../../src/store/parties.js';
 import { createSoftHsmToken, requireSoftHsm, type SoftHsmToken } from './softhsm.js';
+import { testSigner } from './test-signer.js';
 
 export interface FlowEnv {
   sb: RunningSandbox;
@@ -52,15 +51,7 @@ export interface FlowEnv {
   close(): Promise<void>;
 }
 
-/** A Signer over a file keystore in `dir` (cheap scrypt), with `pkcs11` as its second backend if given. */
-export function testSigner(dir: string, passphrase: string, pkcs11?: KeyBackend): Signer {
-  return new Signer({
-    file: new FileBackend({ dir, passphrase: () => passphrase, scrypt: { N: 2 ** 14, r: 8, p: 1 } }),
-    ...(pkcs11 ? { pkcs11 } : {}),
-    offline: new OfflineBackend({ dir: join(dir, 'offline') }),
-    stateDir: dir,
-  });
-}
+export { testSigner } from './test-signer.js';
 
 /**
  * A new key in `signer` and its party put straight onto the sandbox ledger

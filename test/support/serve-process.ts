@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { LEDGER_API_USER } from '../../src/sandbox/network.js';
 import type { RunningSandbox } from '../../src/sandbox/server.js';
 import { BIN, cliEnv } from './cli.js';
-import { TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from './service.js';
+import { TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from './tokens.js';
 
 export interface ServeProcess {
   child: ChildProcess;

@@ -6,7 +6,6 @@
  * `addParty` hosts a new key's party on the sandbox and records it in the
  * SERVICE's party book (the store), funded when asked.
  */
-import { SignJWT } from 'jose';
 import type { BackendKind } from '../../src/keys/backend.js';
 import type { KeyScheme } from '../../src/keys/schemes.js';
 import { configSchema, type ServiceConfig } from '../../src/server/config.js';
@@ -18,10 +17,9 @@ import { migrate } from '../../src/store/migrations.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import { type FlowEnv, flowEnv, hostParty } from './flow-env.js';
 import { pgliteMigratedBlob } from './pg.js';
+import { mintToken, TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from './tokens.js';
 
-export const TEST_ISSUER = 'https://issuer.test';
-export const TEST_AUDIENCE = 'canton-signer-test';
-export const TEST_SECRET = 'test-shared-secret-of-at-least-32-bytes!!';
+export { mintToken, TEST_AUDIENCE, TEST_ISSUER, TEST_SECRET } from './tokens.js';
 
 export function testConfig(overrides: Record<string, unknown> = {}): ServiceConfig {
   return configSchema.parse({
@@ -34,24 +32,6 @@ export function testConfig(overrides: Record<string, unknown> = {}): ServiceConf
     exchange: { ingestion: { enabled: false } },
     ...overrides,
   });
-}
-
-/** A bearer token for the test service. */
-export async function mintToken(
-  roles: readonly Role[] | readonly string[],
-  opts: { parties?: readonly string[]; sub?: string; expiresIn?: string } = {},
-): Promise<string> {
-  return new SignJWT({
-    canton_signer_roles: [...roles],
-    ...(opts.parties ? { canton_signer_parties: [...opts.parties] } : {}),
-  })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setSubject(opts.sub ?? `test-${roles.join('-') || 'none'}`)
-    .setIssuer(TEST_ISSUER)
-    .setAudience(TEST_AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime(opts.expiresIn ?? '10m')
-    .sign(new TextEncoder().encode(TEST_SECRET));
 }
 
 export interface ServiceEnv {

@@ -18,6 +18,9 @@
  *   lost response leaves the outcome unknown (`CantonApiError.ambiguous`); the caller
  *   decides after checking completions / the party, keeping the same commandId so the
  *   ledger's deduplication protects a resubmission.
+ *
+ * One file on purpose: it is the endpoint table (with each endpoint's retry
+ * decision) and one method per endpoint.
  */
 import type { z } from 'zod';
 import type { AuthProvider } from '../auth.js';

@@ -28,6 +28,11 @@
  *   (`{"CreateCommand": {...}}`, `{"Empty": {}}`);
  * - party ids (`hint::1220…`), synchronizer ids, contract ids, template ids and user ids
  *   are plain strings and kept as such.
+ *
+ * One file on purpose: it is the list of wire schemas, one per spec component
+ * and named as the spec names them, and requests and responses share components
+ * (Signature, commands, events, offsets); split by endpoint they would be
+ * scattered or copied.
  */
 import { z } from 'zod';
 import { FINGERPRINT_PATTERN } from '../../hashing/canton-hash.js';

@@ -22,6 +22,10 @@
  * (Canton 3.4.x); the PartyToParticipant fields added in 3.4.8
  * (`party_signing_keys = 6`, `HostingParticipant.onboarding = 3`) and
  * `crypto.v30.SigningKeysWithThreshold { keys = 1; threshold = 2 }` included.
+ *
+ * One file on purpose: each message's decoder and encoder sit side by side with
+ * their field numbers, so that the round trip (decode(encode(tx)) = tx,
+ * encode(decode(b)) = b) can be checked by reading.
  */
 import { topologyTransactionHash } from '../../hashing/canton-hash.js';
 import { TransactionError } from '../../hashing/errors.js';

@@ -1,8 +1,8 @@
 /**
  * The loaded PKCS#11 module (one per process and path, shared by every
  * backend that uses it: PKCS#11 state is per process), and what its errors
- * mean: which CKR values call for a reconnection, and which map to a KeyError
- * code.
+ * mean: which CKR values call for a reconnection, which map to a KeyError
+ * code, and the KeyError a failure becomes (the PIN scrubbed from it).
  */
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -127,4 +127,36 @@ export function finalize(shared: SharedLibrary): void {
 
 export function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
+}
+
+/** Any failure as a KeyError naming the operation, the token and the CKR code; never the PIN. */
+export function keyErrorOf(e: unknown, what: string, tokenLabel: string, pin: string): KeyError {
+  const scrub = (text: string) => (pin.length > 0 ? text.split(pin).join('***') : text);
+  if (e instanceof KeyError)
+    return scrub(e.message) === e.message ? e : new KeyError(e.code, scrub(e.message));
+  const name = ckrName(e);
+  const token = `token "${tokenLabel}"`;
+  if (name === undefined)
+    return new KeyError('hsm_error', scrub(`${what} on ${token} failed: ${firstLine(e)}`));
+  const code = CKR_CODES[name] ?? 'hsm_error';
+  switch (code) {
+    case 'wrong_pin':
+      return new KeyError(
+        'wrong_pin',
+        `${token} refused the PIN (${name}); not trying again: tokens lock the PIN after a few failures`,
+      );
+    case 'pin_locked':
+      return new KeyError(
+        'pin_locked',
+        `the user PIN of ${token} is locked (${name}); a security officer must unlock it`,
+      );
+    case 'mechanism_missing':
+      return new KeyError('mechanism_missing', `${what}: ${token} does not support the mechanism (${name})`);
+    case 'unsupported_scheme':
+      return new KeyError('unsupported_scheme', `${what}: ${token} does not support the curve (${name})`);
+    case 'key_not_found':
+      return new KeyError('key_not_found', `${what}: the key is no longer on ${token} (${name})`);
+    default:
+      return new KeyError(code, `${what} on ${token} failed (${name})`);
+  }
 }

@@ -19,7 +19,7 @@ export class SandboxClock {
 }
 
 /** µs since the epoch → ISO-8601 with microseconds: the formatter `inspect` uses. */
-export { isoMicros } from '../../hashing/inspect.js';
+export { isoMicros } from '../../hashing/render.js';
 
 /** Parses an ISO-8601 instant (up to µs precision) into µs since the epoch, or undefined. */
 export function parseIsoMicros(text: string): bigint | undefined {

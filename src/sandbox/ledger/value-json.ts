@@ -10,7 +10,7 @@ import type { Identifier, Value } from '../../hashing/model.js';
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Daml-LF values in the JSON API's encoding: the one renderer `inspect` uses. */
-export { valueToJson } from '../../hashing/inspect.js';
+export { valueToJson } from '../../hashing/render.js';
 
 /** `packageId:Module.Name:Entity`, the JSON API's identifier string. */
 export function identifierString(id: Identifier): string {

@@ -11,6 +11,11 @@
  * submitter is no stakeholder of must be disclosed) and builds the transaction
  * with the builders in ../prepared. Anything else is refused by name: the
  * sandbox does not run arbitrary Daml.
+ *
+ * One file on purpose: it is the table of the commands the sandbox interprets
+ * with their checks, which share the ledger lookups and the refusals; the name
+ * service's part is already in ./interpret-ans.ts and DevNet's in ./interpret-
+ * devnet.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { PreparedTransaction, Value } from '../../hashing/model.js';

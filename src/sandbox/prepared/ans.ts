@@ -21,6 +21,11 @@
  *   step's AmuletRules_Transfer issues no AppRewardCoupon / ValidatorRewardCoupon
  *   (Daml issues them only when the usage fees are positive);
  * - only InputAmulet inputs (no reward coupons, no featured app right).
+ *
+ * One file on purpose: it is the list of the name service's node builders and
+ * contract records, which share the record shapes (entry, subscription,
+ * payment, transfer context) and are read side by side with the Daml they
+ * follow.
  */
 import { createHash } from 'node:crypto';
 import type { NodeBody, PreparedTransaction, Value } from '../../hashing/model.js';

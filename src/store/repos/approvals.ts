@@ -32,6 +32,11 @@
  * `approval.required` when a request is opened, and when it ends
  * `approval.approved`, `approval.rejected`, `approval.expired`,
  * `approval.cancelled` or `approval.superseded`.
+ *
+ * One file on purpose: requests, approvals and credentials are three tables
+ * whose writes check each other in one transaction (an approval needs its
+ * request pending and its approver's credential active), so one repository owns
+ * the three.
  */
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';

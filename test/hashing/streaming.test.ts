@@ -1,0 +1,134 @@
+/**
+ * `hashParts` from bytes hashes in one streaming pass (nodes hashed as they
+ * are decoded, no decoded transaction kept) and, when that pass refuses,
+ * reports the refusal of decode-then-hash. This holds the two together on
+ * random transactions and on mutations of them: the same hashes (final,
+ * transaction, metadata, every node, in the same order) whenever decode-then-
+ * hash accepts, a refusal whenever it refuses, and the public refusal is
+ * exactly its refusal.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodePreparedTransaction } from '../../src/hashing/decode.js';
+import { encodePreparedTransaction } from '../../src/hashing/encode.js';
+import { TransactionError } from '../../src/hashing/errors.js';
+import { bytesToHex } from '../../src/hashing/input.js';
+import type { PreparedTransaction } from '../../src/hashing/model.js';
+import {
+  type HashingScheme,
+  type HashParts,
+  hashParts,
+  hashPartsStreaming,
+} from '../../src/hashing/transaction-hash.js';
+import { arbPreparedTransaction, arbSeed } from '../support/arbitrary.js';
+
+const SEED = 0x5742_4d;
+
+type Outcome = { hashes: string[] } | { refused: TransactionError };
+
+function outcome(fn: () => HashParts): Outcome {
+  try {
+    const p = fn();
+    return {
+      hashes: [
+        bytesToHex(p.hash),
+        bytesToHex(p.transactionHash),
+        bytesToHex(p.metadataHash),
+        ...[...p.nodeHashes].map(([id, h]) => `${id}=${bytesToHex(h)}`),
+      ],
+    };
+  } catch (e) {
+    if (e instanceof TransactionError) return { refused: e };
+    throw e;
+  }
+}
+
+let accepted = 0;
+let refused = 0;
+
+function agree(bytes: Uint8Array, scheme: HashingScheme): void {
+  const model = outcome(() => hashParts(decodePreparedTransaction(bytes), { scheme }));
+  const stream = outcome(() => hashPartsStreaming(bytes, scheme));
+  const pub = outcome(() => hashParts(bytes, { scheme }));
+  if ('hashes' in model) {
+    accepted++;
+    expect(stream).toEqual(model);
+    expect(pub).toEqual(model);
+  } else {
+    refused++;
+    expect(
+      'refused' in stream,
+      `streaming accepted what decode-then-hash refuses: ${model.refused.message}`,
+    ).toBe(true);
+    expect('refused' in pub && pub.refused.message).toBe(model.refused.message);
+  }
+}
+
+/** Changes of the model that break (or keep) the node structure, the seeds or the order of nodes. */
+const arbMutation = fc.oneof(
+  fc.constant((m: PreparedTransaction) => m.transaction.nodes.reverse()),
+  fc.constant((m: PreparedTransaction) => m.transaction.nodeSeeds.pop()),
+  fc.constant((m: PreparedTransaction) => m.transaction.roots.pop()),
+  fc.nat().map((k) => (m: PreparedTransaction) => {
+    const n = m.transaction.nodes[k % Math.max(1, m.transaction.nodes.length)];
+    if (n) m.transaction.nodes.push({ nodeId: String(m.transaction.nodes.length + 100), node: n.node });
+  }),
+  fc.tuple(fc.nat(), arbSeed).map(([k, s]) => (m: PreparedTransaction) => {
+    m.transaction.nodeSeeds.push({ nodeId: k % (m.transaction.nodes.length + 1), seed: s });
+  }),
+  fc.nat().map((k) => (m: PreparedTransaction) => {
+    const n = m.transaction.nodes[k % Math.max(1, m.transaction.nodes.length)];
+    if (n) m.transaction.roots.push(n.nodeId);
+  }),
+);
+
+/** Byte-level damage: bit flips, overwrites, deletions, truncation. */
+const arbDamage = fc.oneof(
+  fc
+    .array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 7 })), { minLength: 1, maxLength: 3 })
+    .map((flips) => (b: Uint8Array) => {
+      const c = Uint8Array.from(b);
+      for (const [pos, bit] of flips) c[pos % c.length]! ^= 1 << bit;
+      return c;
+    }),
+  fc.tuple(fc.nat(), fc.integer({ min: 1, max: 6 })).map(([pos, n]) => (b: Uint8Array) => {
+    const at = pos % b.length;
+    return Uint8Array.from([...b.subarray(0, at), ...b.subarray(at + n)]);
+  }),
+  fc.nat().map((n) => (b: Uint8Array) => b.subarray(0, n % b.length)),
+);
+
+describe('streaming hash = decode-then-hash', () => {
+  for (const scheme of ['v2', 'v3'] as const) {
+    const arbTx = arbPreparedTransaction({ scheme, maxTreeDepth: 4, maxChildren: 4 });
+
+    it(`${scheme}: random transactions (300 runs)`, () => {
+      fc.assert(
+        fc.property(arbTx, (m) => agree(encodePreparedTransaction(m), scheme)),
+        { seed: SEED, numRuns: 300 },
+      );
+    });
+
+    it(`${scheme}: structural mutations (300 runs)`, () => {
+      fc.assert(
+        fc.property(arbTx, fc.array(arbMutation, { minLength: 1, maxLength: 2 }), (m, changes) => {
+          for (const change of changes) change(m);
+          agree(encodePreparedTransaction(m), scheme);
+        }),
+        { seed: SEED + 1, numRuns: 300 },
+      );
+    });
+
+    it(`${scheme}: byte damage (500 runs)`, () => {
+      fc.assert(
+        fc.property(arbTx, arbDamage, (m, damage) => agree(damage(encodePreparedTransaction(m)), scheme)),
+        { seed: SEED + 2, numRuns: 500 },
+      );
+    });
+  }
+
+  it('both outcomes were exercised', () => {
+    expect(accepted).toBeGreaterThan(200);
+    expect(refused).toBeGreaterThan(200);
+  });
+});
