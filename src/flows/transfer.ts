@@ -23,7 +23,9 @@ import { type InstrumentId, type TransferIntent, TransferIntentSchema } from '..
 import { WITHDRAWAL_COMMAND_PREFIX } from '../store/repos/withdrawals.js';
 import { withArticle } from '../text/english.js';
 import { type FlowContext, partyOf, requireValidator } from './context.js';
+import { cachedFactory, forgetFactory, rememberFactory } from './factory-cache.js';
 import {
+  feeRoundOf,
   type Holding,
   instrumentText,
   listHoldings,
@@ -182,7 +184,8 @@ function parseIntent(raw: TransferIntent): TransferIntent {
 // ---- the transfer ------------------------------------------------------------------------------
 
 export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<TransferResult> {
-  const registry = requireValidator(ctx, 'a token-standard transfer').registry();
+  const validator = requireValidator(ctx, 'a token-standard transfer');
+  const registry = validator.registry();
   const from = await resolveParty(ctx, req.from);
   const to = await resolveParty(ctx, req.to);
   const party = await partyOf(ctx, from.partyId);
@@ -214,6 +217,32 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
   };
   // Selected before anything is prepared: insufficient funds are refused here.
   const inputs = await select();
+
+  // Canton Coin's factory and choice context are remembered between transfers of one sender to one
+  // receiver in one round (factory-cache.ts); the first preparation may use them, and any failure
+  // of a preparation made with them prepares again with a fresh answer.
+  const factoryKey =
+    instrument.id === 'Amulet' && sameInstrument(instrument, await amuletInstrument(ctx))
+      ? [instrument.admin, instrument.id, party.partyId, to.partyId, feeRoundOf(inputs) ?? ''].join('\n')
+      : undefined;
+  /** The preparation under way used a remembered answer; `fresh`: ask the registry whatever is remembered. */
+  let fromCache = false;
+  let fresh = false;
+  const factoryFor = async (cids: string[], attempt: number) => {
+    const remembered =
+      factoryKey !== undefined && attempt === 1 && !fresh ? cachedFactory(validator, factoryKey) : undefined;
+    // A remembered offer never refuses a transfer that must be delivered: the receiver may have a
+    // preapproval by now, so the registry is asked.
+    const hit = remembered?.transferKind === 'offer' && req.requireDelivery ? undefined : remembered;
+    fromCache = hit !== undefined;
+    if (hit) return hit;
+    const answer = await registry.getTransferFactory({
+      choiceArguments: choiceArguments(cids, { values: {} }),
+      excludeDebugFields: true,
+    });
+    if (factoryKey !== undefined) rememberFactory(validator, factoryKey, answer);
+    return answer;
+  };
 
   const intentFor = (cids: string[], kind: TransferIntent['transferKind']): TransferIntent =>
     parseIntent({
@@ -252,15 +281,12 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
     ),
     commandId,
     ...(req.maxAttempts !== undefined ? { maxAttempts: req.maxAttempts } : {}),
-    async request() {
+    async request(attempt) {
       // Every re-preparation spends the same holdings as the first: if an earlier one was sent
       // (and a participant's "rejected" was not the truth), the two conflict on the synchronizer and
       // at most one commits — command deduplication is the executing participant's own check.
       const cids = inputs.map((h) => h.cid);
-      const factory = await registry.getTransferFactory({
-        choiceArguments: choiceArguments(cids, { values: {} }),
-        excludeDebugFields: true,
-      });
+      const factory = await factoryFor(cids, attempt);
       if (req.requireDelivery && factory.transferKind === 'offer') {
         const refusal = new Refusal(
           'delivery_required',
@@ -301,6 +327,30 @@ export async function transfer(ctx: FlowContext, req: TransferRequest): Promise<
       };
     },
   });
+  if (factoryKey !== undefined) {
+    const key = factoryKey;
+    // A preparation with a remembered context that fails: the context may be what is stale. It is
+    // forgotten and the transaction prepared once more with a fresh one (preparing commits nothing).
+    const prepare = flow.prepare.bind(flow);
+    flow.prepare = async (attempt) => {
+      try {
+        return await prepare(attempt);
+      } catch (e) {
+        if (!fromCache || e instanceof Refusal) throw e;
+        forgetFactory(validator, key);
+        fresh = true;
+        return prepare(attempt);
+      }
+    };
+    // Executed and rejected with a remembered context: it is forgotten, so that the next
+    // preparation (a stale one's, attempt 2, asks the registry anyway) or the next transfer
+    // starts from a fresh answer. Whether to prepare again is decided as without it.
+    const stale = flow.isStale?.bind(flow);
+    flow.isStale = (e) => {
+      if (fromCache) forgetFactory(validator, key);
+      return stale?.(e) ?? false;
+    };
+  }
   flow.facts = (r) => ({
     updateId: r.updateId,
     commandId: r.commandId,

@@ -52,8 +52,23 @@ export interface QueryResult<T> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * A statement without parameters run just before this one, on the same
+   * session, its result dropped (e.g. taking the advisory lock that the
+   * statement's own snapshot must come after). On PostgreSQL both travel in
+   * one round trip, as two statements: each has its own snapshot, and the
+   * second runs only if the first succeeded.
+   */
+  first?: string;
+}
+
 export interface Queryable {
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+  query<T = Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+    opts?: QueryOptions,
+  ): Promise<QueryResult<T>>;
 }
 
 export interface Db extends Queryable {
@@ -296,10 +311,14 @@ class PgliteDb implements Db {
     }
   }
 
-  async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    if (this.inTransaction.getStore()?.open) return this.run<T>(sql, params, false);
+  async query<T>(sql: string, params: unknown[] = [], opts: QueryOptions = {}): Promise<QueryResult<T>> {
+    if (this.inTransaction.getStore()?.open) {
+      if (opts.first !== undefined) await this.run(opts.first, [], false);
+      return this.run<T>(sql, params, false);
+    }
     return this.exclusive(async () => {
       try {
+        if (opts.first !== undefined) await this.run(opts.first, [], false);
         return await this.run<T>(sql, params, true);
       } catch (e) {
         // Once more, unnamed, when the prepared plan went stale.
@@ -335,8 +354,11 @@ class PgliteDb implements Db {
           let result: T;
           try {
             result = await fn({
-              query: <R>(sql: string, params: unknown[] = []) =>
-                self.open ? this.run<R>(sql, params, false) : Promise.reject(new Error(ENDED)),
+              query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
+                if (!self.open) throw new Error(ENDED);
+                if (opts.first !== undefined) await this.run(opts.first, [], false);
+                return this.run<R>(sql, params, false);
+              },
             });
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
@@ -567,6 +589,76 @@ export async function dumpPglite(db: Db): Promise<Blob> {
 
 // ---- PostgreSQL server ----------------------------------------------------------------------------
 
+/** What node-postgres's Query and Connection do that `batched` builds on (their typings leave these out). */
+interface PgQuery {
+  queryMode?: string;
+  callback?: (err: Error | null, res: pg.QueryResult | pg.QueryResult[]) => void;
+  prepare(connection: PgConnection): void;
+}
+interface PgConnection {
+  parsedStatements: Record<string, string>;
+  bind(m: { statement?: string; values?: unknown[] }): void;
+  describe(m: { type: 'P' | 'S'; name?: string }): void;
+  execute(m: { portal?: string; rows?: number }): void;
+}
+const PgQueryClass = (pg as unknown as { Query: new (config: pg.QueryConfig) => PgQuery }).Query;
+
+/** A statement without parameters that `batched` runs ahead of another, prepared on the connection under `name`. */
+interface Step {
+  name: string;
+  text: string;
+}
+
+/** Distinct batch steps prepared per connection at most (past it, a step runs on its own). */
+const STEP_LIMIT = 32;
+
+/** BEGIN, prepared once per connection (the store's own statements are `cs_<n>`). */
+const BEGIN: Step = { name: 'cs_begin', text: 'BEGIN' };
+
+/**
+ * `config` with `steps` ahead of it in ONE round trip: they go out as one
+ * extended-protocol batch under a single Sync, so the server runs each
+ * statement only if those before it succeeded (an error skips the rest of
+ * the batch) and answers all at once; each is its own statement (its own
+ * snapshot under READ COMMITTED). The last statement's result is returned.
+ * A step not yet prepared on this connection is prepared by a round trip of
+ * its own first (a parse answer inside the batch would be taken for the
+ * last statement's by node-postgres).
+ */
+async function batched(
+  client: pg.PoolClient,
+  steps: readonly Step[],
+  config: pg.QueryConfig,
+): Promise<pg.QueryResult> {
+  const connection = (client as unknown as { connection: PgConnection }).connection;
+  if (steps.some((s) => connection.parsedStatements[s.name] === undefined)) {
+    for (const s of steps) await client.query({ name: s.name, text: s.text });
+    return client.query(config);
+  }
+  const q = new PgQueryClass(config);
+  // Always the extended protocol (a statement without parameters would otherwise be sent as a
+  // simple query, on its own).
+  q.queryMode = 'extended';
+  const prepare = q.prepare.bind(q);
+  q.prepare = (c) => {
+    for (const s of steps) {
+      c.bind({ statement: s.name });
+      // Described, so that a step's rows (a lock's void) can be read like any others.
+      c.describe({ type: 'P', name: '' });
+      c.execute({});
+    }
+    prepare(c);
+  };
+  return new Promise((resolve, reject) => {
+    q.callback = (err, res) => {
+      if (err) reject(err);
+      // The steps' results first, then the statement's.
+      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as pg.QueryResult);
+    };
+    client.query(q as unknown as pg.QueryConfig);
+  });
+}
+
 class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
   /**
@@ -593,10 +685,42 @@ class PostgresDb implements Db {
     return name ? { name, text: sql, values: params } : { text: sql, values: params };
   }
 
-  /** Runs on `on` (the pool or a client); a stale prepared plan marks the text unnamed and is rethrown. */
-  private async run<T>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[]): Promise<QueryResult<T>> {
+  /** Batch steps' texts → the name each is prepared under (a few constant statements). */
+  private readonly stepNames = new Map<string, string>();
+
+  /** `sql` (no parameters) as a batch step, prepared under a name of its own; undefined past the limit. */
+  private step(sql: string): Step | undefined {
+    let name = this.stepNames.get(sql);
+    if (name === undefined) {
+      if (this.stepNames.size >= STEP_LIMIT) return undefined;
+      name = `cs_step_${this.stepNames.size}`;
+      this.stepNames.set(sql, name);
+    }
+    return { name, text: sql };
+  }
+
+  /** `opts.first` added to `steps` (or, past the limit, run now, after them, on `client`). */
+  private async withFirst(client: pg.PoolClient, steps: Step[], opts: QueryOptions): Promise<Step[]> {
+    if (opts.first === undefined) return steps;
+    const st = this.step(opts.first);
+    if (st) return [...steps, st];
+    await this.run(client, opts.first, [], steps);
+    return [];
+  }
+
+  /**
+   * Runs on `on` (the pool or a client); a stale prepared plan marks the text unnamed and is
+   * rethrown. `steps`: statements that go in the same round trip, ahead of this one.
+   */
+  private async run<T>(
+    on: pg.Pool | pg.PoolClient,
+    sql: string,
+    params: unknown[],
+    steps: readonly Step[] = [],
+  ): Promise<QueryResult<T>> {
     try {
-      const r = await on.query(this.config(sql, params));
+      const config = this.config(sql, params);
+      const r = steps.length > 0 ? await batched(on as pg.PoolClient, steps, config) : await on.query(config);
       return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
     } catch (e) {
       if (isStalePlan(e) && this.names.get(sql)) this.names.set(sql, null);
@@ -604,7 +728,16 @@ class PostgresDb implements Db {
     }
   }
 
-  async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
+  async query<T>(sql: string, params: unknown[] = [], opts: QueryOptions = {}): Promise<QueryResult<T>> {
+    // Both on one connection.
+    if (opts.first !== undefined) {
+      const client = await this.pool.connect();
+      try {
+        return await this.run<T>(client, sql, params, await this.withFirst(client, [], opts));
+      } finally {
+        client.release();
+      }
+    }
     try {
       return await this.run<T>(this.pool, sql, params);
     } catch (e) {
@@ -619,17 +752,23 @@ class PostgresDb implements Db {
       const client = await this.pool.connect();
       let broken = false;
       let open = true;
+      // BEGIN is sent with the transaction's first statement (one round trip for both); a
+      // transaction that ran no statement sends neither BEGIN nor COMMIT.
+      let begun = false;
       try {
-        await client.query('BEGIN');
         const result = await fn({
-          query: <R>(sql: string, params: unknown[] = []) =>
-            open ? this.run<R>(client, sql, params) : Promise.reject(new Error(ENDED)),
+          query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
+            if (!open) throw new Error(ENDED);
+            const steps = begun ? [] : [BEGIN];
+            begun = true;
+            return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
+          },
         });
-        await client.query('COMMIT');
+        if (begun) await client.query('COMMIT');
         return result;
       } catch (e) {
         try {
-          await client.query('ROLLBACK');
+          if (begun) await client.query('ROLLBACK');
         } catch {
           broken = true;
         }

@@ -189,6 +189,101 @@ describe('direct, self and by name', () => {
   });
 });
 
+/** The open round a prepare request's choice context names. */
+function openRoundIn(body: unknown): unknown {
+  const cmd = (body as { commands: { ExerciseCommand: { choiceArgument: Record<string, unknown> } }[] })
+    .commands[0]!.ExerciseCommand.choiceArgument;
+  const extra = cmd.extraArgs as { context: { values: Record<string, unknown> } };
+  return extra.context.values['open-round'];
+}
+
+describe('the registry context remembered between transfers', () => {
+  /** A new receiver with a TransferPreapproval; its contract id. */
+  async function withPreapproval(hint: string): Promise<{ party: PartyRecord; preapproval: string }> {
+    const party = await env.addParty(hint);
+    const net = env.net;
+    const u = net.commitInternal({
+      archives: [],
+      creates: [transferPreapprovalContract(net.dso, party.partyId, net.validatorParty, net.clock.now())],
+      commandId: `preapproval-${hint}`,
+    });
+    return { party, preapproval: u.events[0]!.contract.contractId };
+  }
+
+  it('transfers of one sender to one receiver in one round ask the registry once', async () => {
+    const { party: dave } = await withPreapproval('dave');
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    for (let i = 0; i < 3; i++) {
+      const r = await transfer(env.ctx, { from: alice.partyId, to: dave.partyId, amount: '1' });
+      expect(r.kind).toBe('direct');
+      expect(r.attempts).toBe(1);
+    }
+    expect(factory).toHaveBeenCalledTimes(1);
+    expect((await totals(dave)).unlocked).toBe('3.0000000000');
+  });
+
+  it('a remembered offer is reused for offers; a transfer that must be delivered asks again and goes direct', async () => {
+    const frank = await env.addParty('frank');
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    for (let i = 0; i < 2; i++)
+      expect((await transfer(env.ctx, { from: alice.partyId, to: frank.partyId, amount: '1' })).kind).toBe(
+        'offer',
+      );
+    expect(factory).toHaveBeenCalledTimes(1);
+    // frank sets up a preapproval: a transfer that must be delivered is not refused on the remembered offer.
+    const net = env.net;
+    net.commitInternal({
+      archives: [],
+      creates: [transferPreapprovalContract(net.dso, frank.partyId, net.validatorParty, net.clock.now())],
+      commandId: 'preapproval-frank',
+    });
+    const r = await transfer(env.ctx, {
+      from: alice.partyId,
+      to: frank.partyId,
+      amount: '1',
+      requireDelivery: true,
+    });
+    expect(r.kind).toBe('direct');
+    expect(factory).toHaveBeenCalledTimes(2);
+  });
+
+  it('a transaction prepared with a remembered context and rejected: the context is forgotten', async () => {
+    const gina = await env.addParty('gina');
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    await transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' });
+    env.sb.ctx.faults.inject({
+      fault: { kind: 'status', status: 429 },
+      operation: 'ledger-api.executeAndWait',
+      times: 1,
+    });
+    const e = await refusal(transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' }));
+    expect(e.reason).toBe('submission_rejected');
+    expect(factory).toHaveBeenCalledTimes(1);
+    await transfer(env.ctx, { from: alice.partyId, to: gina.partyId, amount: '1' });
+    expect(factory).toHaveBeenCalledTimes(2);
+  });
+
+  it('a remembered context gone stale (the preapproval archived): prepared again with a fresh one, exactly one transaction', async () => {
+    const { party: erin, preapproval } = await withPreapproval('erin');
+    await transfer(env.ctx, { from: alice.partyId, to: erin.partyId, amount: '1' });
+    // erin's preapproval goes away: the remembered context still names it (a direct transfer).
+    env.net.commitInternal({ archives: [preapproval], creates: [], commandId: 'preapproval-erin-gone' });
+    const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    const commandId = `stale-context-${Date.now()}`;
+    const r = await transfer(env.ctx, { from: alice.partyId, to: erin.partyId, amount: '2', commandId });
+    // The fresh answer: an offer (no preapproval any more), signed and committed once.
+    expect(r.kind).toBe('offer');
+    expect(r.outcome).toBe('committed');
+    expect(factory).toHaveBeenCalledTimes(1);
+    expect(updatesOf(commandId)).toHaveLength(1);
+    expect(await listOffers(env.ctx, erin.partyId)).toHaveLength(1);
+    // Caught at the preparation (the participant refused the archived contract): nothing was signed
+    // with the stale context.
+    const steps = env.journal.records.filter((x) => x.commandId === commandId).map((x) => x.step);
+    expect(steps).toEqual(['signed', 'submitted', 'committed']);
+  });
+});
+
 describe('refusals and recoveries', () => {
   it('insufficient funds: refused with the numbers before anything is prepared or signed', async () => {
     const sign = vi.spyOn(env.signer, 'sign');
@@ -210,18 +305,17 @@ describe('refusals and recoveries', () => {
     const c0 = await totals(carol);
     const commandId = `stale-round-${Date.now()}`;
     const factory = vi.spyOn(RegistryClient.prototype, 'getTransferFactory');
+    const prepare = vi.spyOn(env.ledger, 'prepare');
     const r = await transfer(env.ctx, { from: alice.partyId, to: carol.partyId, amount: '3', commandId });
     expect(r.commandId).toBe(commandId);
     expect(r.attempts).toBe(2);
     expect(r.outcome).toBe('committed');
     expect(updatesOf(commandId)).toHaveLength(1);
-    // The second preparation asked the registry again: a fresh open round in the context.
-    expect(factory).toHaveBeenCalledTimes(2);
-    const rounds = factory.mock.results.map(
-      async (x) =>
-        ((await x.value).choiceContext.choiceContextData.values as Record<string, unknown>)['open-round'],
-    );
-    const [round1, round2] = await Promise.all(rounds);
+    // The second preparation asked the registry again (the first may have used the context an
+    // earlier transfer of alice to carol remembered): a fresh open round in the context.
+    expect(factory).toHaveBeenCalled();
+    const [round1, round2] = prepare.mock.calls.map(([body]) => openRoundIn(body));
+    expect(prepare).toHaveBeenCalledTimes(2);
     expect(round2).not.toEqual(round1);
     expect((await totals(carol)).unlocked).toBe(plus(c0.unlocked, '3'));
     expect(env.journal.steps()).toEqual([

@@ -67,7 +67,6 @@ export async function appendEvents(tx: Queryable, events: readonly EventInput[])
   for (const e of events)
     if (!TYPE.test(e.type))
       throw new TypeError(`event type ${JSON.stringify(e.type)} is not dotted lower case`);
-  await tx.query(`SELECT pg_advisory_xact_lock(${LOCK_KEY})`);
   const rows = events.map((e, i) => ({
     n: i + 1,
     id: randomUUID(),
@@ -83,6 +82,9 @@ export async function appendEvents(tx: Queryable, events: readonly EventInput[])
        SELECT head.seq + x.n, x.id, x.type, x.subject, x.data FROM head, x
      RETURNING ${COLUMNS}`,
     [JSON.stringify(rows)],
+    // The lock first, in its own statement (the insert's snapshot must come after it), in the same
+    // round trip.
+    { first: `SELECT pg_advisory_xact_lock(${LOCK_KEY})` },
   );
   const out = r.rows.map(fromRow).sort((a, b) => a.seq - b.seq);
   const last = out.at(-1);
