@@ -56,6 +56,7 @@ import {
   inProcessTimings,
   throwAwayPostgres,
   verifyBodyFrom,
+  withdrawalPoster,
 } from './common.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -257,23 +258,7 @@ async function completeAll({ url, auth, senders, receiver, counts, servicePid })
   const t0 = performance.now();
   let next = 0;
   let createErrors = 0;
-  // node:http with keep-alive, not fetch: the load generator shares the two cores with what it
-  // measures, and fetch costs it ~1 ms of CPU per request.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  const post = (i) =>
-    new Promise((resolve, reject) => {
-      const req = http.request(
-        `${url}/v1/withdrawals`,
-        { method: 'POST', agent, headers: { ...auth, 'idempotency-key': `e2e-${i}` } },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(body(i));
-    });
+  const { post, agent } = withdrawalPoster(http, { url, headers: auth, keyPrefix: 'e2e', bodyOf: body });
   const create = async () => {
     while (next < WITHDRAWALS) {
       const i = next++;

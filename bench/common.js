@@ -209,3 +209,28 @@ export async function throwAwayPostgres(dist, adminUrl, { max = 10 } = {}) {
     },
   };
 }
+
+/**
+ * A poster of withdrawals over node:http with keep-alive (not fetch: the load generator shares the
+ * cores with what it measures, and fetch costs it ~1 ms of CPU per request). `post(i)` sends
+ * `bodyOf(i)` under Idempotency-Key `${keyPrefix}-${i}` and resolves with the status code;
+ * `agent.destroy()` closes its connections.
+ */
+export function withdrawalPoster(http, { url, headers, keyPrefix, bodyOf }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const post = (i) =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        `${url}/v1/withdrawals`,
+        { method: 'POST', agent, headers: { ...headers, 'idempotency-key': `${keyPrefix}-${i}` } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(bodyOf(i));
+    });
+  return { post, agent };
+}

@@ -39,7 +39,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { BENCH_PASSPHRASE, benchConfig, benchService, benchToken } from './common.js';
+import { BENCH_PASSPHRASE, benchConfig, benchService, benchToken, withdrawalPoster } from './common.js';
 
 const WITHDRAWALS = Number(process.env.BENCH_WITHDRAWALS ?? 2000);
 const PARTIES = Number(process.env.BENCH_PARTIES ?? 16);
@@ -256,24 +256,14 @@ async function sample(t, committed, { service, sandbox }) {
 
 async function drive({ url, senders, receiver, service, sandbox, watcher }) {
   const token = await benchToken(SECRET);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const post = (i) =>
-    new Promise((resolve, reject) => {
-      const req = http.request(
-        `${url}/v1/withdrawals`,
-        { method: 'POST', agent, headers: { ...headers, 'idempotency-key': `wcpu-${i}` } },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(
-        JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` }),
-      );
-    });
+  const { post, agent } = withdrawalPoster(http, {
+    url,
+    headers,
+    keyPrefix: 'wcpu',
+    bodyOf: (i) =>
+      JSON.stringify({ party: senders[i % senders.length], receiver, amount: '1', memo: `bench ${i}` }),
+  });
 
   let created = 0;
   let createErrors = 0;

@@ -24,7 +24,7 @@
  * table within those edges, and the table is printed in docs/api.md ("The
  * withdrawal lifecycle"), kept equal by a test.
  */
-import type { WithdrawalState } from '../store/repos/withdrawals.js';
+import { PENDING_STATES, type WithdrawalState } from '../store/repos/withdrawals.js';
 
 /** What the ledger says about what was sent for a `submitted` withdrawal (withdrawal-truth.ts). */
 export type Truth =
@@ -57,14 +57,7 @@ export interface WithdrawalFacts {
   request?: string;
 }
 
-const PENDING: readonly WithdrawalState[] = [
-  'received',
-  'prepared',
-  'signed',
-  'submitted',
-  'awaiting_signature',
-  'awaiting_approval',
-];
+const PENDING: readonly WithdrawalState[] = PENDING_STATES;
 const pendingBut = (...not: WithdrawalState[]) => PENDING.filter((s) => !not.includes(s));
 /** Refusals that are not the request's fault: the run is tried again. */
 const FOR_NOW = ['outcome_unknown', 'window_closed'];
