@@ -45,6 +45,7 @@ import { type OpenRound, openRoundsOf, usableRound } from '../canton/scan/rounds
 import { decimalUnits, fromUnits, isDecimal, NUMERIC_SCALE, shortAmount } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
 import type { FlowContext } from './context.js';
+import { FROM_BUILDER, interfaceViewsRequest } from './ledger-requests.js';
 import { Refusal } from './refusal.js';
 
 export const HOLDING_INTERFACE = '#splice-api-token-holding-v1:Splice.Api.Token.HoldingV1:Holding';
@@ -161,28 +162,10 @@ export async function activeInterfaceViews(
   atOffset?: number,
 ): Promise<{ event: CreatedEvent; view: Record<string, unknown> }[]> {
   const offset = atOffset ?? (await ctx.ledger.ledgerEnd()).offset;
-  const acs = await ctx.ledger.activeContracts(
-    {
-      activeAtOffset: offset,
-      eventFormat: {
-        filtersByParty: {
-          [partyId]: {
-            cumulative: [
-              {
-                identifierFilter: {
-                  InterfaceFilter: {
-                    value: { interfaceId, includeInterfaceView: true, includeCreatedEventBlob: false },
-                  },
-                },
-              },
-            ],
-          },
-        },
-        verbose: false,
-      },
-    },
-    { limit: 10_000 },
-  );
+  const acs = await ctx.ledger.activeContracts(interfaceViewsRequest(partyId, interfaceId, offset), {
+    limit: 10_000,
+    ...FROM_BUILDER,
+  });
   const out: { event: CreatedEvent; view: Record<string, unknown> }[] = [];
   for (const item of acs) out.push(...viewsOf(item));
   return out;

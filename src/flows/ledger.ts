@@ -14,6 +14,7 @@ import type { JsPrepareSubmissionRequest } from '../canton/ledger-api/schemas.js
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { Intent } from '../intent/model.js';
 import type { FlowContext } from './context.js';
+import { completionsRequest, executeRequest, FROM_BUILDER, SCHEME_NAMES } from './ledger-requests.js';
 import type { Flow, Resolution, SignedTransaction, SigningParty } from './pipeline.js';
 import { Refusal } from './refusal.js';
 
@@ -49,11 +50,6 @@ export const STALE_CODES: ReadonlySet<string> = new Set([
   'NOT_SEQUENCED_TIMEOUT',
   'LOCAL_VERDICT_INACTIVE_CONTRACTS',
 ]);
-
-const SCHEME_NAMES: Record<HashingScheme, 'HASHING_SCHEME_VERSION_V2' | 'HASHING_SCHEME_VERSION_V3'> = {
-  v2: 'HASHING_SCHEME_VERSION_V2',
-  v3: 'HASHING_SCHEME_VERSION_V3',
-};
 
 function schemeOf(name: string): HashingScheme {
   if (name === 'HASHING_SCHEME_VERSION_V2') return 'v2';
@@ -92,10 +88,11 @@ export async function scanCompletions(
   const rejected = new Set<string>();
   let from = q.beginExclusive;
   for (let page = 0; page < MAX_COMPLETION_PAGES; page++) {
-    const items = await ctx.ledger.completions(
-      { userId: ctx.userId, parties: [q.party], beginExclusive: from },
-      { streamIdleTimeoutMs: 1500, limit: COMPLETION_PAGE },
-    );
+    const items = await ctx.ledger.completions(completionsRequest(ctx.userId, q.party, from), {
+      streamIdleTimeoutMs: 1500,
+      limit: COMPLETION_PAGE,
+      ...FROM_BUILDER,
+    });
     let last = from;
     for (const item of items) {
       const r = item.completionResponse;
@@ -178,15 +175,7 @@ export async function executeSigned(
   signed: SignedTransaction,
   submissionId: string = randomUUID(),
 ): Promise<{ updateId: string; completionOffset: number }> {
-  const r = await ctx.ledger.executeAndWait({
-    preparedTransaction: signed.preparedTransactionBase64,
-    partySignatures: {
-      signatures: [{ party: signed.party.partyId, signatures: [signed.signature] }],
-    },
-    submissionId,
-    userId: ctx.userId,
-    hashingSchemeVersion: SCHEME_NAMES[signed.scheme],
-  });
+  const r = await ctx.ledger.executeAndWait(executeRequest(ctx.userId, signed, submissionId), FROM_BUILDER);
   return { updateId: r.updateId, completionOffset: r.completionOffset };
 }
 

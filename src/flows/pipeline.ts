@@ -21,7 +21,7 @@ import { isAccessDenied, isCantonApiError } from '../canton/errors.js';
 import { fingerprint, parsePartyId } from '../hashing/canton-hash.js';
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { TransactionError } from '../hashing/errors.js';
-import { base64ToBytes, bytesToHex, hexToBytes } from '../hashing/input.js';
+import { base64ToBytes, bytesToBase64, bytesToHex, hexToBytes } from '../hashing/input.js';
 import type { DecodedTransaction } from '../hashing/model.js';
 import { isoMicros } from '../hashing/render.js';
 import { type HashingScheme, hashParts } from '../hashing/transaction-hash.js';
@@ -95,6 +95,11 @@ export interface Verified {
   hash: Uint8Array;
   actions: RecognisedAction[];
   window: ExecutionWindow;
+  /**
+   * When the transaction came as base64 text: that text (trimmed), which the strict decoder
+   * accepted as the canonical base64 of `tx.bytes` — sent back as is, not encoded again.
+   */
+  preparedBase64?: string;
 }
 
 export interface SignedTransaction extends Verified {
@@ -148,11 +153,14 @@ export function verifyPrepared(
     );
   let tx: DecodedTransaction;
   let hash: Uint8Array;
+  // The text itself, kept to be sent back as is: the strict decoder refuses any text that is not
+  // the canonical base64 of the bytes it yields, so it is exactly the base64 of what is hashed.
+  const text = typeof input.preparedTransaction === 'string' ? input.preparedTransaction.trim() : undefined;
   try {
     const bytes =
-      typeof input.preparedTransaction === 'string'
-        ? base64ToBytes(input.preparedTransaction, 'prepared transaction')
-        : input.preparedTransaction;
+      text !== undefined
+        ? base64ToBytes(text, 'prepared transaction')
+        : (input.preparedTransaction as Uint8Array);
     tx = decodePreparedTransaction(bytes);
     hash = hashParts(tx, { scheme: input.scheme }).hash;
   } catch (e) {
@@ -219,7 +227,17 @@ export function verifyPrepared(
       { preparationTime: isoMicros(prepared), latest: w.latest, source: 'preparation time' },
     );
   }
-  return { flow, party, intent, tx, scheme: input.scheme, hash, actions, window };
+  return {
+    flow,
+    party,
+    intent,
+    tx,
+    scheme: input.scheme,
+    hash,
+    actions,
+    window,
+    ...(text !== undefined ? { preparedBase64: text } : {}),
+  };
 }
 
 /** How far a transaction's preparation time may be ahead of this host's clock (skew). */
@@ -313,7 +331,7 @@ export async function signVerified(v: Verified, opts: PipelineOptions): Promise<
     policy,
     signature: out.signature,
     signatureHex: out.signatureHex,
-    preparedTransactionBase64: Buffer.from(v.tx.bytes).toString('base64'),
+    preparedTransactionBase64: v.preparedBase64 ?? bytesToBase64(v.tx.bytes),
   };
 }
 

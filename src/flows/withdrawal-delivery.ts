@@ -20,6 +20,7 @@ import { DbRecorder } from '../store/repos/recorder.js';
 import type { DeliveryPatch, OfferOutcome, Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { scanCompletions } from './ledger.js';
+import { FROM_BUILDER, partyUpdateAtRequest, partyUpdatesRequest } from './ledger-requests.js';
 import { listOffers, withdrawOffer } from './offers.js';
 
 export interface DeliveryEnv {
@@ -45,17 +46,6 @@ export type CommitResult =
   | { delivery: 'offered'; instructionCid: string; expiresAt?: string }
   | { delivery: 'returned'; outcome: 'failed' };
 
-const LEDGER_EFFECTS = 'TRANSACTION_SHAPE_LEDGER_EFFECTS' as const;
-
-function updateFormat(party: string) {
-  return {
-    includeTransactions: {
-      eventFormat: { filtersByParty: { [party]: { cumulative: [] } }, verbose: false },
-      transactionShape: LEDGER_EFFECTS,
-    },
-  };
-}
-
 /** The offset of the withdrawal's commit: its submission record, else the completion stream. */
 async function commitOffset(env: DeliveryEnv, w: Withdrawal): Promise<number | undefined> {
   const subs = await env.store.artifacts.submissionsFor(w.commandId);
@@ -78,7 +68,7 @@ async function commitOffset(env: DeliveryEnv, w: Withdrawal): Promise<number | u
  * Throws when the update there is not this withdrawal's.
  */
 export async function readCommit(ctx: FlowContext, w: Withdrawal, offset: number): Promise<CommitResult> {
-  const res = await ctx.ledger.updateByOffset({ offset, updateFormat: updateFormat(w.party) });
+  const res = await ctx.ledger.updateByOffset(partyUpdateAtRequest(w.party, offset), FROM_BUILDER);
   const u = res.update;
   const tx = u && 'Transaction' in u ? u.Transaction.value : undefined;
   if (!tx) throw new Error(`the update at offset ${offset} is not a transaction`);
@@ -148,10 +138,10 @@ async function findEnd(
 ): Promise<OfferEnd | { readTo: number }> {
   let after = from;
   while (after < end) {
-    const page: JsGetUpdatesResponse[] = await ctx.ledger.updates(
-      { beginExclusive: after, endInclusive: end, updateFormat: updateFormat(party) },
-      { limit: UPDATES_PAGE },
-    );
+    const page: JsGetUpdatesResponse[] = await ctx.ledger.updates(partyUpdatesRequest(party, after, end), {
+      limit: UPDATES_PAGE,
+      ...FROM_BUILDER,
+    });
     let last = after;
     for (const item of page) {
       const u = item.update;

@@ -3,8 +3,8 @@
  * submission (prepare / execute), and the reads a custody service needs around them.
  *
  * Transport, retries, re-authentication and error classification are those of
- * {@link HttpClient}; this module adds the endpoint table, request validation and the
- * per-endpoint retry decision.
+ * {@link HttpClient}; this module adds the endpoint table, request validation (not for a body from one of the
+ * project's tested request builders, `fromBuilder`) and the per-endpoint retry decision.
  *
  * Retry (idempotency) decisions, see {@link LEDGER_API_ENDPOINTS}:
  * - Reads (GET, and the POST queries active-contracts, update-by-offset, updates, completions) are
@@ -181,6 +181,12 @@ export interface LedgerApiClientOptions {
 export interface CallOptions {
   /** Per-attempt timeout of this call, overriding the client's. */
   timeoutMs?: number;
+  /**
+   * The body comes from one of the project's typed request builders, whose output the tests run
+   * through this endpoint's schema: it is sent as built, not validated again here (validation is
+   * for bodies from elsewhere). The response is validated either way.
+   */
+  fromBuilder?: boolean;
 }
 
 /** Query parameters of the list endpoints (active-contracts, completions). */
@@ -231,7 +237,7 @@ export class LedgerApiClient {
   /** Prepare a transaction for external signing. No ledger effect; retried on transient failures. */
   async prepare(req: JsPrepareSubmissionRequest, opts?: CallOptions): Promise<JsPrepareSubmissionResponse> {
     return this.call('prepare', {
-      body: check('prepare', JsPrepareSubmissionRequestSchema, req),
+      body: check('prepare', JsPrepareSubmissionRequestSchema, req, opts),
       response: JsPrepareSubmissionResponseSchema,
       opts,
     });
@@ -240,7 +246,7 @@ export class LedgerApiClient {
   /** Submit a signed prepared transaction; returns at once (`{}`). Track it with {@link completions}. */
   async execute(req: JsExecuteSubmissionRequest, opts?: CallOptions): Promise<ExecuteSubmissionResponse> {
     return this.call('execute', {
-      body: check('execute', JsExecuteSubmissionRequestSchema, req),
+      body: check('execute', JsExecuteSubmissionRequestSchema, req, opts),
       response: ExecuteSubmissionResponseSchema,
       opts,
     });
@@ -252,7 +258,7 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<ExecuteSubmissionAndWaitResponse> {
     return this.call('executeAndWait', {
-      body: check('executeAndWait', JsExecuteSubmissionAndWaitRequestSchema, req),
+      body: check('executeAndWait', JsExecuteSubmissionAndWaitRequestSchema, req, opts),
       response: ExecuteSubmissionAndWaitResponseSchema,
       opts,
     });
@@ -264,7 +270,12 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<JsExecuteSubmissionAndWaitForTransactionResponse> {
     return this.call('executeAndWaitForTransaction', {
-      body: check('executeAndWaitForTransaction', JsExecuteSubmissionAndWaitForTransactionRequestSchema, req),
+      body: check(
+        'executeAndWaitForTransaction',
+        JsExecuteSubmissionAndWaitForTransactionRequestSchema,
+        req,
+        opts,
+      ),
       response: JsExecuteSubmissionAndWaitForTransactionResponseSchema,
       opts,
     });
@@ -278,7 +289,7 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<GenerateExternalPartyTopologyResponse> {
     return this.call('generateExternalPartyTopology', {
-      body: check('generateExternalPartyTopology', GenerateExternalPartyTopologyRequestSchema, req),
+      body: check('generateExternalPartyTopology', GenerateExternalPartyTopologyRequestSchema, req, opts),
       response: GenerateExternalPartyTopologyResponseSchema,
       opts,
     });
@@ -290,7 +301,7 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<AllocateExternalPartyResponse> {
     return this.call('allocateExternalParty', {
-      body: check('allocateExternalParty', AllocateExternalPartyRequestSchema, req),
+      body: check('allocateExternalParty', AllocateExternalPartyRequestSchema, req, opts),
       response: AllocateExternalPartyResponseSchema,
       opts,
     });
@@ -307,7 +318,7 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<JsSubmitAndWaitForTransactionTreeResponse> {
     return this.call('submitAndWaitForTransactionTree', {
-      body: check('submitAndWaitForTransactionTree', JsCommandsSchema, req),
+      body: check('submitAndWaitForTransactionTree', JsCommandsSchema, req, opts),
       response: JsSubmitAndWaitForTransactionTreeResponseSchema,
       opts,
     });
@@ -319,7 +330,7 @@ export class LedgerApiClient {
     opts?: CallOptions,
   ): Promise<JsSubmitAndWaitForReassignmentResponse> {
     return this.call('submitAndWaitForReassignment', {
-      body: check('submitAndWaitForReassignment', SubmitAndWaitForReassignmentRequestSchema, req),
+      body: check('submitAndWaitForReassignment', SubmitAndWaitForReassignmentRequestSchema, req, opts),
       response: JsSubmitAndWaitForReassignmentResponseSchema,
       opts,
     });
@@ -330,7 +341,7 @@ export class LedgerApiClient {
   /** The update (transaction, reassignment, topology transaction) at an offset. */
   async updateByOffset(req: GetUpdateByOffsetRequest, opts?: CallOptions): Promise<JsGetUpdateResponse> {
     return this.call('updateByOffset', {
-      body: check('updateByOffset', GetUpdateByOffsetRequestSchema, req),
+      body: check('updateByOffset', GetUpdateByOffsetRequestSchema, req, opts),
       response: JsGetUpdateResponseSchema,
       opts,
     });
@@ -342,7 +353,7 @@ export class LedgerApiClient {
    */
   async updates(req: GetUpdatesRequest, opts?: StreamListOptions): Promise<JsGetUpdatesResponse[]> {
     return this.call('updates', {
-      body: check('updates', GetUpdatesRequestSchema, req),
+      body: check('updates', GetUpdatesRequestSchema, req, opts),
       query: streamListQuery(opts),
       response: JsGetUpdatesResponseSchema.array(),
       opts: streamListCall(opts, this.timeoutMs),
@@ -360,7 +371,7 @@ export class LedgerApiClient {
     req: GetUpdatesRequest,
     opts: UpdatesPagedOptions = {},
   ): AsyncGenerator<Update, void, undefined> {
-    const body = check('updates', GetUpdatesRequestSchema, req);
+    const body = check('updates', GetUpdatesRequestSchema, req, opts);
     const limit = nonNegativeInteger('limit', opts.limit) ?? 200;
     if (limit === 0) throw new TypeError('ledger-api updatesPaged: limit must be at least 1');
     const call = opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {};
@@ -414,7 +425,7 @@ export class LedgerApiClient {
     opts?: StreamListOptions,
   ): Promise<JsGetActiveContractsResponse[]> {
     return this.call('activeContracts', {
-      body: check('activeContracts', GetActiveContractsRequestSchema, req),
+      body: check('activeContracts', GetActiveContractsRequestSchema, req, opts),
       query: streamListQuery(opts),
       response: JsGetActiveContractsResponseSchema.array(),
       opts: streamListCall(opts, this.timeoutMs),
@@ -448,7 +459,7 @@ export class LedgerApiClient {
     opts?: StreamListOptions,
   ): Promise<CompletionStreamResponse[]> {
     return this.call('completions', {
-      body: check('completions', CompletionStreamRequestSchema, req),
+      body: check('completions', CompletionStreamRequestSchema, req, opts),
       query: streamListQuery(opts),
       response: CompletionStreamResponseSchema.array(),
       opts: streamListCall(opts, this.timeoutMs),
@@ -559,12 +570,18 @@ function acceptedButUnreadable(e: unknown): unknown {
   return err;
 }
 
-/** Validate (and normalise) a request before sending it; nothing is sent when it fails. */
+/**
+ * Validate a request before sending it; nothing is sent when it fails. A body from a request
+ * builder (`fromBuilder`) is sent as built: request schemas transform nothing, so what they would
+ * return is the body itself.
+ */
 function check<S extends z.ZodType>(
   operation: LedgerApiOperation,
   schema: S,
   value: z.input<S>,
+  opts?: CallOptions,
 ): z.output<S> {
+  if (opts?.fromBuilder === true) return value as z.output<S>;
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
