@@ -245,6 +245,10 @@ export const LAYOUTS: Readonly<Record<string, readonly Field[]>> = {
     'provider',
     ['transfer', `${TI}:Transfer`],
   ],
+  'Splice.AmuletAllocation:AmuletAllocation': [
+    'lockedAmulet',
+    ['allocation', `${AL}:AllocationSpecification`],
+  ],
   'Utility.Registry.V0.Holding.Allocation:DvpLegAllocation': [
     ['allocation', `${AL}:AllocationSpecification`],
     'lockedHoldingCid',

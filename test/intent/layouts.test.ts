@@ -197,4 +197,80 @@ describe('record labels: permuted labels are refused', () => {
     // A TransferOutput stops before its Optional lock and meta in the real vector itself.
     expect(checkLayouts(realVector(VECTOR))).toEqual([]);
   });
+  it('an AmuletAllocation (the root of Allocation_Withdraw and _Cancel) is pinned down to its transfer leg', () => {
+    const party = (value: string): Value => ({ kind: 'party', value });
+    const record = (fields: [string, Value][]): Value => ({
+      kind: 'record',
+      recordId: undefined,
+      fields: fields.map(([label, value]) => ({ label, value })),
+    });
+    const allocation = (first: string, second: string): Value =>
+      record([
+        ['lockedAmulet', { kind: 'contractId', value: '00ab' }],
+        [
+          'allocation',
+          record([
+            [
+              'settlement',
+              record([
+                ['executor', party('executor::1220')],
+                [
+                  'settlementRef',
+                  record([
+                    ['id', { kind: 'text', value: 'trade-1' }],
+                    ['cid', { kind: 'optional', value: undefined }],
+                  ]),
+                ],
+                ['requestedAt', { kind: 'timestamp', value: 0n }],
+                ['allocateBefore', { kind: 'timestamp', value: 1n }],
+                ['settleBefore', { kind: 'timestamp', value: 2n }],
+                ['meta', record([['values', { kind: 'textMap', entries: [] }]])],
+              ]),
+            ],
+            ['transferLegId', { kind: 'text', value: 'leg-0' }],
+            [
+              'transferLeg',
+              record([
+                [first, party('alice::1220')],
+                [second, party('bob::1220')],
+                ['amount', { kind: 'numeric', value: '10.0000000000' }],
+                [
+                  'instrumentId',
+                  record([
+                    ['admin', party('dso::1220')],
+                    ['id', { kind: 'text', value: 'Amulet' }],
+                  ]),
+                ],
+                ['meta', record([['values', { kind: 'textMap', entries: [] }]])],
+              ]),
+            ],
+          ]),
+        ],
+      ]);
+    const tx = (argument: Value) =>
+      ({
+        nodeById: new Map(),
+        metadata: {
+          inputContracts: [
+            {
+              contract: {
+                type: 'create',
+                contractId: '00ab',
+                templateId: {
+                  packageId: 'p',
+                  moduleName: 'Splice.AmuletAllocation',
+                  entityName: 'AmuletAllocation',
+                },
+                argument,
+              },
+            },
+          ],
+        },
+      }) as unknown as Parameters<typeof checkLayouts>[0];
+    expect(checkLayouts(tx(allocation('sender', 'receiver')))).toEqual([]);
+    const swapped = checkLayouts(tx(allocation('receiver', 'sender')));
+    expect(swapped.map((p) => p.message).join('\n')).toMatch(
+      /TransferLeg.*position 0 is labelled receiver where Daml has sender/,
+    );
+  });
 });
