@@ -253,19 +253,32 @@ export function createWebhookDeliverer(opts: WebhookDelivererOptions): WebhookDe
       };
       let status: number | undefined;
       let error: string | undefined;
+      // One controller with its own timer, cleared when the request ends: a signal combined with
+      // AbortSignal.any() holds its sources weakly, and a collected timeout signal never fires (a
+      // receiver that never answers would then hold this lane until the claim lapses).
+      const abort = new AbortController();
+      const timer = setTimeout(
+        () => abort.abort(new DOMException(`no answer within ${r.timeoutMs} ms`, 'TimeoutError')),
+        r.timeoutMs,
+      );
+      const onStop = () => abort.abort(stopping.signal.reason);
+      stopping.signal.addEventListener('abort', onStop, { once: true });
       try {
         const res = await fetch(r.url, {
           method: 'POST',
           headers,
           body,
           redirect: 'manual',
-          signal: AbortSignal.any([AbortSignal.timeout(r.timeoutMs), stopping.signal]),
+          signal: abort.signal,
         });
         status = res.status;
         await res.body?.cancel().catch(() => {});
       } catch (e) {
         if (stopping.signal.aborted) return; // the claim is released at stop: sent again later
         error = describeFailure(e, r.timeoutMs);
+      } finally {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', onStop);
       }
       const seq = d.event.seq;
       let state: string | undefined;

@@ -8,6 +8,8 @@
  * and on PostgreSQL two deliverers sharing the database do not both send an
  * event.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseSecret, verifyWebhook } from '../../src/events/signature.js';
 import { createWebhookDeliverer, type WebhookDeliverer } from '../../src/events/webhooks.js';
@@ -215,6 +217,29 @@ describe.each(drivers)('webhook deliverer on $name', (driver) => {
     expect(seqs(fine.got)).toEqual(events.map((e) => e.seq));
     await until(async () => (await delivery('stuck', events[0]!.seq))?.lastError, 'the timeout recorded');
     expect((await delivery('stuck', events[0]!.seq))?.lastError).toBe('no answer within 1500 ms');
+  });
+
+  it('a receiver that never answers times out also while the garbage collector runs', async () => {
+    // A timeout signal held only by AbortSignal.any() is collected and never fires; force collections.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const stuck = await receiver({ respond: () => 'hang' });
+    await deliverer([{ name: 'gc-stuck', url: stuck.url, timeoutMs: 300 }]);
+    const [event] = await append(1);
+    const collecting = setInterval(() => {
+      gc();
+      Array.from({ length: 50_000 }, (_, i) => ({ i }));
+    }, 50);
+    try {
+      await until(
+        async () => (await delivery('gc-stuck', event!.seq))?.lastError,
+        'the timeout recorded',
+        5000,
+      );
+    } finally {
+      clearInterval(collecting);
+    }
+    expect((await delivery('gc-stuck', event!.seq))?.lastError).toBe('no answer within 300 ms');
   });
 
   // PostgreSQL only: a PGlite database belongs to one process.
