@@ -5,6 +5,7 @@
  * truncation, overlong varints, lengths past the end, group wire types,
  * invalid UTF-8. The decoder built on it owns field numbers and meaning.
  */
+import { isUtf8 } from 'node:buffer';
 import type { FieldPath } from './errors.js';
 
 export const WT_VARINT = 0;
@@ -164,6 +165,80 @@ export class WireReader {
     return s;
   }
 
+  /**
+   * A length-delimited field's bytes, not decoded: returns where they start and
+   * leaves `pos` at their end (for checks and hashing straight on the wire bytes).
+   */
+  span(tag: number, end: number, field: string, index?: number): number {
+    if ((tag & 7) !== WT_LEN) this.wrongType(tag, WT_LEN, field, index);
+    const stop = this.len(end, field, index);
+    const start = this.pos;
+    this.pos = stop;
+    return start;
+  }
+
+  /** Whether the bytes [start, stop) are valid UTF-8 (a leading BOM included): ASCII checked here, the rest natively. */
+  isUtf8(start: number, stop: number): boolean {
+    const b = this.buf;
+    for (let i = start; i < stop; i++) if (b[i]! >= 0x80) return isUtf8(b.subarray(i, stop));
+    return true;
+  }
+
+  /** The bytes [start, stop), already checked to be valid UTF-8, as a string. */
+  utf8(start: number, stop: number): string {
+    if (stop - start <= 12) {
+      const b = this.buf;
+      let s = '';
+      for (let i = start; i < stop; i++) {
+        const c = b[i]!;
+        if (c >= 0x80) return this.nodeBuf.toString('utf8', start, stop);
+        s += String.fromCharCode(c);
+      }
+      return s;
+    }
+    return this.nodeBuf.toString('utf8', start, stop);
+  }
+
+  /**
+   * How many length-delimited fields numbered `field` the message [start, stop)
+   * holds, by their tags and lengths alone (nothing decoded or checked). Exact for
+   * a well-formed message; for a malformed one the number is meaningless, and the
+   * decoding that follows refuses the message anyway.
+   */
+  countLen(start: number, stop: number, field: number): number {
+    const b = this.buf;
+    const want = (field << 3) | WT_LEN;
+    let n = 0;
+    let p = start;
+    while (p < stop) {
+      let t = 0;
+      let shift = 0;
+      let c: number;
+      do {
+        c = b[p++]!;
+        t += (c & 0x7f) * 2 ** shift;
+        shift += 7;
+      } while (c >= 0x80 && p < stop && shift < 35);
+      const wt = t % 8;
+      if (wt === WT_LEN) {
+        let l = 0;
+        shift = 0;
+        do {
+          c = b[p++]!;
+          l += (c & 0x7f) * 2 ** shift;
+          shift += 7;
+        } while (c >= 0x80 && p < stop && shift < 35);
+        p += l;
+        if (t === want) n++;
+      } else if (wt === WT_VARINT) {
+        while (p < stop && b[p++]! >= 0x80);
+      } else if (wt === WT_I64) p += 8;
+      else if (wt === WT_I32) p += 4;
+      else return n;
+    }
+    return n;
+  }
+
   /** The bytes [start, stop) as strictly decoded UTF-8. */
   text(start: number, stop: number, field: string, index?: number): string {
     const s = stop - start <= 12 ? decodeUtf8(this.buf, start, stop) : this.longUtf8(start, stop);
@@ -181,6 +256,11 @@ export class WireReader {
   private longUtf8(start: number, end: number): string | null {
     const s = this.nodeBuf.toString('utf8', start, end);
     return s.includes('\uFFFD') ? slowUtf8(this.buf, start, end) : s;
+  }
+
+  /** Refuses the bytes at `start` as invalid UTF-8, in the words `text` uses. */
+  failUtf8(start: number, field: string, index?: number): never {
+    this.path.fail('invalid_utf8', `string at byte ${start} is not valid UTF-8`, field, index);
   }
 
   /** Asserts the wire type of a known field. */
