@@ -96,7 +96,7 @@ export abstract class ValueDecoder extends FieldDecoder {
    * (arguments, chosen values, results) are only delimited (`WireValue`) and walked later, once,
    * straight into the hash. Contract keys are always decoded into the model.
    */
-  protected deferValues = false;
+  deferValues = false;
   /** Values delimited and values walked since, so that none is left unchecked. */
   deferred = 0;
   walked = 0;
@@ -488,6 +488,14 @@ export class WireValue {
     readonly start: number,
     readonly stop: number,
   ) {}
+}
+
+/** The walker over the values a decode with `deferValues` left on the wire. */
+export interface WireValues {
+  walkDeferred<V>(w: WireValue, c: ValueConsumer<V>): V;
+  /** How many values were delimited, and how many walked: equal once every one was checked. */
+  readonly deferred: number;
+  readonly walked: number;
 }
 
 /**

@@ -181,6 +181,49 @@ export class Sha256Sink {
     }
   }
 
+  /** 4-byte length ‖ the bytes [start, stop) of `src` (UTF-8 already checked: text straight from the wire). */
+  utf8(src: Uint8Array, start: number, stop: number): void {
+    const n = stop - start;
+    if (n > CAP / 2) {
+      this.i32(n);
+      this.raw(src.subarray(start, stop));
+      return;
+    }
+    if (this.len + 4 + n > CAP) this.flush();
+    const b = this.buf;
+    const p = this.len;
+    b[p] = n >>> 24;
+    b[p + 1] = n >>> 16;
+    b[p + 2] = n >>> 8;
+    b[p + 3] = n;
+    if (n <= 48) for (let i = 0; i < n; i++) b[p + 4 + i] = src[start + i]!;
+    else b.set(src.subarray(start, stop), p + 4);
+    this.len = p + 4 + n;
+  }
+
+  /** Lowercase hex digits [start, stop) of `src` (checked: even count) hashed as the bytes they denote, length-prefixed. */
+  hexBytes(src: Uint8Array, start: number, stop: number): void {
+    const n = (stop - start) >>> 1;
+    if (4 + n > CAP) {
+      this.bytes(Buffer.from(Buffer.from(src.subarray(start, stop)).toString('latin1'), 'hex'));
+      return;
+    }
+    if (this.len + 4 + n > CAP) this.flush();
+    const b = this.buf;
+    let p = this.len;
+    b[p] = n >>> 24;
+    b[p + 1] = n >>> 16;
+    b[p + 2] = n >>> 8;
+    b[p + 3] = n;
+    p += 4;
+    for (let i = start; i < stop; i += 2) {
+      const hi = src[i]!;
+      const lo = src[i + 1]!;
+      b[p++] = ((hi <= 0x39 ? hi - 0x30 : hi - 0x57) << 4) | (lo <= 0x39 ? lo - 0x30 : lo - 0x57);
+    }
+    this.len = p;
+  }
+
   /**
    * Runs `write` (which hashes as usual) and returns a copy of exactly the
    * bytes it produced, for caching an encoding. `expected` is the size
