@@ -52,14 +52,28 @@ function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
 }
 
+/**
+ * Two ASCII bytes `(a << 8) | b` of lowercase hex to the byte they denote, -1
+ * for anything else: contract ids are checked and decoded a pair at a time.
+ */
+export const HEX_PAIRS: Int16Array = (() => {
+  const t = new Int16Array(65536).fill(-1);
+  const digit = (c: number): number =>
+    c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1;
+  for (let a = 0; a < 256; a++)
+    for (let b = 0; b < 256; b++)
+      if (digit(a) >= 0 && digit(b) >= 0) t[(a << 8) | b] = (digit(a) << 4) | digit(b);
+  return t;
+})();
+
 /** Contract ids: lowercase, even-length hex with a known version prefix (checked on their UTF-8 bytes). */
 export function contractIdBytesProblem(b: Uint8Array, start: number, end: number): string | undefined {
   const n = end - start;
   if (n === 0 || (n & 1) !== 0) return NOT_HEX;
-  for (let i = start; i < end; i++) {
-    const c = b[i]!;
-    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return NOT_HEX;
-  }
+  const t = HEX_PAIRS;
+  let bad = 0;
+  for (let i = start; i < end; i += 2) bad |= t[(b[i]! << 8) | b[i + 1]!]!;
+  if (bad < 0) return NOT_HEX;
   const bytes = n / 2;
   const v0 = b[start]!;
   const v1 = b[start + 1]!;

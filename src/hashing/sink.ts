@@ -10,6 +10,7 @@
  * (a flush of the buffer, a large `raw` that bypasses it) is recorded too.
  */
 import { createHash, type Hash, hash as oneShot } from 'node:crypto';
+import { HEX_PAIRS } from './canonical.js';
 import { keepAlive } from './keep-alive.js';
 
 const CAP = 64 * 1024;
@@ -216,11 +217,8 @@ export class Sha256Sink {
     b[p + 2] = n >>> 8;
     b[p + 3] = n;
     p += 4;
-    for (let i = start; i < stop; i += 2) {
-      const hi = src[i]!;
-      const lo = src[i + 1]!;
-      b[p++] = ((hi <= 0x39 ? hi - 0x30 : hi - 0x57) << 4) | (lo <= 0x39 ? lo - 0x30 : lo - 0x57);
-    }
+    const t = HEX_PAIRS;
+    for (let i = start; i < stop; i += 2) b[p++] = t[(src[i]! << 8) | src[i + 1]!]!;
     this.len = p;
   }
 

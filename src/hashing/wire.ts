@@ -211,23 +211,18 @@ export class WireReader {
     let n = 0;
     let p = start;
     while (p < stop) {
-      let t = 0;
-      let shift = 0;
-      let c: number;
-      do {
-        c = b[p++]!;
-        t += (c & 0x7f) * 2 ** shift;
-        shift += 7;
-      } while (c >= 0x80 && p < stop && shift < 35);
-      const wt = t % 8;
+      let t = b[p++]!;
+      if (t >= 0x80) {
+        t = skimVarint(b, p - 1, stop);
+        p = skimEnd;
+      }
+      const wt = t & 7;
       if (wt === WT_LEN) {
-        let l = 0;
-        shift = 0;
-        do {
-          c = b[p++]!;
-          l += (c & 0x7f) * 2 ** shift;
-          shift += 7;
-        } while (c >= 0x80 && p < stop && shift < 35);
+        let l = b[p++]!;
+        if (l >= 0x80) {
+          l = skimVarint(b, p - 1, stop);
+          p = skimEnd;
+        }
         p += l;
         if (t === want) n++;
       } else if (wt === WT_VARINT) {
@@ -276,6 +271,23 @@ export class WireReader {
       index,
     );
   }
+}
+
+/** Where the last `skimVarint` stopped. */
+let skimEnd = 0;
+
+/** A varint at `p` read without checks (at most 5 bytes, not past `stop`); its end goes to `skimEnd`. */
+function skimVarint(b: Uint8Array, p: number, stop: number): number {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 5 && p < stop; i++) {
+    const c = b[p++]!;
+    v += (c & 0x7f) * mul;
+    mul *= 128;
+    if (c < 0x80) break;
+  }
+  skimEnd = p;
+  return v;
 }
 
 /** Fatal UTF-8 decoding (keeps a leading BOM: it is part of the hashed bytes). */
