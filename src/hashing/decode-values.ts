@@ -160,15 +160,14 @@ export abstract class ValueDecoder extends FieldDecoder {
         return c.bool(this.bool(tag, end, 'bool'));
       case 3: {
         r.expect(tag, WT_VARINT, 'int64');
-        const u = r.varint64(end, 'int64');
-        // ZigZag: (u >>> 1) ^ -(u & 1)
-        return c.int64(BigInt.asIntN(64, (u >> 1n) ^ -(u & 1n)));
+        // ZigZag-encoded: the consumer reads the 64 bits as two words (low returned, high in `r.hi`).
+        return c.int64(r.varint64Words(end, 'int64'), r.hi);
       }
       case 4:
         return c.date(this.int32(tag, end, 'date'));
       case 5:
         r.expect(tag, WT_I64, 'timestamp');
-        return c.timestamp(r.sfixed64(end));
+        return c.timestamp(r, r.fixed64(end));
       case 6: {
         const start = r.span(tag, end, 'numeric');
         const bad = numericBytesProblem(r.buf, start, r.pos);
@@ -381,7 +380,6 @@ export abstract class ValueDecoder extends FieldDecoder {
       spans = [];
       this.labelSpans[depth] = spans;
     }
-    spans.length = 0;
     let seen = 0;
     let i = 0;
     while (r.pos < stop) {
@@ -393,11 +391,11 @@ export abstract class ValueDecoder extends FieldDecoder {
         c.recordId(acc, this.identifierField(t, stop, 'record_id'));
       } else if (f2 === 2) {
         const s2 = this.enter(t, stop, 'fields', i);
-        this.recordField(s2, depth, acc, spans, c);
+        this.recordField(s2, depth, acc, spans, 2 * i, c);
         this.leave(s2, i++);
       } else this.unknown(t);
     }
-    this.uniqueLabels(spans);
+    this.uniqueLabels(spans, i);
     this.leave(stop);
     return c.record(acc);
   }
@@ -408,8 +406,7 @@ export abstract class ValueDecoder extends FieldDecoder {
    * first): a repeat would hide a hashed field from the person signing (docs/hashing.md).
    * `spans` holds each label's start and end in the wire bytes; equal bytes are equal labels.
    */
-  private uniqueLabels(spans: number[]): void {
-    const n = spans.length >>> 1;
+  private uniqueLabels(spans: number[], n: number): void {
     if (n < 2) return;
     const r = this.r;
     const b = r.buf;
@@ -447,6 +444,7 @@ export abstract class ValueDecoder extends FieldDecoder {
     depth: number,
     acc: unknown,
     spans: number[],
+    at: number,
     c: ValueConsumer<V>,
   ): void {
     const r = this.r;
@@ -477,7 +475,8 @@ export abstract class ValueDecoder extends FieldDecoder {
         'label',
       );
     if (!(seen & 4)) this.p.fail('missing_field', 'record field has no value', 'value');
-    spans.push(labelStart, labelStop);
+    spans[at] = labelStart;
+    spans[at + 1] = labelStop;
     c.field(acc, r, labelStart, labelStop, value as V);
   }
 }
@@ -511,9 +510,11 @@ export interface WireValues {
 export interface ValueConsumer<V> {
   unit(): V;
   bool(v: boolean): V;
-  int64(v: bigint): V;
+  /** The ZigZag-encoded 64 bits of a `sint64`, as unsigned low and high words. */
+  int64(zigzagLo: number, zigzagHi: number): V;
   date(v: number): V;
-  timestamp(v: bigint): V;
+  /** The little-endian sfixed64 at `at` in the reader's buffer. */
+  timestamp(r: WireReader, at: number): V;
   /** Text (`kind` 'text') or a numeric (`kind` 'numeric'). */
   text(r: WireReader, start: number, stop: number, kind: 'text' | 'numeric'): V;
   party(p: string): V;
@@ -560,9 +561,13 @@ function noop(): void {}
 export const MODEL: ValueConsumer<Value> = {
   unit: () => ({ kind: 'unit' }),
   bool: (value) => ({ kind: 'bool', value }),
-  int64: (value) => ({ kind: 'int64', value }),
+  int64: (lo, hi) => {
+    const u = hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+    // ZigZag: (u >>> 1) ^ -(u & 1)
+    return { kind: 'int64', value: BigInt.asIntN(64, (u >> 1n) ^ -(u & 1n)) };
+  },
   date: (value) => ({ kind: 'date', value }),
-  timestamp: (value) => ({ kind: 'timestamp', value }),
+  timestamp: (r, at) => ({ kind: 'timestamp', value: r.sfixed64At(at) }),
   text: (r, start, stop, kind) => ({ kind, value: r.utf8(start, stop) }),
   party: (value) => ({ kind: 'party', value }),
   contractId: (r, start, stop) => ({ kind: 'contractId', value: r.utf8(start, stop) }),

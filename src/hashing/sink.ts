@@ -113,6 +113,15 @@ export class Sha256Sink {
     this.len += 8;
   }
 
+  /** The 8 little-endian bytes at `at` of `src`, written big-endian (a wire sfixed64 as `i64` writes it). */
+  fixed64BE(src: Uint8Array, at: number): void {
+    if (this.len + 8 > CAP) this.flush();
+    const b = this.buf;
+    const p = this.len;
+    for (let i = 0; i < 8; i++) b[p + i] = src[at + 7 - i]!;
+    this.len = p + 8;
+  }
+
   /** Bytes as they are, no length prefix (fixed-size hashes and seeds). */
   raw(b: Uint8Array): void {
     if (b.length > CAP / 2) {

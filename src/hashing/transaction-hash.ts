@@ -676,17 +676,26 @@ class WireHasher implements ValueConsumer<undefined> {
     this.s.u8(0x01);
     this.s.u8(v ? 1 : 0);
   }
-  int64(v: bigint): undefined {
+  /** ZigZag decoded on the two words: (u >>> 1) ^ -(u & 1), written big-endian. */
+  int64(lo: number, hi: number): undefined {
+    let l = ((lo >>> 1) | (hi << 31)) >>> 0;
+    let h = hi >>> 1;
+    if (lo & 1) {
+      l = ~l >>> 0;
+      h = ~h >>> 0;
+    }
     this.s.u8(0x02);
-    this.s.i64(v);
+    this.s.i32(h);
+    this.s.i32(l);
   }
   date(v: number): undefined {
     this.s.u8(0x05);
     this.s.i32(v);
   }
-  timestamp(v: bigint): undefined {
+  /** The sfixed64's 8 bytes, little-endian on the wire, written big-endian. */
+  timestamp(r: WireReader, at: number): undefined {
     this.s.u8(0x04);
-    this.s.i64(v);
+    this.s.fixed64BE(r.buf, at);
   }
   text(r: WireReader, start: number, stop: number, kind: 'text' | 'numeric'): undefined {
     this.s.u8(kind === 'text' ? 0x07 : 0x03);

@@ -90,6 +90,16 @@ export class WireReader {
 
   /** A full 64-bit varint as an unsigned bigint. */
   varint64(end: number, what: string): bigint {
+    const lo = this.varint64Words(end, what);
+    const hi = this.hi;
+    return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+  }
+
+  /** The high 32 bits (unsigned) of the last `varint64Words`. */
+  hi = 0;
+
+  /** A full 64-bit varint without a bigint: returns its low 32 bits (unsigned), the high ones go to `hi`. */
+  varint64Words(end: number, what: string): number {
     const b = this.buf;
     const start = this.pos;
     let lo = 0;
@@ -109,19 +119,30 @@ export class WireReader {
       }
       if (byte < 0x80) {
         if (byte === 0 && i > 0) this.path.fail('malformed', `overlong varint at byte ${start}`);
-        return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+        this.hi = hi;
+        return lo;
       }
     }
   }
 
+  /** Checks that 8 bytes follow (a fixed64) and steps over them; returns where they start. */
+  fixed64(end: number): number {
+    if (this.pos + 8 > end) this.path.fail('truncated', `input ends inside a fixed64 at byte ${this.pos}`);
+    const p = this.pos;
+    this.pos = p + 8;
+    return p;
+  }
+
   /** Little-endian 8 bytes as a signed bigint (sfixed64). */
   sfixed64(end: number): bigint {
-    if (this.pos + 8 > end) this.path.fail('truncated', `input ends inside a fixed64 at byte ${this.pos}`);
+    return this.sfixed64At(this.fixed64(end));
+  }
+
+  /** The sfixed64 at `p` (already checked to be in bounds). */
+  sfixed64At(p: number): bigint {
     const b = this.buf;
-    const p = this.pos;
     const lo = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
     const hi = b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24);
-    this.pos = p + 8;
     return (BigInt(hi) << 32n) | BigInt(lo);
   }
 
@@ -327,20 +348,21 @@ export class ByteCache<T> {
     private readonly bucketLimit = 4,
   ) {}
 
+  /** The entry found last: values repeat in runs (the record ids of a list), so it is tried first. */
+  private last: { bytes: Uint8Array; words: DataView; value: T } | undefined;
+
   get(r: WireReader, start: number, end: number): T | undefined {
     const b = r.buf;
+    const last = this.last;
+    if (last !== undefined && last.bytes.length === end - start && sameBytes(last, r, start, end))
+      return last.value;
     const bucket = this.buckets.get(sampleHash(b, start, end));
     if (bucket === undefined) return undefined;
     const n = end - start;
-    const v = r.view32;
-    outer: for (let k = 0; k < bucket.length; k++) {
+    for (let k = 0; k < bucket.length; k++) {
       const e = bucket[k]!;
-      if (e.bytes.length !== n) continue;
-      // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
-      const w = e.words;
-      let i = 0;
-      for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) continue outer;
-      for (; i < n; i++) if (e.bytes[i] !== b[start + i]) continue outer;
+      if (e.bytes.length !== n || !sameBytes(e, r, start, end)) continue;
+      this.last = e;
       return e.value;
     }
     return undefined;
@@ -350,6 +372,7 @@ export class ByteCache<T> {
     if (this.size >= this.limit) {
       this.buckets.clear();
       this.size = 0;
+      this.last = undefined;
     }
     const h = sampleHash(r.buf, start, end);
     let bucket = this.buckets.get(h);
@@ -362,6 +385,24 @@ export class ByteCache<T> {
     bucket.push({ bytes, words: new DataView(bytes.buffer), value });
     this.size++;
   }
+}
+
+/** Whether an entry's bytes are those of [start, end) (same length already checked). */
+function sameBytes(
+  e: { bytes: Uint8Array; words: DataView },
+  r: WireReader,
+  start: number,
+  end: number,
+): boolean {
+  // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
+  const n = end - start;
+  const w = e.words;
+  const v = r.view32;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) return false;
+  const b = r.buf;
+  for (; i < n; i++) if (e.bytes[i] !== b[start + i]) return false;
+  return true;
 }
 
 function word(b: Uint8Array, i: number): number {
