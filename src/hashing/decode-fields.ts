@@ -41,11 +41,15 @@ export abstract class FieldDecoder extends MessageDecoder {
     return this.r.string(tag, end, name, index);
   }
 
+  /** Where the bytes of the last party read start (they end at `r.pos`). */
+  protected partyAt = 0;
+
   protected party(tag: number, end: number, name: string, index?: number): string {
     const r = this.r;
     r.expect(tag, WT_LEN, name, index);
     const stop = r.len(end, name, index);
     const start = r.pos;
+    this.partyAt = start;
     r.pos = stop;
     // Party ids repeat: a hit skips decoding and validation, both done when it was cached.
     const hit = this.parties.get(r, start, stop);

@@ -181,8 +181,10 @@ export abstract class ValueDecoder extends FieldDecoder {
         }
         return c.text(r, start, r.pos, 'numeric');
       }
-      case 7:
-        return c.party(this.party(tag, end, 'party'));
+      case 7: {
+        const p = this.party(tag, end, 'party');
+        return c.party(p, r, this.partyAt, r.pos);
+      }
       case 8: {
         const start = this.utf8Span(tag, end, 'text');
         return c.text(r, start, r.pos, 'text');
@@ -517,7 +519,8 @@ export interface ValueConsumer<V> {
   timestamp(r: WireReader, at: number): V;
   /** Text (`kind` 'text') or a numeric (`kind` 'numeric'). */
   text(r: WireReader, start: number, stop: number, kind: 'text' | 'numeric'): V;
-  party(p: string): V;
+  /** A party id (checked), as a string and as the bytes [start, stop). */
+  party(p: string, r: WireReader, start: number, stop: number): V;
   contractId(r: WireReader, start: number, stop: number): V;
   optionalStart(present: boolean): void;
   optional(inner: V | undefined): V;

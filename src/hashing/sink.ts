@@ -35,23 +35,35 @@ export class Sha256Sink {
   }
 
   /**
-   * Hands over the SHA-256 state of everything written since `begin()`, to be
-   * continued later with `resume`, and leaves the sink free for another hash.
+   * Hands over everything written since `begin()`, to be continued later with
+   * `resume`, and leaves the sink free for another hash: the bytes themselves
+   * while they all fit in the buffer (a copy costs less than a SHA-256 object),
+   * else the SHA-256 state.
    */
-  detach(): Hash {
-    const h = this.h ?? createHash('sha256');
-    h.update(this.buf.subarray(0, this.len));
+  detach(): Hash | Uint8Array {
+    let out: Hash | Uint8Array;
+    if (this.h === undefined) out = this.buf.slice(0, this.len);
+    else {
+      out = this.h;
+      out.update(this.buf.subarray(0, this.len));
+    }
     this.h = undefined;
     this.len = 0;
     this.rec = undefined;
-    return h;
+    return out;
   }
 
-  /** Like `begin()`, but continuing a state `detach` handed over. */
-  resume(h: Hash): this {
-    this.len = 0;
-    this.h = h;
+  /** Like `begin()`, but continuing what `detach` handed over. */
+  resume(x: Hash | Uint8Array): this {
     this.rec = undefined;
+    if (x instanceof Uint8Array) {
+      this.h = undefined;
+      this.buf.set(x, 0);
+      this.len = x.length;
+    } else {
+      this.h = x;
+      this.len = 0;
+    }
     return this;
   }
 

@@ -174,10 +174,10 @@ function childrenOf(n: NodeShape): readonly string[] | undefined {
   return n.type === 'exercise' || n.type === 'rollback' ? n.children : undefined;
 }
 
-/** What the streaming hasher keeps of a node: its hash, or its open SHA-256 state and children. */
+/** What the streaming hasher keeps of a node: its hash, or its children and its encoding so far (bytes or SHA-256 state). */
 interface Shape extends NodeShape {
   readonly hash: Uint8Array | undefined;
-  readonly open: Hash | undefined;
+  readonly open: Hash | Uint8Array | undefined;
 }
 
 function isDecoded(x: unknown): x is DecodedTransaction {
@@ -701,9 +701,9 @@ class WireHasher implements ValueConsumer<undefined> {
     this.s.u8(kind === 'text' ? 0x07 : 0x03);
     this.s.utf8(r.buf, start, stop);
   }
-  party(p: string): undefined {
+  party(_p: string, r: WireReader, start: number, stop: number): undefined {
     this.s.u8(0x06);
-    encodeParty(this.s, p);
+    this.s.utf8(r.buf, start, stop);
   }
   contractId(r: WireReader, start: number, stop: number): undefined {
     this.s.u8(0x08);
