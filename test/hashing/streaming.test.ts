@@ -157,7 +157,7 @@ describe('streaming hash = decode-then-hash', () => {
         .sample(arbPreparedTransaction({ scheme: 'v2' }), { seed: SEED, numRuns: 50 })
         .find((x) => x.transaction.nodes.some((n) => n.node.type === 'create'))!;
       const create = m.transaction.nodes.find((n) => n.node.type === 'create');
-      if (!create || create.node.type !== 'create') throw new Error('sample has no create node');
+      if (create?.node.type !== 'create') throw new Error('sample has no create node');
       let v: Value = { kind: 'text', value: 'deep é 😀' };
       for (let i = 0; i < depth; i++)
         v = i % 3 === 0 ? { kind: 'list', elements: [v] } : { kind: 'optional', value: v };
