@@ -87,7 +87,9 @@ export interface NodeVisitor<S extends NodeShape> {
 /**
  * The same decoding and the same checks as `decodePreparedTransaction`, every
  * rule shared with it, but nodes go to `visitor` one by one and only what it
- * returns for them is kept. A transaction this accepts is one
+ * returns for them is kept, and the top-level values are left on the wire for
+ * the visitor to walk (`NodeVisitor.begin`): their checks run as it walks them.
+ * Once the visitor has walked every value, a transaction this accepts is one
  * `decodePreparedTransaction` accepts; when it refuses, the error may be a
  * different one of the transaction's faults (the order of the checks differs),
  * so callers that report refusals take the error from `decodePreparedTransaction`.
