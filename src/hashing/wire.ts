@@ -198,9 +198,13 @@ export class WireReader {
     return start;
   }
 
-  /** Whether the bytes [start, stop) are valid UTF-8 (a leading BOM included): ASCII checked here, the rest natively. */
+  /**
+   * Whether the bytes [start, stop) are valid UTF-8 (a leading BOM included):
+   * short ASCII runs checked here (cheaper than a native call), the rest natively.
+   */
   isUtf8(start: number, stop: number): boolean {
     const b = this.buf;
+    if (stop - start > 32) return isUtf8(b.subarray(start, stop));
     for (let i = start; i < stop; i++) if (b[i]! >= 0x80) return isUtf8(b.subarray(i, stop));
     return true;
   }
