@@ -465,6 +465,21 @@ function exerciseBase(): Uint8Array {
   throw new Error('no vector with an exercise');
 }
 
+/** The first real vector with an input contract, its argument replaced by the marker. */
+function inputContractBase(): Uint8Array {
+  const dir = join(VECTORS_DIR, 'real');
+  for (const f of readdirSync(dir).sort()) {
+    const v = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+    if (v.hashing_scheme_version !== 'HASHING_SCHEME_VERSION_V2') continue;
+    const m = decodePreparedTransaction(Buffer.from(v.prepared_transaction_base64, 'base64'));
+    const ic = m.metadata.inputContracts[0];
+    if (!ic) continue;
+    ic.contract.argument = { kind: 'text', value: MARKER };
+    return encodePreparedTransaction(m);
+  }
+  throw new Error('no vector with an input contract');
+}
+
 const SIZES = [0, 1, 31, 32, 33, 4096, 4097, 32767, 32768, 32769, 65525, 65531, 65532, 65536, 70000];
 
 /** Lists of long texts and contract ids whose encodings straddle the sink's 64 KiB buffer. */
@@ -513,5 +528,17 @@ describe('values from raw wire bytes: streaming hash = decode-then-hash', () => 
       }),
       { seed: 0x6c617267, numRuns: Number(process.env.FUZZ_LARGE_RUNS ?? 60) },
     );
+  });
+
+  it("random raw values in an exercise's chosen value and in an input contract's argument (fixed seed)", () => {
+    const bases = [exerciseBase(), inputContractBase()];
+    accepted = 0;
+    fc.assert(
+      fc.property(arbRawValue, arbDamage, fc.nat(3), (raw, damage, k) =>
+        agree(damage(raw), k & 1 ? 'v3' : 'v2', bases[k >> 1]!),
+      ),
+      { seed: Number(process.env.FUZZ_SEED ?? 0x62617365), numRuns: Number(process.env.FUZZ_RUNS ?? 3000) },
+    );
+    expect(accepted).toBeGreaterThan(100);
   });
 });
