@@ -63,12 +63,40 @@ export interface QueryOptions {
   first?: string;
 }
 
+/** One statement of a `batch`. */
+export interface Statement {
+  sql: string;
+  params?: unknown[];
+}
+
 export interface Queryable {
   query<T = Record<string, unknown>>(
     sql: string,
     params?: unknown[],
     opts?: QueryOptions,
   ): Promise<QueryResult<T>>;
+  /**
+   * Transaction handles only: `statements` in order, each its own statement
+   * (its own snapshot under READ COMMITTED), each run only if the ones before
+   * it succeeded; their results in order, or the first error (which aborts the
+   * transaction, as it would have one by one). On PostgreSQL they travel in
+   * one round trip (with BEGIN when they are the transaction's first).
+   */
+  batch?(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]>;
+}
+
+/**
+ * `statements` on `q` in order (one round trip where `q` can batch them, see
+ * `Queryable.batch`; one by one otherwise, stopping at the first error).
+ */
+export async function runBatch(
+  q: Queryable,
+  statements: readonly Statement[],
+): Promise<QueryResult<Record<string, unknown>>[]> {
+  if (q.batch) return q.batch(statements);
+  const out: QueryResult<Record<string, unknown>>[] = [];
+  for (const s of statements) out.push(await q.query(s.sql, s.params ?? []));
+  return out;
 }
 
 export interface Db extends Queryable {
@@ -359,6 +387,15 @@ class PgliteDb implements Db {
                 if (opts.first !== undefined) await this.run(opts.first, [], false);
                 return this.run<R>(sql, params, false);
               },
+              // One call into the engine per statement, as always: the session is in this process.
+              batch: async (statements) => {
+                const out: QueryResult<Record<string, unknown>>[] = [];
+                for (const st of statements) {
+                  if (!self.open) throw new Error(ENDED);
+                  out.push(await this.run(st.sql, st.params ?? [], false));
+                }
+                return out;
+              },
             });
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
@@ -603,10 +640,11 @@ interface PgConnection {
 }
 const PgQueryClass = (pg as unknown as { Query: new (config: pg.QueryConfig) => PgQuery }).Query;
 
-/** A statement without parameters that `batched` runs ahead of another, prepared on the connection under `name`. */
+/** A statement that `batched` runs ahead of another, prepared on the connection under `name`. */
 interface Step {
   name: string;
   text: string;
+  values?: unknown[];
 }
 
 /** Distinct batch steps prepared per connection at most (past it, a step runs on its own). */
@@ -620,43 +658,52 @@ const BEGIN: Step = { name: 'cs_begin', text: 'BEGIN' };
  * extended-protocol batch under a single Sync, so the server runs each
  * statement only if those before it succeeded (an error skips the rest of
  * the batch) and answers all at once; each is its own statement (its own
- * snapshot under READ COMMITTED). The last statement's result is returned.
- * A step not yet prepared on this connection is prepared by a round trip of
- * its own first (a parse answer inside the batch would be taken for the
- * last statement's by node-postgres).
+ * snapshot under READ COMMITTED). Every statement's result, in order. A step
+ * not yet prepared on this connection makes the whole batch go one statement
+ * per round trip, preparing it (a parse answer inside the batch would be taken
+ * for the last statement's by node-postgres): from then on it travels in the
+ * batch. A step's values are turned into parameter text before anything is
+ * sent, so that a value that cannot be sent fails the batch before it starts.
  */
 async function batched(
   client: pg.PoolClient,
   steps: readonly Step[],
   config: pg.QueryConfig,
-): Promise<pg.QueryResult> {
+): Promise<pg.QueryResult[]> {
   const connection = (client as unknown as { connection: PgConnection }).connection;
   if (steps.some((s) => connection.parsedStatements[s.name] === undefined)) {
-    for (const s of steps) await client.query({ name: s.name, text: s.text });
-    return client.query(config);
+    const out: pg.QueryResult[] = [];
+    for (const s of steps)
+      out.push(await client.query({ name: s.name, text: s.text, ...(s.values ? { values: s.values } : {}) }));
+    out.push(await client.query(config));
+    return out;
   }
+  const ahead = steps.map((s) => ({ name: s.name, values: s.values?.map((v) => prepareValue(v)) }));
   const q = new PgQueryClass(config);
   // Always the extended protocol (a statement without parameters would otherwise be sent as a
   // simple query, on its own).
   q.queryMode = 'extended';
   const prepare = q.prepare.bind(q);
   q.prepare = (c) => {
-    for (const s of steps) {
-      c.bind({ statement: s.name });
+    for (const s of ahead) {
+      c.bind({ statement: s.name, ...(s.values ? { values: s.values } : {}) });
       // Described, so that a step's rows (a lock's void) can be read like any others.
       c.describe({ type: 'P', name: '' });
       c.execute({});
     }
     prepare(c);
   };
-  return new Promise((resolve, reject) => {
+  const results = await new Promise<pg.QueryResult[]>((resolve, reject) => {
     q.callback = (err, res) => {
       if (err) reject(err);
-      // The steps' results first, then the statement's.
-      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as pg.QueryResult);
+      // One result per statement: the steps' first, then the statement's.
+      else resolve(Array.isArray(res) ? res : [res]);
     };
     client.query(q as unknown as pg.QueryConfig);
   });
+  if (results.length !== steps.length + 1)
+    throw new Error(`a batch of ${steps.length + 1} statements answered ${results.length} results`);
+  return results;
 }
 
 class PostgresDb implements Db {
@@ -699,6 +746,13 @@ class PostgresDb implements Db {
     return { name, text: sql };
   }
 
+  /** A statement as a batch step: prepared under its own name; undefined when it runs unnamed. */
+  private asStep(sql: string, params: unknown[]): Step | undefined {
+    if (params.length === 0) return this.step(sql);
+    const c = this.config(sql, params);
+    return c.name ? { name: c.name, text: sql, values: params } : undefined;
+  }
+
   /** `opts.first` added to `steps` (or, past the limit, run now, after them, on `client`). */
   private async withFirst(client: pg.PoolClient, steps: Step[], opts: QueryOptions): Promise<Step[]> {
     if (opts.first === undefined) return steps;
@@ -720,10 +774,49 @@ class PostgresDb implements Db {
   ): Promise<QueryResult<T>> {
     try {
       const config = this.config(sql, params);
-      const r = steps.length > 0 ? await batched(on as pg.PoolClient, steps, config) : await on.query(config);
+      const r =
+        steps.length > 0
+          ? ((await batched(on as pg.PoolClient, steps, config)).at(-1) as pg.QueryResult)
+          : await on.query(config);
       return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
     } catch (e) {
       if (isStalePlan(e) && this.names.get(sql)) this.names.set(sql, null);
+      throw e;
+    }
+  }
+
+  /**
+   * `statements` on `client` after `ahead` (BEGIN), in one round trip (`batched`); their results,
+   * without `ahead`'s. One by one when one of them cannot be named (past the limits).
+   */
+  private async runAll(
+    client: pg.PoolClient,
+    ahead: readonly Step[],
+    statements: readonly Statement[],
+  ): Promise<QueryResult<Record<string, unknown>>[]> {
+    const [head, ...rest] = statements;
+    if (!head) return [];
+    const steps = [...ahead];
+    for (const st of statements.slice(0, -1)) {
+      const s = this.asStep(st.sql, st.params ?? []);
+      if (!s) {
+        const out = [await this.run<Record<string, unknown>>(client, head.sql, head.params ?? [], ahead)];
+        for (const x of rest)
+          out.push(await this.run<Record<string, unknown>>(client, x.sql, x.params ?? []));
+        return out;
+      }
+      steps.push(s);
+    }
+    const last = statements.at(-1) as Statement;
+    try {
+      const rs = await batched(client, steps, this.config(last.sql, last.params ?? []));
+      return rs
+        .slice(ahead.length)
+        .map((r) => ({ rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? r.rows.length }));
+    } catch (e) {
+      // Which statement's plan went stale is not told: each runs unnamed from now on.
+      if (isStalePlan(e))
+        for (const st of statements) if (this.names.get(st.sql)) this.names.set(st.sql, null);
       throw e;
     }
   }
@@ -762,6 +855,13 @@ class PostgresDb implements Db {
             const steps = begun ? [] : [BEGIN];
             begun = true;
             return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
+          },
+          batch: async (statements) => {
+            if (!open) throw new Error(ENDED);
+            if (statements.length === 0) return [];
+            const steps = begun ? [] : [BEGIN];
+            begun = true;
+            return this.runAll(client, steps, statements);
           },
         });
         if (begun) await client.query('COMMIT');

@@ -17,7 +17,8 @@
  */
 import { appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
-import type { Db, Queryable } from '../db.js';
+import { type Db, type Queryable, runBatch } from '../db.js';
+import { Deferring, later } from '../deferred.js';
 import { BadRequestError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
 import { appendEvents } from './events.js';
@@ -239,12 +240,13 @@ export class WithdrawalRepo {
           actor: opts.actor,
           details: opts.reason !== undefined ? { reason: opts.reason } : {},
           // A request across the air gap for it is void: a response to it is refused, its signature never used.
-          also: async (tx) =>
-            void (await tx.query(
+          also: (tx) =>
+            later(
+              tx,
               `UPDATE air_gap_exports SET status = 'cancelled', updated_at = now()
                 WHERE withdrawal_id = $1 AND status IN ('open', 'imported')`,
               [id],
-            )),
+            ),
         },
       );
       return { withdrawal: done, changed: true };
@@ -334,11 +336,16 @@ export class WithdrawalRepo {
       // One sending party's withdrawals are carried by one owner at a time, across processes and
       // instances: they spend the same holdings. Claims for one party are serialised by this lock,
       // taken before the statement that checks the others (whose snapshot then sees their leases).
-      await tx.query(
-        `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
-        [id],
-      );
-      return lease(tx);
+      // Both in one round trip (with BEGIN), each its own statement.
+      const [, leased] = await runBatch(tx, [
+        {
+          sql: `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
+          params: [id],
+        },
+        { sql: CLAIM_SQL, params: [id, owner, Math.max(1, Math.round(ms))] },
+      ]);
+      const row = leased?.rows[0] as Row | undefined;
+      return row && fromRow(row);
     });
   }
 
@@ -435,7 +442,9 @@ export class WithdrawalRepo {
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
     // In the caller's transaction when given (ledger ingestion settles deliveries with the update).
     const inTx = <T>(fn: (tx: Queryable) => Promise<T>) => (opts.tx ? fn(opts.tx) : this.db.transaction(fn));
-    return inTx(async (tx) => {
+    return inTx(async (on) => {
+      // The audit row's statement travels with the event's (deferred.ts).
+      const tx = new Deferring(on);
       const r = await tx.query<Row & { from_delivery: DeliveryState }>(
         `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
          UPDATE withdrawals w SET delivery = $3, updated_at = now(),
@@ -479,6 +488,7 @@ export class WithdrawalRepo {
         },
       ]);
       await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
+      await tx.flush();
       return w;
     });
   }
