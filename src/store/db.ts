@@ -105,6 +105,14 @@ export interface Db extends Queryable {
   readonly location: string;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * `statements` as one transaction, each run only if the ones before it
+   * succeeded, their results in order; rolled back on the first error. On
+   * PostgreSQL BEGIN, the statements and COMMIT travel in one round trip (a
+   * failure of that round trip, COMMIT's included, leaves it unknown whether
+   * it committed, as a failing COMMIT does).
+   */
+  atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]>;
   close(): Promise<void>;
 }
 
@@ -367,6 +375,10 @@ class PgliteDb implements Db {
         throw e;
       }
     }
+  }
+
+  atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]> {
+    return this.transaction((tx) => runBatch(tx, statements));
   }
 
   private once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -880,6 +892,33 @@ class PostgresDb implements Db {
         throw e;
       } finally {
         open = false;
+        client.release(broken);
+      }
+    }
+  }
+
+  async atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]> {
+    if (statements.length === 0) return [];
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        const rs = await this.runAll(client, [BEGIN], [...statements, { sql: 'COMMIT' }]);
+        return rs.slice(0, -1);
+      } catch (e) {
+        // The batch stopped at its first error: the transaction is still open unless COMMIT ran.
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        const state = sqlState(e);
+        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && attempt < 5) {
+          await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+          continue;
+        }
+        throw e;
+      } finally {
         client.release(broken);
       }
     }

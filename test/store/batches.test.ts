@@ -128,6 +128,49 @@ describe.each(drivers)('$name: a batch of statements', (driver) => {
   });
 });
 
+describe.each(drivers)('$name: statements as one transaction (`atomically`)', (driver) => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await driver.fresh({ migrate: false });
+    await db.query('CREATE TABLE at (id int PRIMARY KEY)');
+  });
+  afterAll(async () => {
+    await driver.cleanup();
+  });
+
+  it('commits all of them with their results, or (one failing) none; on PostgreSQL in one round trip', async () => {
+    const batch = (a: number, b: number) =>
+      db.atomically([
+        { sql: 'SELECT pg_advisory_xact_lock($1)', params: [77] },
+        { sql: 'INSERT INTO at VALUES ($1)', params: [a] },
+        { sql: 'INSERT INTO at VALUES ($1) RETURNING id', params: [b] },
+      ]);
+    // The first on a connection prepares its statements.
+    expect((await batch(1, 2))[2]?.rows).toEqual([{ id: 2 }]);
+    const c = countQueries();
+    let rs: Awaited<ReturnType<typeof batch>>;
+    try {
+      rs = await batch(3, 4);
+    } finally {
+      c.stop();
+    }
+    expect(rs.map((r) => r.rowCount)).toEqual([1, 1, 1]);
+    if (driver.name === 'postgres') expect(c.sent).toEqual(['COMMIT']);
+    // The second insert fails: the first is rolled back with it, the lock released.
+    await expect(batch(5, 1)).rejects.toMatchObject({ code: '23505' });
+    expect((await db.query('SELECT id FROM at ORDER BY id')).rows).toEqual([
+      { id: 1 },
+      { id: 2 },
+      { id: 3 },
+      { id: 4 },
+    ]);
+    expect(
+      (await db.transaction((tx) => tx.query('SELECT pg_try_advisory_xact_lock(77) AS got'))).rows,
+    ).toEqual([{ got: true }]);
+    expect((await batch(5, 6)).length).toBe(3);
+  });
+});
+
 describe.each(drivers)('$name: a withdrawal move whose held write fails', (driver) => {
   let db: Db;
   let repo: WithdrawalRepo;

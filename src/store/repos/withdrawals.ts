@@ -17,7 +17,7 @@
  */
 import { appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
-import { type Db, type Queryable, runBatch } from '../db.js';
+import type { Db, Queryable } from '../db.js';
 import { Deferring, later } from '../deferred.js';
 import { BadRequestError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
@@ -332,21 +332,19 @@ export class WithdrawalRepo {
         .then((r) => r.rows[0] && fromRow(r.rows[0]));
     // PGlite has one session and runs one statement at a time: the statement alone is atomic.
     if (this.db.kind === 'pglite') return lease(this.db);
-    return this.db.transaction(async (tx) => {
-      // One sending party's withdrawals are carried by one owner at a time, across processes and
-      // instances: they spend the same holdings. Claims for one party are serialised by this lock,
-      // taken before the statement that checks the others (whose snapshot then sees their leases).
-      // Both in one round trip (with BEGIN), each its own statement.
-      const [, leased] = await runBatch(tx, [
-        {
-          sql: `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
-          params: [id],
-        },
-        { sql: CLAIM_SQL, params: [id, owner, Math.max(1, Math.round(ms))] },
-      ]);
-      const row = leased?.rows[0] as Row | undefined;
-      return row && fromRow(row);
-    });
+    // One sending party's withdrawals are carried by one owner at a time, across processes and
+    // instances: they spend the same holdings. Claims for one party are serialised by this lock,
+    // taken before the statement that checks the others (whose snapshot then sees their leases).
+    // One transaction, in one round trip with its BEGIN and COMMIT, each its own statement.
+    const [, leased] = await this.db.atomically([
+      {
+        sql: `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
+        params: [id],
+      },
+      { sql: CLAIM_SQL, params: [id, owner, Math.max(1, Math.round(ms))] },
+    ]);
+    const row = leased?.rows[0] as Row | undefined;
+    return row && fromRow(row);
   }
 
   /** Extends `owner`'s lease; false when it no longer holds it. */
