@@ -1,7 +1,7 @@
 /**
  * The files vitest runs in one shared process per worker (vitest.config.ts) must not leave state
  * that changes what the next file sees: no module mocks, no stubbed environment or globals, no fake
- * timers, no change of directory, no child processes. A listed file that starts doing any of this
+ * timers, no change of directory, no child processes, no V8 flags. A listed file that starts doing any of this
  * fails here and belongs in the isolated project instead.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ const FORBIDDEN: readonly [RegExp, string][] = [
   [/process\.chdir\(/, 'changes directory'],
   [/(?<![.\w])(spawn|spawnSync|execFile|execFileSync|fork|exec|execSync)\(/, 'starts a child process'],
   [/globalThis\.[A-Za-z_$]+\s*=[^=]/, 'assigns a global'],
+  [/\bsetFlagsFromString\(/, 'changes V8 flags'],
 ];
 
 describe('files sharing a process', () => {

@@ -25,6 +25,13 @@ export interface FlowContext extends PipelineOptions {
    * validator's own proposal names the provider.
    */
   validatorParty?: string;
+  /**
+   * How long a read of the completion stream waits with nothing new before it
+   * takes the stream as read to its end (ms; default 1,500). A participant
+   * sends what it has at once, so this is the cost of every lookup of an
+   * unknown outcome; a network slow to stream needs more.
+   */
+  completionIdleMs?: number;
 }
 
 /** The party's record, or a refusal naming it: the signer only signs for parties it onboarded or imported. */

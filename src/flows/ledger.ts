@@ -58,6 +58,8 @@ function schemeOf(name: string): HashingScheme {
   throw new Error(`the participant used hashing scheme ${name}, which this signer does not support`);
 }
 
+/** How long a completion read waits for more before it ends, unless the context says otherwise. */
+const COMPLETION_IDLE_MS = 1500;
 /** Completions read per request while scanning; a full page means there may be more. */
 const COMPLETION_PAGE = 1000;
 /** Pages read at most in one scan (a longer history leaves the scan incomplete: unknown, not "none"). */
@@ -89,7 +91,7 @@ export async function scanCompletions(
   let from = q.beginExclusive;
   for (let page = 0; page < MAX_COMPLETION_PAGES; page++) {
     const items = await ctx.ledger.completions(completionsRequest(ctx.userId, q.party, from), {
-      streamIdleTimeoutMs: 1500,
+      streamIdleTimeoutMs: ctx.completionIdleMs ?? COMPLETION_IDLE_MS,
       limit: COMPLETION_PAGE,
       ...FROM_BUILDER,
     });

@@ -18,6 +18,7 @@ import { KNOWN_LF_VERSIONS, truncate } from './decode-fields.js';
 import { NodeDecoder } from './decode-nodes.js';
 import { checkStructure, type NodeShape, type StructureInput } from './decode-structure.js';
 import { inputBytes, type TransactionInput } from './input.js';
+import { keepAlive } from './keep-alive.js';
 import type {
   CreateNode,
   DamlTransaction,
@@ -51,7 +52,15 @@ export function decodePreparedTransaction(
   const d = new Decoder(bytes);
   const { transaction, metadata } = d.preparedTransaction();
   const { nodeById, seedById } = checkStructure(transaction, options);
+  keepDecoderShapes();
   return { transaction, metadata, nodeById, seedById, bytes };
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/** An empty decoder made after the work, so it has the maps now in use (keep-alive.ts says why). */
+function keepDecoderShapes(): void {
+  keepAlive('decoder', new Decoder(NO_BYTES));
 }
 
 /**
@@ -81,6 +90,7 @@ export function visitPreparedTransaction<S extends NodeShape>(
   const { transaction, metadata } = d.preparedTransaction(visitor);
   const shaped = transaction as unknown as StructureInput<S>;
   const { nodeById } = checkStructure(shaped, {});
+  keepDecoderShapes();
   return { version: transaction.version, roots: transaction.roots, metadata, nodeById };
 }
 

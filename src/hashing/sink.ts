@@ -10,6 +10,7 @@
  * (a flush of the buffer, a large `raw` that bypasses it) is recorded too.
  */
 import { createHash, type Hash, hash as oneShot } from 'node:crypto';
+import { keepAlive } from './keep-alive.js';
 
 const CAP = 64 * 1024;
 /** Characters of a long string encoded at a time: at most 3 UTF-8 bytes each, so a piece fits the buffer. */
@@ -60,6 +61,7 @@ export class Sha256Sink {
     else {
       this.h.update(this.buf.subarray(0, this.len));
       out = this.h.digest();
+      keepAlive('hash', this.h); // finished, it holds no data (keep-alive.ts says why)
       this.h = undefined;
     }
     this.len = 0;

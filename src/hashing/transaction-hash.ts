@@ -20,6 +20,7 @@ import {
 } from './decode.js';
 import { TransactionError } from './errors.js';
 import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
+import { keepAlive } from './keep-alive.js';
 import type {
   CreateNode,
   DecodedTransaction,
@@ -113,6 +114,7 @@ export function hashParts(
       `hashing scheme ${scheme.toUpperCase()} does not cover max_record_time; use V3 to have the deadline signed`,
     );
   const hasher = new Hasher(rules, scheme);
+  keepAlive('hasher', hasher);
   if (isDecoded(input)) return hasher.run(input);
   // Base64 text is decoded into a reused buffer: nothing returned from here refers to the bytes.
   const bytes =

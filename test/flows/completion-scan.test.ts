@@ -28,13 +28,16 @@ const completion = (offset: number, commandId: string, code = 0, submissionId = 
   }) as unknown as CompletionStreamResponse;
 
 /** A participant whose stream holds `all` and answers pages of `limit` after `beginExclusive`. */
-function participant(all: CompletionStreamResponse[], opts: { stuck?: boolean } = {}) {
+function participant(all: CompletionStreamResponse[], opts: { stuck?: boolean; idleMs?: number } = {}) {
   const calls: number[] = [];
+  const idle: (number | undefined)[] = [];
   const ctx = {
     userId: 'u',
+    ...(opts.idleMs !== undefined ? { completionIdleMs: opts.idleMs } : {}),
     ledger: {
-      async completions(req: { beginExclusive: number }, o: { limit: number }) {
+      async completions(req: { beginExclusive: number }, o: { limit: number; streamIdleTimeoutMs?: number }) {
         calls.push(req.beginExclusive);
+        idle.push(o.streamIdleTimeoutMs);
         if (opts.stuck) return all.slice(0, o.limit); // ignores the offset: never moves on
         return all
           .filter((c) => {
@@ -45,7 +48,7 @@ function participant(all: CompletionStreamResponse[], opts: { stuck?: boolean } 
       },
     },
   } as unknown as FlowContext;
-  return { ctx, calls };
+  return { ctx, calls, idle };
 }
 
 const others = (from: number, n: number) =>
@@ -80,5 +83,15 @@ describe('scanCompletions', () => {
     const scan = await scanCompletions(p.ctx, { party: PARTY, commandId: 'mine', beginExclusive: 0 });
     expect(scan.complete).toBe(false);
     expect(scan.committed).toBeUndefined();
+  });
+
+  it('waits 1.5 s for more by default on each page, or what the context says', async () => {
+    const stream = [...others(1, 1000), completion(1001, 'mine')];
+    const byDefault = participant(stream);
+    await scanCompletions(byDefault.ctx, { party: PARTY, commandId: 'mine', beginExclusive: 0 });
+    expect(byDefault.idle).toEqual([1500, 1500]);
+    const set = participant(stream, { idleMs: 250 });
+    await scanCompletions(set.ctx, { party: PARTY, commandId: 'mine', beginExclusive: 0 });
+    expect(set.idle).toEqual([250, 250]);
   });
 });
