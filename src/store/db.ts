@@ -156,6 +156,8 @@ const PARSERS: Record<number, (text: string) => unknown> = {
 
 /** A transaction handle kept beyond its transaction: refused, not run in whatever holds the session then. */
 const ENDED = 'a statement on a transaction handle after the transaction ended';
+/** A statement on a transaction handle after one of its statements failed: refused, the transaction is over. */
+const FAILED = 'a statement on a transaction handle after one of its statements failed';
 
 /** PostgreSQL error codes that mean "run the transaction again" (and a stale prepared plan, below). */
 const RETRYABLE = new Set(['40001', '40P01']);
@@ -392,23 +394,37 @@ class PgliteDb implements Db {
         try {
           await this.run('BEGIN', [], false);
           let result: T;
+          // The first statement that failed: the transaction is not committed (COMMIT would only
+          // roll it back, and say nothing), as on the server driver.
+          let failed: { error: unknown } | undefined;
+          const noted = async <R>(go: () => Promise<R>): Promise<R> => {
+            try {
+              return await go();
+            } catch (e) {
+              failed ??= { error: e };
+              throw e;
+            }
+          };
           try {
             result = await fn({
-              query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
-                if (!self.open) throw new Error(ENDED);
-                if (opts.first !== undefined) await this.run(opts.first, [], false);
-                return this.run<R>(sql, params, false);
-              },
-              // One call into the engine per statement, as always: the session is in this process.
-              batch: async (statements) => {
-                const out: QueryResult<Record<string, unknown>>[] = [];
-                for (const st of statements) {
+              query: <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) =>
+                noted(async () => {
                   if (!self.open) throw new Error(ENDED);
-                  out.push(await this.run(st.sql, st.params ?? [], false));
-                }
-                return out;
-              },
+                  if (opts.first !== undefined) await this.run(opts.first, [], false);
+                  return this.run<R>(sql, params, false);
+                }),
+              // One call into the engine per statement, as always: the session is in this process.
+              batch: (statements) =>
+                noted(async () => {
+                  const out: QueryResult<Record<string, unknown>>[] = [];
+                  for (const st of statements) {
+                    if (!self.open) throw new Error(ENDED);
+                    out.push(await this.run(st.sql, st.params ?? [], false));
+                  }
+                  return out;
+                }),
             });
+            if (failed) throw failed.error;
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
             await this.run('ROLLBACK', [], true).catch(() => {});
@@ -747,8 +763,12 @@ class PostgresDb implements Db {
   /** Batch steps' texts → the name each is prepared under (a few constant statements). */
   private readonly stepNames = new Map<string, string>();
 
+  /** Step texts whose prepared plan went stale: they run unnamed from then on. */
+  private readonly staleSteps = new Set<string>();
+
   /** `sql` (no parameters) as a batch step, prepared under a name of its own; undefined past the limit. */
   private step(sql: string): Step | undefined {
+    if (this.staleSteps.has(sql)) return undefined;
     let name = this.stepNames.get(sql);
     if (name === undefined) {
       if (this.stepNames.size >= STEP_LIMIT) return undefined;
@@ -826,9 +846,13 @@ class PostgresDb implements Db {
         .slice(ahead.length)
         .map((r) => ({ rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? r.rows.length }));
     } catch (e) {
-      // Which statement's plan went stale is not told: each runs unnamed from now on.
+      // Which statement's plan went stale is not told: each runs unnamed from now on (those
+      // without parameters too, which run as named steps ahead of the last).
       if (isStalePlan(e))
-        for (const st of statements) if (this.names.get(st.sql)) this.names.set(st.sql, null);
+        for (const st of statements) {
+          if (this.names.get(st.sql)) this.names.set(st.sql, null);
+          if ((st.params ?? []).length === 0 && this.stepNames.has(st.sql)) this.staleSteps.add(st.sql);
+        }
       throw e;
     }
   }
@@ -860,22 +884,40 @@ class PostgresDb implements Db {
       // BEGIN is sent with the transaction's first statement (one round trip for both); a
       // transaction that ran no statement sends neither BEGIN nor COMMIT.
       let begun = false;
+      // The first statement of the transaction that failed: the transaction is then over, it is
+      // not committed (COMMIT would only roll it back, and say nothing). The server aborts it on
+      // its own errors (a later statement is answered 25P02); an error raised here instead (a
+      // value that cannot be sent, an answer that cannot be read) may have kept BEGIN from going
+      // out: no later statement is sent, it could run outside the transaction.
+      let failed: { error: unknown } | undefined;
+      const guarded = async <R>(go: () => Promise<R>): Promise<R> => {
+        if (!open) throw new Error(ENDED);
+        if (failed && sqlState(failed.error) === undefined) throw new Error(FAILED);
+        try {
+          return await go();
+        } catch (e) {
+          failed ??= { error: e };
+          throw e;
+        }
+      };
       try {
         const result = await fn({
-          query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
-            if (!open) throw new Error(ENDED);
-            const steps = begun ? [] : [BEGIN];
-            begun = true;
-            return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
-          },
-          batch: async (statements) => {
-            if (!open) throw new Error(ENDED);
-            if (statements.length === 0) return [];
-            const steps = begun ? [] : [BEGIN];
-            begun = true;
-            return this.runAll(client, steps, statements);
-          },
+          query: <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) =>
+            guarded(async () => {
+              const steps = begun ? [] : [BEGIN];
+              begun = true;
+              return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
+            }),
+          batch: (statements) =>
+            guarded(async () => {
+              if (statements.length === 0) return [];
+              const steps = begun ? [] : [BEGIN];
+              begun = true;
+              return this.runAll(client, steps, statements);
+            }),
         });
+        // A statement failed and `fn` went on: COMMIT would only roll back (and say nothing).
+        if (failed) throw failed.error;
         if (begun) await client.query('COMMIT');
         return result;
       } catch (e) {
