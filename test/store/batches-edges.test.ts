@@ -150,6 +150,40 @@ describe.runIf(hasPg)('postgres: batches on one connection', () => {
     await t.drop();
   });
 
+  it('`atomically` retries a deadlock victim whole: each batch written exactly once', async () => {
+    const pool = await openPostgres(t.url, { max: 4 });
+    try {
+      await pool.query('CREATE TABLE dl (k int, who text)');
+      const crossing = (first: number, second: number, who: string) =>
+        pool.atomically([
+          { sql: 'SELECT pg_advisory_xact_lock($1::bigint)', params: [first] },
+          { sql: 'SELECT pg_sleep($1::float8)', params: [0.2] },
+          { sql: 'SELECT pg_advisory_xact_lock($1::bigint)', params: [second] },
+          { sql: 'INSERT INTO dl VALUES ($1, $2)', params: [first, who] },
+        ]);
+      // Twice: the first round prepares the statements on the connections (one by one).
+      for (let round = 0; round < 2; round++)
+        await Promise.all([crossing(1, 2, `a${round}`), crossing(2, 1, `b${round}`)]);
+      const rows = await pool.query<{ who: string; n: number }>(
+        'SELECT who, count(*)::int AS n FROM dl GROUP BY who ORDER BY who',
+      );
+      // A deadlock did happen (the server counts them): the batches went through by their retries.
+      await pool.query('SELECT pg_stat_force_next_flush()');
+      const dead = await pool.query<{ n: number }>(
+        'SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()',
+      );
+      expect(dead.rows[0]?.n).toBeGreaterThan(0);
+      expect(rows.rows).toEqual([
+        { who: 'a0', n: 1 },
+        { who: 'a1', n: 1 },
+        { who: 'b0', n: 1 },
+        { who: 'b1', n: 1 },
+      ]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('a batched statement without parameters whose plan went stale runs again (unnamed)', async () => {
     const batch = () =>
       db.transaction(async (tx) => {
