@@ -11,11 +11,14 @@ import { type Queryable, type QueryOptions, type QueryResult, runBatch, type Sta
 
 export class Deferring implements Queryable {
   private readonly held: Statement[] = [];
+  private closed = false;
 
   constructor(private readonly tx: Queryable) {}
 
   /** Holds `sql` until the next statement (or `flush`). */
   hold(sql: string, params: unknown[] = []): void {
+    // A write held after the last flush would never be sent: refuse it instead of losing it.
+    if (this.closed) throw new Error("a write was held after its transaction's writes were sent");
     this.held.push({ sql, params });
   }
 
@@ -42,6 +45,24 @@ export class Deferring implements Queryable {
   async flush(): Promise<void> {
     if (this.held.length > 0) await runBatch(this.tx, this.held.splice(0));
   }
+
+  /** Sends what is held, and refuses anything held from now on. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+  }
+}
+
+/**
+ * `fn` on a `Deferring` handle over `tx`; what it held is sent before its
+ * result is returned, so nothing is left behind for the commit, and a write
+ * held later (by something `fn` let escape) is refused, not dropped.
+ */
+export async function deferring<T>(tx: Queryable, fn: (d: Deferring) => Promise<T>): Promise<T> {
+  const d = new Deferring(tx);
+  const result = await fn(d);
+  await d.close();
+  return result;
 }
 
 /**

@@ -229,3 +229,40 @@ describe.runIf(hasPg)('postgres: batches on one connection', () => {
     expect((await db.query('SELECT id FROM st WHERE id = 3')).rows).toEqual([]);
   });
 });
+
+describe('deferring(): nothing held is left behind', () => {
+  /** A transaction handle that records what reaches it. */
+  const recorder = () => {
+    const sent: string[] = [];
+    const tx = {
+      async query(sql: string) {
+        sent.push(sql);
+        return { rows: [], rowCount: 0 };
+      },
+    };
+    return { sent, tx };
+  };
+
+  it('sends what the writer held before it returns, in order', async () => {
+    const { sent, tx } = recorder();
+    const { deferring } = await import('../../src/store/deferred.js');
+    const r = await deferring(tx, async (d) => {
+      d.hold('INSERT 1');
+      await d.query('SELECT 2');
+      d.hold('INSERT 3');
+      return 'done';
+    });
+    expect(r).toBe('done');
+    expect(sent).toEqual(['INSERT 1', 'SELECT 2', 'INSERT 3']);
+  });
+
+  it('refuses a write held after the writer returned instead of dropping it', async () => {
+    const { tx } = recorder();
+    const { deferring } = await import('../../src/store/deferred.js');
+    let escaped: { hold(sql: string): void } | undefined;
+    await deferring(tx, async (d) => {
+      escaped = d;
+    });
+    expect(() => escaped?.hold('INSERT late')).toThrow(/held after/);
+  });
+});

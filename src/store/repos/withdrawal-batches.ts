@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
 import type { Queryable } from '../db.js';
-import { Deferring } from '../deferred.js';
+import { type Deferring, deferring } from '../deferred.js';
 import { IdempotencyConflictError, LeaseLostError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { Failed } from '../group-commit.js';
 import { appendEvents, type EventInput } from './events.js';
@@ -62,12 +62,18 @@ const slot = (caller: string, key: string) => `${caller}\u0000${key}`;
  * batch are answered like a repeat: same request → that withdrawal
  * (created:false), another request → IdempotencyConflictError.
  */
-export async function insertBatch(
+export function insertBatch(
   on: Queryable,
   batch: readonly PendingCreate[],
 ): Promise<(CreateResult | Failed)[]> {
   // The audit rows' statement travels with the events' (deferred.ts).
-  const tx = new Deferring(on);
+  return deferring(on, (tx) => insertBatchOn(tx, batch));
+}
+
+async function insertBatchOn(
+  tx: Deferring,
+  batch: readonly PendingCreate[],
+): Promise<(CreateResult | Failed)[]> {
   const first = new Map<string, PendingCreate>();
   for (const p of batch) if (!first.has(slot(p.caller, p.key))) first.set(slot(p.caller, p.key), p);
   const order = [...first.values()].sort((a, b) =>
@@ -150,7 +156,6 @@ export async function insertBatch(
   await appendAuditBatch(tx, audit);
   // Last: the outbox's lock is held until the commit.
   await appendEvents(tx, events);
-  await tx.flush();
   return outcomes;
 }
 
@@ -192,13 +197,13 @@ const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 F
  * whose withdrawal is missing or in another state is answered with its error
  * and leaves the others (and the transaction) untouched.
  */
-export async function moveBatch(
-  on: Queryable,
-  batch: readonly PendingMove[],
-): Promise<(Withdrawal | Failed)[]> {
+export function moveBatch(on: Queryable, batch: readonly PendingMove[]): Promise<(Withdrawal | Failed)[]> {
   // Statements whose results are not read (the moves' `also` writes, the audit rows) travel with
   // the next statement (deferred.ts): the same statements in the same transaction, fewer round trips.
-  const tx = new Deferring(on);
+  return deferring(on, (tx) => moveBatchOn(tx, batch));
+}
+
+async function moveBatchOn(tx: Deferring, batch: readonly PendingMove[]): Promise<(Withdrawal | Failed)[]> {
   const out: (Withdrawal | Failed)[] = new Array(batch.length);
   const order = batch.map((_, i) => i).sort((a, b) => compareIds(batch[a]?.id ?? '', batch[b]?.id ?? ''));
   const audit: AuditEntry[] = [];
@@ -268,7 +273,6 @@ export async function moveBatch(
   await appendAuditBatch(tx, audit);
   // Last: one statement for the batch; the outbox's lock is held until the commit.
   await appendEvents(tx, events);
-  await tx.flush();
   return out;
 }
 

@@ -18,7 +18,7 @@
 import { appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
-import { Deferring, later } from '../deferred.js';
+import { deferring, later } from '../deferred.js';
 import { BadRequestError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
 import { appendEvents } from './events.js';
@@ -440,11 +440,11 @@ export class WithdrawalRepo {
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
     // In the caller's transaction when given (ledger ingestion settles deliveries with the update).
     const inTx = <T>(fn: (tx: Queryable) => Promise<T>) => (opts.tx ? fn(opts.tx) : this.db.transaction(fn));
-    return inTx(async (on) => {
-      // The audit row's statement travels with the event's (deferred.ts).
-      const tx = new Deferring(on);
-      const r = await tx.query<Row & { from_delivery: DeliveryState }>(
-        `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
+    // The audit row's statement travels with the event's (deferred.ts).
+    return inTx((on) =>
+      deferring(on, async (tx) => {
+        const r = await tx.query<Row & { from_delivery: DeliveryState }>(
+          `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
          UPDATE withdrawals w SET delivery = $3, updated_at = now(),
              offer_cid = COALESCE($4, w.offer_cid),
              offer_expires_at = COALESCE($5::timestamptz, w.offer_expires_at),
@@ -454,41 +454,41 @@ export class WithdrawalRepo {
            FROM cur
           WHERE w.id = cur.id AND cur.delivery = ANY($2::text[])
          RETURNING w.*, cur.delivery AS from_delivery`,
-        [
-          id,
-          [...from],
-          to,
-          patch.offerCid ?? null,
-          patch.offerExpiresAt ?? null,
-          patch.outcome ?? null,
-          patch.updateId ?? null,
-          patch.scannedTo ?? null,
-        ],
-      );
-      const row = r.rows[0];
-      if (!row) {
-        const cur = await this.get(id, tx);
-        if (!cur) throw new NotFoundError(`withdrawal ${id}`);
-        throw new WithdrawalStateError(id, `delivery ${cur.delivery ?? 'none'}`, `delivery ${to}`);
-      }
-      const w = fromRow(row);
-      await appendAuditBatch(tx, [
-        {
-          actor: this.actor(opts.actor),
-          action: `withdrawal.delivery.${to}`,
-          subject: `withdrawal:${id}`,
-          details: {
-            from: row.from_delivery,
+          [
+            id,
+            [...from],
             to,
-            ...(w.offer ? { offer: { ...w.offer } } : {}),
-            ...((opts.details ?? {}) as Record<string, Json>),
+            patch.offerCid ?? null,
+            patch.offerExpiresAt ?? null,
+            patch.outcome ?? null,
+            patch.updateId ?? null,
+            patch.scannedTo ?? null,
+          ],
+        );
+        const row = r.rows[0];
+        if (!row) {
+          const cur = await this.get(id, tx);
+          if (!cur) throw new NotFoundError(`withdrawal ${id}`);
+          throw new WithdrawalStateError(id, `delivery ${cur.delivery ?? 'none'}`, `delivery ${to}`);
+        }
+        const w = fromRow(row);
+        await appendAuditBatch(tx, [
+          {
+            actor: this.actor(opts.actor),
+            action: `withdrawal.delivery.${to}`,
+            subject: `withdrawal:${id}`,
+            details: {
+              from: row.from_delivery,
+              to,
+              ...(w.offer ? { offer: { ...w.offer } } : {}),
+              ...((opts.details ?? {}) as Record<string, Json>),
+            },
           },
-        },
-      ]);
-      await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
-      await tx.flush();
-      return w;
-    });
+        ]);
+        await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
+        return w;
+      }),
+    );
   }
 
   /** Where reading the ledger for the end of the withdrawal's offer starts (after this offset). */
