@@ -9,6 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 
+/**
+ * How often the bench's withdrawal worker looks for work (ms): 200 by default
+ * (serve's own default is 2,000), BENCH_WORKER_POLL_MS to change it.
+ */
+const WORKER_POLL_MS = Number(process.env.BENCH_WORKER_POLL_MS ?? 200);
+
 /** Passphrase of the bench keystore (file keys only the bench uses, in a temporary folder). */
 export const BENCH_PASSPHRASE = 'bench-passphrase';
 
@@ -35,7 +41,7 @@ export function benchConfig({ dir, sandbox, ledgerApiUser, databaseUrl, port = 0
       : { sandbox: true },
     auth: { issuer: 'bench', audience: 'bench', algorithms: ['HS256'] },
     // The same worker tuning as the single-process mode (its workerOptions), per process.
-    worker: { concurrency: 16, pollMs: 200 },
+    worker: { concurrency: 16, pollMs: WORKER_POLL_MS },
     // BENCH_POLICY=FILE: the service decides under this policy (bench/policy.yaml has limits).
     ...(process.env.BENCH_POLICY ? { policy: { file: resolve(process.env.BENCH_POLICY) } } : {}),
     log: { level: 'warn' },
@@ -73,7 +79,7 @@ export async function benchService(dist, { db, dir, secret, concurrency, sandbox
     store,
     signer,
     ...(sandbox ? {} : { sandbox: { seed: 'bench-api' } }),
-    ...(worker ? { workerOptions: { pollMs: 200, concurrency } } : { worker: false }),
+    ...(worker ? { workerOptions: { pollMs: WORKER_POLL_MS, concurrency } } : { worker: false }),
   });
   const net = (sandbox ?? service.sandbox).ctx.net;
   /** A new Ed25519 key, its party hosted on the sandbox (funded with `fund`) and booked. */

@@ -28,7 +28,8 @@
  * 0.15 / 0.85), BENCH_PG_ADMIN_URL (default
  * postgresql://postgres@127.0.0.1:5432/postgres: a database is created for
  * the run and dropped after it), BENCH_PROF (a folder: a V8 CPU profile of
- * the service over the window, service-window.cpuprofile), BENCH_TARGET_MS.
+ * the service over the window, service-window.cpuprofile), BENCH_TARGET_MS,
+ * BENCH_WORKER_POLL_MS (the worker's poll interval, default 200 ms).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

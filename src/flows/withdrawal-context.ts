@@ -135,8 +135,8 @@ export function withdrawalContext(r: Run): FlowContext {
   function recordPrepared(hash: string) {
     const prepared = run.prepared;
     return prepared
-      ? (tx: Parameters<typeof store.artifacts.recordPrepared>[1], attempt: number) =>
-          store.artifacts.recordPrepared(
+      ? (tx: Parameters<typeof store.artifacts.writePrepared>[1], attempt: number) =>
+          store.artifacts.writePrepared(
             { withdrawalId: id, attempt, hash, hashingScheme: prepared.scheme, bytes: prepared.bytes },
             tx,
           )
@@ -181,8 +181,8 @@ export function withdrawalContext(r: Run): FlowContext {
     const sig = run.signed;
     return sig
       ? {
-          also: async (tx: Parameters<typeof store.artifacts.recordSignature>[1]) =>
-            void (await store.artifacts.recordSignature(
+          also: async (tx: Parameters<typeof store.artifacts.writeSignature>[1]) =>
+            void (await store.artifacts.writeSignature(
               {
                 withdrawalId: id,
                 hash: s.rec.hash ?? '',

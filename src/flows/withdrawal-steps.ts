@@ -16,7 +16,7 @@ import type { SignOutput } from '../keys/signer.js';
 import type { OnlineAirGap } from '../offline/online.js';
 import { AwaitingApproval } from '../policy/hook.js';
 import type { Queryable } from '../store/db.js';
-import { NotFoundError, StoreError } from '../store/errors.js';
+import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
 import type { TransitionOptions, Withdrawal, WithdrawalState } from '../store/repos/withdrawals.js';
 import type { AwaitingSignature } from './air-gap.js';
@@ -189,15 +189,16 @@ export function recordOutcome(
   return env.store.artifacts.setSubmissionOutcome(submissionId, { outcome: 'committed', ...facts }, q);
 }
 
-/** The move's `also` that writes a committed submission's outcome (a record gone: the move goes on). */
+/**
+ * The move's `also` that writes a committed submission's outcome (a record gone: the move goes on),
+ * nothing read back: it travels with the move's next statement.
+ */
 export function outcomeWith(env: RunEnv, o: RunState['outcome']): Pick<TransitionOptions, 'also'> {
   if (!o) return {};
+  const { submissionId, ...facts } = o;
   return {
-    also: async (tx) => {
-      await recordOutcome(env, o, tx).catch((e: unknown) => {
-        if (!(e instanceof NotFoundError)) throw e;
-      });
-    },
+    also: (tx) =>
+      env.store.artifacts.writeSubmissionOutcome(submissionId, { outcome: 'committed', ...facts }, tx),
   };
 }
 

@@ -23,6 +23,7 @@
  */
 import { canonicalJson, type Json, sha256Hex, storable, unstorableText } from './canonical.js';
 import type { Db, Queryable } from './db.js';
+import { later } from './deferred.js';
 
 export const AUDIT_GENESIS = '0'.repeat(64);
 const DOMAIN = 'canton-signer/audit@1\n';
@@ -170,7 +171,8 @@ async function writeChained(q: Queryable, entries: readonly AuditEntry[]): Promi
     out.push({ row, details: c.details });
     prevHash = row.hash;
   }
-  await q.query(APPEND_SQL, [`[${json.join(',')}]`, h.seq + clean.length, prevHash]);
+  // Held until the transaction's next statement when `q` holds them (nothing here reads its result).
+  await later(q, APPEND_SQL, [`[${json.join(',')}]`, h.seq + clean.length, prevHash]);
   return out;
 }
 

@@ -63,12 +63,40 @@ export interface QueryOptions {
   first?: string;
 }
 
+/** One statement of a `batch`. */
+export interface Statement {
+  sql: string;
+  params?: unknown[];
+}
+
 export interface Queryable {
   query<T = Record<string, unknown>>(
     sql: string,
     params?: unknown[],
     opts?: QueryOptions,
   ): Promise<QueryResult<T>>;
+  /**
+   * Transaction handles only: `statements` in order, each its own statement
+   * (its own snapshot under READ COMMITTED), each run only if the ones before
+   * it succeeded; their results in order, or the first error (which aborts the
+   * transaction, as it would have one by one). On PostgreSQL they travel in
+   * one round trip (with BEGIN when they are the transaction's first).
+   */
+  batch?(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]>;
+}
+
+/**
+ * `statements` on `q` in order (one round trip where `q` can batch them, see
+ * `Queryable.batch`; one by one otherwise, stopping at the first error).
+ */
+export async function runBatch(
+  q: Queryable,
+  statements: readonly Statement[],
+): Promise<QueryResult<Record<string, unknown>>[]> {
+  if (q.batch) return q.batch(statements);
+  const out: QueryResult<Record<string, unknown>>[] = [];
+  for (const s of statements) out.push(await q.query(s.sql, s.params ?? []));
+  return out;
 }
 
 export interface Db extends Queryable {
@@ -77,6 +105,14 @@ export interface Db extends Queryable {
   readonly location: string;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * `statements` as one transaction, each run only if the ones before it
+   * succeeded, their results in order; rolled back on the first error. On
+   * PostgreSQL BEGIN, the statements and COMMIT travel in one round trip (a
+   * failure of that round trip, COMMIT's included, leaves it unknown whether
+   * it committed, as a failing COMMIT does).
+   */
+  atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]>;
   close(): Promise<void>;
 }
 
@@ -120,6 +156,8 @@ const PARSERS: Record<number, (text: string) => unknown> = {
 
 /** A transaction handle kept beyond its transaction: refused, not run in whatever holds the session then. */
 const ENDED = 'a statement on a transaction handle after the transaction ended';
+/** A statement on a transaction handle after one of its statements failed: refused, the transaction is over. */
+const FAILED = 'a statement on a transaction handle after one of its statements failed';
 
 /** PostgreSQL error codes that mean "run the transaction again" (and a stale prepared plan, below). */
 const RETRYABLE = new Set(['40001', '40P01']);
@@ -341,6 +379,10 @@ class PgliteDb implements Db {
     }
   }
 
+  atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]> {
+    return this.transaction((tx) => runBatch(tx, statements));
+  }
+
   private once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (this.inTransaction.getStore()?.open)
       return Promise.reject(new Error('a PGlite transaction cannot be started inside another one'));
@@ -352,14 +394,37 @@ class PgliteDb implements Db {
         try {
           await this.run('BEGIN', [], false);
           let result: T;
+          // The first statement that failed: the transaction is not committed (COMMIT would only
+          // roll it back, and say nothing), as on the server driver.
+          let failed: { error: unknown } | undefined;
+          const noted = async <R>(go: () => Promise<R>): Promise<R> => {
+            try {
+              return await go();
+            } catch (e) {
+              failed ??= { error: e };
+              throw e;
+            }
+          };
           try {
             result = await fn({
-              query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
-                if (!self.open) throw new Error(ENDED);
-                if (opts.first !== undefined) await this.run(opts.first, [], false);
-                return this.run<R>(sql, params, false);
-              },
+              query: <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) =>
+                noted(async () => {
+                  if (!self.open) throw new Error(ENDED);
+                  if (opts.first !== undefined) await this.run(opts.first, [], false);
+                  return this.run<R>(sql, params, false);
+                }),
+              // One call into the engine per statement, as always: the session is in this process.
+              batch: (statements) =>
+                noted(async () => {
+                  const out: QueryResult<Record<string, unknown>>[] = [];
+                  for (const st of statements) {
+                    if (!self.open) throw new Error(ENDED);
+                    out.push(await this.run(st.sql, st.params ?? [], false));
+                  }
+                  return out;
+                }),
             });
+            if (failed) throw failed.error;
           } catch (e) {
             // The first error is the one that matters; a failing ROLLBACK does not replace it.
             await this.run('ROLLBACK', [], true).catch(() => {});
@@ -603,10 +668,11 @@ interface PgConnection {
 }
 const PgQueryClass = (pg as unknown as { Query: new (config: pg.QueryConfig) => PgQuery }).Query;
 
-/** A statement without parameters that `batched` runs ahead of another, prepared on the connection under `name`. */
+/** A statement that `batched` runs ahead of another, prepared on the connection under `name`. */
 interface Step {
   name: string;
   text: string;
+  values?: unknown[];
 }
 
 /** Distinct batch steps prepared per connection at most (past it, a step runs on its own). */
@@ -620,43 +686,52 @@ const BEGIN: Step = { name: 'cs_begin', text: 'BEGIN' };
  * extended-protocol batch under a single Sync, so the server runs each
  * statement only if those before it succeeded (an error skips the rest of
  * the batch) and answers all at once; each is its own statement (its own
- * snapshot under READ COMMITTED). The last statement's result is returned.
- * A step not yet prepared on this connection is prepared by a round trip of
- * its own first (a parse answer inside the batch would be taken for the
- * last statement's by node-postgres).
+ * snapshot under READ COMMITTED). Every statement's result, in order. A step
+ * not yet prepared on this connection makes the whole batch go one statement
+ * per round trip, preparing it (a parse answer inside the batch would be taken
+ * for the last statement's by node-postgres): from then on it travels in the
+ * batch. A step's values are turned into parameter text before anything is
+ * sent, so that a value that cannot be sent fails the batch before it starts.
  */
 async function batched(
   client: pg.PoolClient,
   steps: readonly Step[],
   config: pg.QueryConfig,
-): Promise<pg.QueryResult> {
+): Promise<pg.QueryResult[]> {
   const connection = (client as unknown as { connection: PgConnection }).connection;
   if (steps.some((s) => connection.parsedStatements[s.name] === undefined)) {
-    for (const s of steps) await client.query({ name: s.name, text: s.text });
-    return client.query(config);
+    const out: pg.QueryResult[] = [];
+    for (const s of steps)
+      out.push(await client.query({ name: s.name, text: s.text, ...(s.values ? { values: s.values } : {}) }));
+    out.push(await client.query(config));
+    return out;
   }
+  const ahead = steps.map((s) => ({ name: s.name, values: s.values?.map((v) => prepareValue(v)) }));
   const q = new PgQueryClass(config);
   // Always the extended protocol (a statement without parameters would otherwise be sent as a
   // simple query, on its own).
   q.queryMode = 'extended';
   const prepare = q.prepare.bind(q);
   q.prepare = (c) => {
-    for (const s of steps) {
-      c.bind({ statement: s.name });
+    for (const s of ahead) {
+      c.bind({ statement: s.name, ...(s.values ? { values: s.values } : {}) });
       // Described, so that a step's rows (a lock's void) can be read like any others.
       c.describe({ type: 'P', name: '' });
       c.execute({});
     }
     prepare(c);
   };
-  return new Promise((resolve, reject) => {
+  const results = await new Promise<pg.QueryResult[]>((resolve, reject) => {
     q.callback = (err, res) => {
       if (err) reject(err);
-      // The steps' results first, then the statement's.
-      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as pg.QueryResult);
+      // One result per statement: the steps' first, then the statement's.
+      else resolve(Array.isArray(res) ? res : [res]);
     };
     client.query(q as unknown as pg.QueryConfig);
   });
+  if (results.length !== steps.length + 1)
+    throw new Error(`a batch of ${steps.length + 1} statements answered ${results.length} results`);
+  return results;
 }
 
 class PostgresDb implements Db {
@@ -688,8 +763,12 @@ class PostgresDb implements Db {
   /** Batch steps' texts → the name each is prepared under (a few constant statements). */
   private readonly stepNames = new Map<string, string>();
 
+  /** Step texts whose prepared plan went stale: they run unnamed from then on. */
+  private readonly staleSteps = new Set<string>();
+
   /** `sql` (no parameters) as a batch step, prepared under a name of its own; undefined past the limit. */
   private step(sql: string): Step | undefined {
+    if (this.staleSteps.has(sql)) return undefined;
     let name = this.stepNames.get(sql);
     if (name === undefined) {
       if (this.stepNames.size >= STEP_LIMIT) return undefined;
@@ -697,6 +776,13 @@ class PostgresDb implements Db {
       this.stepNames.set(sql, name);
     }
     return { name, text: sql };
+  }
+
+  /** A statement as a batch step: prepared under its own name; undefined when it runs unnamed. */
+  private asStep(sql: string, params: unknown[]): Step | undefined {
+    if (params.length === 0) return this.step(sql);
+    const c = this.config(sql, params);
+    return c.name ? { name: c.name, text: sql, values: params } : undefined;
   }
 
   /** `opts.first` added to `steps` (or, past the limit, run now, after them, on `client`). */
@@ -720,10 +806,53 @@ class PostgresDb implements Db {
   ): Promise<QueryResult<T>> {
     try {
       const config = this.config(sql, params);
-      const r = steps.length > 0 ? await batched(on as pg.PoolClient, steps, config) : await on.query(config);
+      const r =
+        steps.length > 0
+          ? ((await batched(on as pg.PoolClient, steps, config)).at(-1) as pg.QueryResult)
+          : await on.query(config);
       return { rows: r.rows as T[], rowCount: r.rowCount ?? r.rows.length };
     } catch (e) {
       if (isStalePlan(e) && this.names.get(sql)) this.names.set(sql, null);
+      throw e;
+    }
+  }
+
+  /**
+   * `statements` on `client` after `ahead` (BEGIN), in one round trip (`batched`); their results,
+   * without `ahead`'s. One by one when one of them cannot be named (past the limits).
+   */
+  private async runAll(
+    client: pg.PoolClient,
+    ahead: readonly Step[],
+    statements: readonly Statement[],
+  ): Promise<QueryResult<Record<string, unknown>>[]> {
+    const [head, ...rest] = statements;
+    if (!head) return [];
+    const steps = [...ahead];
+    for (const st of statements.slice(0, -1)) {
+      const s = this.asStep(st.sql, st.params ?? []);
+      if (!s) {
+        const out = [await this.run<Record<string, unknown>>(client, head.sql, head.params ?? [], ahead)];
+        for (const x of rest)
+          out.push(await this.run<Record<string, unknown>>(client, x.sql, x.params ?? []));
+        return out;
+      }
+      steps.push(s);
+    }
+    const last = statements.at(-1) as Statement;
+    try {
+      const rs = await batched(client, steps, this.config(last.sql, last.params ?? []));
+      return rs
+        .slice(ahead.length)
+        .map((r) => ({ rows: r.rows as Record<string, unknown>[], rowCount: r.rowCount ?? r.rows.length }));
+    } catch (e) {
+      // Which statement's plan went stale is not told: each runs unnamed from now on (those
+      // without parameters too, which run as named steps ahead of the last).
+      if (isStalePlan(e))
+        for (const st of statements) {
+          if (this.names.get(st.sql)) this.names.set(st.sql, null);
+          if ((st.params ?? []).length === 0 && this.stepNames.has(st.sql)) this.staleSteps.add(st.sql);
+        }
       throw e;
     }
   }
@@ -755,15 +884,40 @@ class PostgresDb implements Db {
       // BEGIN is sent with the transaction's first statement (one round trip for both); a
       // transaction that ran no statement sends neither BEGIN nor COMMIT.
       let begun = false;
+      // The first statement of the transaction that failed: the transaction is then over, it is
+      // not committed (COMMIT would only roll it back, and say nothing). The server aborts it on
+      // its own errors (a later statement is answered 25P02); an error raised here instead (a
+      // value that cannot be sent, an answer that cannot be read) may have kept BEGIN from going
+      // out: no later statement is sent, it could run outside the transaction.
+      let failed: { error: unknown } | undefined;
+      const guarded = async <R>(go: () => Promise<R>): Promise<R> => {
+        if (!open) throw new Error(ENDED);
+        if (failed && sqlState(failed.error) === undefined) throw new Error(FAILED);
+        try {
+          return await go();
+        } catch (e) {
+          failed ??= { error: e };
+          throw e;
+        }
+      };
       try {
         const result = await fn({
-          query: async <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) => {
-            if (!open) throw new Error(ENDED);
-            const steps = begun ? [] : [BEGIN];
-            begun = true;
-            return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
-          },
+          query: <R>(sql: string, params: unknown[] = [], opts: QueryOptions = {}) =>
+            guarded(async () => {
+              const steps = begun ? [] : [BEGIN];
+              begun = true;
+              return this.run<R>(client, sql, params, await this.withFirst(client, steps, opts));
+            }),
+          batch: (statements) =>
+            guarded(async () => {
+              if (statements.length === 0) return [];
+              const steps = begun ? [] : [BEGIN];
+              begun = true;
+              return this.runAll(client, steps, statements);
+            }),
         });
+        // A statement failed and `fn` went on: COMMIT would only roll back (and say nothing).
+        if (failed) throw failed.error;
         if (begun) await client.query('COMMIT');
         return result;
       } catch (e) {
@@ -780,6 +934,33 @@ class PostgresDb implements Db {
         throw e;
       } finally {
         open = false;
+        client.release(broken);
+      }
+    }
+  }
+
+  async atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]> {
+    if (statements.length === 0) return [];
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        const rs = await this.runAll(client, [BEGIN], [...statements, { sql: 'COMMIT' }]);
+        return rs.slice(0, -1);
+      } catch (e) {
+        // The batch stopped at its first error: the transaction is still open unless COMMIT ran.
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        const state = sqlState(e);
+        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && attempt < 5) {
+          await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+          continue;
+        }
+        throw e;
+      } finally {
         client.release(broken);
       }
     }

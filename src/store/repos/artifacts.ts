@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { base64ToBytes } from '../../hashing/input.js';
 import type { KeyScheme } from '../../keys/schemes.js';
 import type { Db, Queryable } from '../db.js';
+import { later } from '../deferred.js';
 import { NotFoundError } from '../errors.js';
 
 export interface PreparedRecord {
@@ -81,6 +82,35 @@ const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", 
   completion_offset AS "completionOffset", update_id AS "updateId", reason,
   commit_deadline AS "commitDeadline", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
+const INSERT_PREPARED = `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash,
+    hashing_scheme, bytes_raw) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
+const INSERT_SIGNATURE = `INSERT INTO signatures (id, prepared_id, withdrawal_id, hash, signed_by, key_label, scheme,
+    signature_format, signature) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+const UPDATE_OUTCOME = `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
+    update_id = COALESCE($4, update_id), reason = COALESCE($5, reason), updated_at = now()
+  WHERE submission_id = $1`;
+
+function signatureValues(s: Omit<SignatureRecord, 'id' | 'createdAt'>): unknown[] {
+  return [
+    randomUUID(),
+    s.preparedId ?? null,
+    s.withdrawalId ?? null,
+    s.hash,
+    s.signedBy,
+    s.keyLabel,
+    s.scheme,
+    s.signatureFormat,
+    s.signature,
+  ];
+}
+
+function outcomeValues(
+  submissionId: string,
+  o: { outcome: SubmissionOutcome; completionOffset?: number; updateId?: string; reason?: string },
+): unknown[] {
+  return [submissionId, o.outcome, o.completionOffset ?? null, o.updateId ?? null, o.reason ?? null];
+}
+
 export class ArtifactRepo {
   constructor(private readonly db: Db) {}
 
@@ -98,20 +128,36 @@ export class ArtifactRepo {
       bytes: p.bytes,
     };
     // Only the default is read back: the bytes (tens of KB) are what was sent.
-    const r = await q.query<{ createdAt: string }>(
-      `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash, hashing_scheme, bytes_raw)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at AS "createdAt"`,
-      [
-        row.id,
-        row.withdrawalId,
-        row.requestId,
-        row.attempt,
-        row.hash,
-        row.hashingScheme,
-        base64ToBytes(row.bytes, 'the prepared transaction'),
-      ],
-    );
+    const r = await q.query<{ createdAt: string }>(`${INSERT_PREPARED} RETURNING created_at AS "createdAt"`, [
+      row.id,
+      row.withdrawalId,
+      row.requestId,
+      row.attempt,
+      row.hash,
+      row.hashingScheme,
+      base64ToBytes(row.bytes, 'the prepared transaction'),
+    ]);
     return defined({ ...row, createdAt: r.rows[0]!.createdAt });
+  }
+
+  /**
+   * `recordPrepared` inside a withdrawal transition (its `also`), nothing read
+   * back: on the transition's handle the insert travels with its next
+   * statement (deferred.ts).
+   */
+  async writePrepared(
+    p: Pick<PreparedRecord, 'withdrawalId' | 'hash' | 'hashingScheme' | 'bytes'> & { attempt: number },
+    q: Queryable = this.db,
+  ): Promise<void> {
+    await later(q, INSERT_PREPARED, [
+      randomUUID(),
+      p.withdrawalId ?? null,
+      null,
+      p.attempt,
+      p.hash,
+      p.hashingScheme,
+      base64ToBytes(p.bytes, 'the prepared transaction'),
+    ]);
   }
 
   /** The prepared transactions of a withdrawal, oldest first. */
@@ -130,22 +176,15 @@ export class ArtifactRepo {
     q: Queryable = this.db,
   ): Promise<SignatureRecord> {
     const r = await q.query<Nullable<SignatureRecord>>(
-      `INSERT INTO signatures (id, prepared_id, withdrawal_id, hash, signed_by, key_label, scheme,
-         signature_format, signature)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${SIGNATURE}`,
-      [
-        randomUUID(),
-        s.preparedId ?? null,
-        s.withdrawalId ?? null,
-        s.hash,
-        s.signedBy,
-        s.keyLabel,
-        s.scheme,
-        s.signatureFormat,
-        s.signature,
-      ],
+      `${INSERT_SIGNATURE} RETURNING ${SIGNATURE}`,
+      signatureValues(s),
     );
     return defined(r.rows[0]!);
+  }
+
+  /** `recordSignature` inside a withdrawal transition (its `also`), nothing read back (see `writePrepared`). */
+  async writeSignature(s: Omit<SignatureRecord, 'id' | 'createdAt'>, tx: Queryable): Promise<void> {
+    await later(tx, INSERT_SIGNATURE, signatureValues(s));
   }
 
   async signaturesFor(withdrawalId: string, q: Queryable = this.db): Promise<SignatureRecord[]> {
@@ -186,13 +225,24 @@ export class ArtifactRepo {
     q: Queryable = this.db,
   ): Promise<SubmissionRecord> {
     const r = await q.query<Nullable<SubmissionRecord>>(
-      `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
-         update_id = COALESCE($4, update_id), reason = COALESCE($5, reason), updated_at = now()
-       WHERE submission_id = $1 RETURNING ${SUBMISSION}`,
-      [submissionId, o.outcome, o.completionOffset ?? null, o.updateId ?? null, o.reason ?? null],
+      `${UPDATE_OUTCOME} RETURNING ${SUBMISSION}`,
+      outcomeValues(submissionId, o),
     );
     if (!r.rows[0]) throw new NotFoundError(`submission ${submissionId}`);
     return defined(r.rows[0]);
+  }
+
+  /**
+   * `setSubmissionOutcome` inside a withdrawal transition (its `also`),
+   * nothing read back (see `writePrepared`): a submission no longer on
+   * record is not an error here, the transition goes on.
+   */
+  async writeSubmissionOutcome(
+    submissionId: string,
+    o: { outcome: SubmissionOutcome; completionOffset?: number; updateId?: string; reason?: string },
+    tx: Queryable,
+  ): Promise<void> {
+    await later(tx, UPDATE_OUTCOME, outcomeValues(submissionId, o));
   }
 
   /** Submissions under one command id, oldest first. */

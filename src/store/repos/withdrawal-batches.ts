@@ -3,12 +3,15 @@
  * creates (one multi-row insert, idempotent per caller and key) and moves of
  * the state machine (one guarded statement each, fenced by the worker's
  * lease), each batch's audit entries chained in one append and its events
- * appended last, all in the batch's transaction.
+ * appended last, all in the batch's transaction. Statements whose results
+ * are not read travel with the next one (deferred.ts): a batch of moves costs
+ * four round trips with its COMMIT, however many moves and `also` writes.
  */
 import { randomUUID } from 'node:crypto';
 import { type AuditEntry, appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
 import type { Queryable } from '../db.js';
+import { type Deferring, deferring } from '../deferred.js';
 import { IdempotencyConflictError, LeaseLostError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { Failed } from '../group-commit.js';
 import { appendEvents, type EventInput } from './events.js';
@@ -59,8 +62,16 @@ const slot = (caller: string, key: string) => `${caller}\u0000${key}`;
  * batch are answered like a repeat: same request → that withdrawal
  * (created:false), another request → IdempotencyConflictError.
  */
-export async function insertBatch(
-  tx: Queryable,
+export function insertBatch(
+  on: Queryable,
+  batch: readonly PendingCreate[],
+): Promise<(CreateResult | Failed)[]> {
+  // The audit rows' statement travels with the events' (deferred.ts).
+  return deferring(on, (tx) => insertBatchOn(tx, batch));
+}
+
+async function insertBatchOn(
+  tx: Deferring,
   batch: readonly PendingCreate[],
 ): Promise<(CreateResult | Failed)[]> {
   const first = new Map<string, PendingCreate>();
@@ -179,36 +190,50 @@ const MOVE_SQL = `WITH cur AS (SELECT id, state FROM withdrawals WHERE id = $1 F
 
 /**
  * One batch of moves in the transaction `tx`, one outcome per move in order:
- * one statement per move (rows locked in id order, so that concurrent batches
- * of several processes lock in the same order), each move's `also`, then the
- * audit entries of every move chained in one append (one head lock). A move
+ * one statement per move, all sent in one round trip (rows locked in id
+ * order, so that concurrent batches of several processes lock in the same
+ * order), then each move's `also`, then the audit entries of every move
+ * chained in one append (one head lock). A move
  * whose withdrawal is missing or in another state is answered with its error
  * and leaves the others (and the transaction) untouched.
  */
-export async function moveBatch(
-  tx: Queryable,
-  batch: readonly PendingMove[],
-): Promise<(Withdrawal | Failed)[]> {
+export function moveBatch(on: Queryable, batch: readonly PendingMove[]): Promise<(Withdrawal | Failed)[]> {
+  // Statements whose results are not read (the moves' `also` writes, the audit rows) travel with
+  // the next statement (deferred.ts): the same statements in the same transaction, fewer round trips.
+  return deferring(on, (tx) => moveBatchOn(tx, batch));
+}
+
+async function moveBatchOn(tx: Deferring, batch: readonly PendingMove[]): Promise<(Withdrawal | Failed)[]> {
   const out: (Withdrawal | Failed)[] = new Array(batch.length);
   const order = batch.map((_, i) => i).sort((a, b) => compareIds(batch[a]?.id ?? '', batch[b]?.id ?? ''));
   const audit: AuditEntry[] = [];
   // In the order the rows were moved (a withdrawal moved twice in one batch: in submission order).
   const events: EventInput[] = [];
-  for (const i of order) {
+  // Every move's guarded statement in one round trip, in id order; each still its own statement.
+  const moved = await tx.batch(
+    order.map((i) => {
+      const m = batch[i] as PendingMove;
+      const { patch } = m;
+      return {
+        sql: MOVE_SQL,
+        params: [
+          m.id,
+          [...m.from],
+          m.to,
+          patch.incrementAttempts ? 1 : 0,
+          patch.lastError !== undefined,
+          patch.lastError ?? null,
+          patch.updateId ?? null,
+          patch.lookupFrom ?? null,
+          m.opts.owner ?? null,
+        ],
+      };
+    }),
+  );
+  for (const [k, i] of order.entries()) {
     const m = batch[i] as PendingMove;
     const { patch } = m;
-    const r = await tx.query<Row & { from_state: WithdrawalState }>(MOVE_SQL, [
-      m.id,
-      [...m.from],
-      m.to,
-      patch.incrementAttempts ? 1 : 0,
-      patch.lastError !== undefined,
-      patch.lastError ?? null,
-      patch.updateId ?? null,
-      patch.lookupFrom ?? null,
-      m.opts.owner ?? null,
-    ]);
-    const row = r.rows[0];
+    const row = moved[k]?.rows[0] as (Row & { from_state: WithdrawalState }) | undefined;
     if (!row) {
       const cur = (
         await tx.query<{ state: WithdrawalState; lease_owner: string | null }>(

@@ -18,6 +18,7 @@
 import { appendAuditBatch } from '../audit.js';
 import type { Json } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
+import { deferring, later } from '../deferred.js';
 import { BadRequestError, NotFoundError, WithdrawalStateError } from '../errors.js';
 import { GroupCommit } from '../group-commit.js';
 import { appendEvents } from './events.js';
@@ -239,12 +240,13 @@ export class WithdrawalRepo {
           actor: opts.actor,
           details: opts.reason !== undefined ? { reason: opts.reason } : {},
           // A request across the air gap for it is void: a response to it is refused, its signature never used.
-          also: async (tx) =>
-            void (await tx.query(
+          also: (tx) =>
+            later(
+              tx,
               `UPDATE air_gap_exports SET status = 'cancelled', updated_at = now()
                 WHERE withdrawal_id = $1 AND status IN ('open', 'imported')`,
               [id],
-            )),
+            ),
         },
       );
       return { withdrawal: done, changed: true };
@@ -330,16 +332,19 @@ export class WithdrawalRepo {
         .then((r) => r.rows[0] && fromRow(r.rows[0]));
     // PGlite has one session and runs one statement at a time: the statement alone is atomic.
     if (this.db.kind === 'pglite') return lease(this.db);
-    return this.db.transaction(async (tx) => {
-      // One sending party's withdrawals are carried by one owner at a time, across processes and
-      // instances: they spend the same holdings. Claims for one party are serialised by this lock,
-      // taken before the statement that checks the others (whose snapshot then sees their leases).
-      await tx.query(
-        `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
-        [id],
-      );
-      return lease(tx);
-    });
+    // One sending party's withdrawals are carried by one owner at a time, across processes and
+    // instances: they spend the same holdings. Claims for one party are serialised by this lock,
+    // taken before the statement that checks the others (whose snapshot then sees their leases).
+    // One transaction, in one round trip with its BEGIN and COMMIT, each its own statement.
+    const [, leased] = await this.db.atomically([
+      {
+        sql: `SELECT pg_advisory_xact_lock(hashtextextended('cs-party:' || party, 7011)) FROM withdrawals WHERE id = $1`,
+        params: [id],
+      },
+      { sql: CLAIM_SQL, params: [id, owner, Math.max(1, Math.round(ms))] },
+    ]);
+    const row = leased?.rows[0] as Row | undefined;
+    return row && fromRow(row);
   }
 
   /** Extends `owner`'s lease; false when it no longer holds it. */
@@ -435,9 +440,11 @@ export class WithdrawalRepo {
     if (!UUID.test(id)) throw new NotFoundError(`withdrawal ${id}`);
     // In the caller's transaction when given (ledger ingestion settles deliveries with the update).
     const inTx = <T>(fn: (tx: Queryable) => Promise<T>) => (opts.tx ? fn(opts.tx) : this.db.transaction(fn));
-    return inTx(async (tx) => {
-      const r = await tx.query<Row & { from_delivery: DeliveryState }>(
-        `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
+    // The audit row's statement travels with the event's (deferred.ts).
+    return inTx((on) =>
+      deferring(on, async (tx) => {
+        const r = await tx.query<Row & { from_delivery: DeliveryState }>(
+          `WITH cur AS (SELECT id, delivery FROM withdrawals WHERE id = $1 FOR UPDATE)
          UPDATE withdrawals w SET delivery = $3, updated_at = now(),
              offer_cid = COALESCE($4, w.offer_cid),
              offer_expires_at = COALESCE($5::timestamptz, w.offer_expires_at),
@@ -447,40 +454,41 @@ export class WithdrawalRepo {
            FROM cur
           WHERE w.id = cur.id AND cur.delivery = ANY($2::text[])
          RETURNING w.*, cur.delivery AS from_delivery`,
-        [
-          id,
-          [...from],
-          to,
-          patch.offerCid ?? null,
-          patch.offerExpiresAt ?? null,
-          patch.outcome ?? null,
-          patch.updateId ?? null,
-          patch.scannedTo ?? null,
-        ],
-      );
-      const row = r.rows[0];
-      if (!row) {
-        const cur = await this.get(id, tx);
-        if (!cur) throw new NotFoundError(`withdrawal ${id}`);
-        throw new WithdrawalStateError(id, `delivery ${cur.delivery ?? 'none'}`, `delivery ${to}`);
-      }
-      const w = fromRow(row);
-      await appendAuditBatch(tx, [
-        {
-          actor: this.actor(opts.actor),
-          action: `withdrawal.delivery.${to}`,
-          subject: `withdrawal:${id}`,
-          details: {
-            from: row.from_delivery,
+          [
+            id,
+            [...from],
             to,
-            ...(w.offer ? { offer: { ...w.offer } } : {}),
-            ...((opts.details ?? {}) as Record<string, Json>),
+            patch.offerCid ?? null,
+            patch.offerExpiresAt ?? null,
+            patch.outcome ?? null,
+            patch.updateId ?? null,
+            patch.scannedTo ?? null,
+          ],
+        );
+        const row = r.rows[0];
+        if (!row) {
+          const cur = await this.get(id, tx);
+          if (!cur) throw new NotFoundError(`withdrawal ${id}`);
+          throw new WithdrawalStateError(id, `delivery ${cur.delivery ?? 'none'}`, `delivery ${to}`);
+        }
+        const w = fromRow(row);
+        await appendAuditBatch(tx, [
+          {
+            actor: this.actor(opts.actor),
+            action: `withdrawal.delivery.${to}`,
+            subject: `withdrawal:${id}`,
+            details: {
+              from: row.from_delivery,
+              to,
+              ...(w.offer ? { offer: { ...w.offer } } : {}),
+              ...((opts.details ?? {}) as Record<string, Json>),
+            },
           },
-        },
-      ]);
-      await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
-      return w;
-    });
+        ]);
+        await appendEvents(tx, [withdrawalEvent(`withdrawal.${to}`, w)]);
+        return w;
+      }),
+    );
   }
 
   /** Where reading the ledger for the end of the withdrawal's offer starts (after this offset). */
