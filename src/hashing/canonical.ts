@@ -92,12 +92,6 @@ export function contractIdBytesProblem(b: Uint8Array, start: number, end: number
 
 const NOT_HEX = 'is not lowercase even-length hex';
 
-/** `contractIdBytesProblem` of a string's UTF-8 bytes. */
-export function contractIdProblem(s: string): string | undefined {
-  const b = Buffer.from(s, 'utf8');
-  return contractIdBytesProblem(b, 0, b.length);
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function uuidProblem(s: string): string | undefined {
