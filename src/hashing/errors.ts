@@ -71,3 +71,16 @@ export class FieldPath {
     throw new TransactionError(code, this.render(...extra), detail);
   }
 }
+
+/**
+ * A state the verification core's own invariants rule out, met anyway: a bug
+ * in this code, not a fault of the input. Deliberately not a
+ * `TransactionError`: no caller may report it as the input's refusal, nor fall
+ * back around it to another path, so nothing is signed after it.
+ */
+export class InvariantError extends Error {
+  override readonly name = 'InvariantError';
+  constructor(detail: string) {
+    super(`internal invariant broken: ${detail}`);
+  }
+}

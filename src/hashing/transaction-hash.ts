@@ -22,7 +22,7 @@ import {
   visitPreparedTransaction,
 } from './decode.js';
 import { type ValueConsumer, WireValue, type WireValues } from './decode-values.js';
-import { TransactionError } from './errors.js';
+import { InvariantError, TransactionError } from './errors.js';
 import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
 import { keepAlive } from './keep-alive.js';
 import type {
@@ -249,8 +249,11 @@ class Hasher {
     const wire = this.wire!;
     this.wire = undefined;
     // Every value left on the wire was checked as it was hashed; one left unhashed would be unchecked.
+    // Unreachable: `head` walks every top-level value of every node and input contract.
     if (wire.walked !== wire.deferred)
-      throw new Error(`${wire.deferred - wire.walked} values of the transaction were not checked`);
+      throw new InvariantError(
+        `${wire.deferred - wire.walked} values of the transaction were left on the wire unchecked`,
+      );
     return parts;
   }
 
