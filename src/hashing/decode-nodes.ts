@@ -4,7 +4,7 @@
  * fields and sorted party sets. External-call results are refused here.
  */
 import { EMPTY_ID } from './decode-fields.js';
-import { ValueDecoder } from './decode-values.js';
+import { type TopValue, ValueDecoder } from './decode-values.js';
 import type {
   CreateNode,
   ExerciseNode,
@@ -17,9 +17,9 @@ import type {
 } from './model.js';
 
 export abstract class NodeDecoder extends ValueDecoder {
-  protected node(end: number): Node {
+  protected node(end: number): Node<TopValue> {
     let nodeId = '';
-    let node: NodeBody | undefined;
+    let node: NodeBody<TopValue> | undefined;
     let seen = 0;
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
@@ -38,8 +38,8 @@ export abstract class NodeDecoder extends ValueDecoder {
     return { nodeId, node };
   }
 
-  protected v1Node(end: number): NodeBody {
-    let body: NodeBody | undefined;
+  protected v1Node(end: number): NodeBody<TopValue> {
+    let body: NodeBody<TopValue> | undefined;
     while (this.r.pos < end) {
       const tag = this.r.tag(end);
       const field = tag >>> 3;
@@ -69,8 +69,8 @@ export abstract class NodeDecoder extends ValueDecoder {
     return body;
   }
 
-  protected create(end: number): CreateNode {
-    const n: CreateNode = {
+  protected create(end: number): CreateNode<TopValue> {
+    const n: CreateNode<TopValue> = {
       type: 'create',
       lfVersion: '',
       contractId: '',
@@ -130,8 +130,8 @@ export abstract class NodeDecoder extends ValueDecoder {
     return n;
   }
 
-  protected exercise(end: number): ExerciseNode {
-    const n: ExerciseNode = {
+  protected exercise(end: number): ExerciseNode<TopValue> {
+    const n: ExerciseNode<TopValue> = {
       type: 'exercise',
       lfVersion: '',
       contractId: '',

@@ -102,11 +102,11 @@ export abstract class ValueDecoder extends FieldDecoder {
   walked = 0;
 
   /** A node's top-level value field: decoded, or delimited when values are deferred. */
-  protected topValue(tag: number, end: number, name: string): Value {
+  protected topValue(tag: number, end: number, name: string): TopValue {
     const stop = this.enter(tag, end, name);
-    let v: Value;
+    let v: TopValue;
     if (this.deferValues) {
-      v = new WireValue(this.r.pos, stop) as unknown as Value;
+      v = new WireValue(this.r.pos, stop);
       this.deferred++;
       this.r.pos = stop;
     } else v = this.value(stop, 0);
@@ -490,6 +490,13 @@ export class WireValue {
     readonly stop: number,
   ) {}
 }
+
+/**
+ * A top-level value (an argument, a chosen value, a result) as the decoder
+ * hands it out: a `WireValue` when values are deferred, a `Value` otherwise.
+ * Typed as either, so that no reader of a deferred node mistakes one for the other.
+ */
+export type TopValue = Value | WireValue;
 
 /** The walker over the values a decode with `deferValues` left on the wire. */
 export interface WireValues {

@@ -28,6 +28,7 @@ import type {
   Node,
   NodeBody,
   NodeSeed,
+  PreparedTransaction,
 } from './model.js';
 import { WT_LEN, WT_VARINT } from './wire.js';
 
@@ -35,7 +36,7 @@ export { KNOWN_LF_VERSIONS } from './decode-fields.js';
 export type { NodeShape } from './decode-structure.js';
 export { MAX_VALUE_DEPTH } from './decode-values.js';
 
-import type { WireValues } from './decode-values.js';
+import type { TopValue, WireValues } from './decode-values.js';
 
 export interface DecodeOptions {
   /**
@@ -52,7 +53,8 @@ export function decodePreparedTransaction(
 ): DecodedTransaction {
   const bytes = inputBytes(input);
   const d = new Decoder(bytes);
-  const { transaction, metadata } = d.preparedTransaction();
+  // Values are not deferred (`deferValues` is off): every top-level value was decoded into a `Value`.
+  const { transaction, metadata } = d.preparedTransaction() as PreparedTransaction;
   const { nodeById, seedById } = checkStructure(transaction, options);
   keepDecoderShapes();
   return { transaction, metadata, nodeById, seedById, bytes };
@@ -81,7 +83,7 @@ export interface NodeVisitor<S extends NodeShape> {
    */
   begin(values: WireValues): void;
   seeds(seeds: readonly NodeSeed[]): void;
-  node(node: Node, index: number): S;
+  node(node: Node<TopValue>, index: number): S;
 }
 
 /**
@@ -97,7 +99,12 @@ export interface NodeVisitor<S extends NodeShape> {
 export function visitPreparedTransaction<S extends NodeShape>(
   bytes: Uint8Array,
   visitor: NodeVisitor<S>,
-): { version: string; roots: readonly string[]; metadata: Metadata; nodeById: ReadonlyMap<string, S> } {
+): {
+  version: string;
+  roots: readonly string[];
+  metadata: Metadata<TopValue>;
+  nodeById: ReadonlyMap<string, S>;
+} {
   const d = new Decoder(bytes);
   d.deferValues = true;
   visitor.begin(d);
@@ -112,12 +119,12 @@ class Decoder extends NodeDecoder {
   // ---- messages ----------------------------------------------------------
 
   preparedTransaction(visitor?: NodeVisitor<NodeShape>): {
-    transaction: DamlTransaction;
-    metadata: Metadata;
+    transaction: DamlTransaction<TopValue>;
+    metadata: Metadata<TopValue>;
   } {
     const end = this.r.buf.length;
-    let transaction: DamlTransaction | undefined;
-    let metadata: Metadata | undefined;
+    let transaction: DamlTransaction<TopValue> | undefined;
+    let metadata: Metadata<TopValue> | undefined;
     let seen = 0;
     while (this.r.pos < end) {
       if (transaction && metadata)
@@ -155,11 +162,11 @@ class Decoder extends NodeDecoder {
    * (whose bytes it only delimits), so that the seeds are known before any
    * node; the second decodes the nodes one by one and hands each to the visitor.
    */
-  private damlTransaction(end: number, visitor?: NodeVisitor<NodeShape>): DamlTransaction {
+  private damlTransaction(end: number, visitor?: NodeVisitor<NodeShape>): DamlTransaction<TopValue> {
     const start = this.r.pos;
     let version = '';
     const roots: string[] = [];
-    const nodes: Node[] = [];
+    const nodes: Node<TopValue>[] = [];
     const nodeSeeds: NodeSeed[] = [];
     let seen = 0;
     let skipped = 0;
@@ -219,7 +226,7 @@ class Decoder extends NodeDecoder {
         this.p.push(i);
         const node = this.node(stop);
         this.leave(stop, i);
-        nodes.push({ nodeId: node.nodeId, node: visitor.node(node, i) as NodeBody });
+        nodes.push({ nodeId: node.nodeId, node: visitor.node(node, i) as NodeBody<TopValue> });
       }
     }
     return { version, roots, nodes, nodeSeeds };
@@ -255,8 +262,8 @@ class Decoder extends NodeDecoder {
 
   // ---- metadata ----------------------------------------------------------
 
-  private metadata(end: number): Metadata {
-    const m: Metadata = {
+  private metadata(end: number): Metadata<TopValue> {
+    const m: Metadata<TopValue> = {
       submitterInfo: { actAs: [], commandId: '' },
       synchronizerId: '',
       mediatorGroup: 0,
@@ -397,8 +404,8 @@ class Decoder extends NodeDecoder {
     return { actAs, commandId };
   }
 
-  private inputContract(end: number): InputContract {
-    let contract: CreateNode | undefined;
+  private inputContract(end: number): InputContract<TopValue> {
+    let contract: CreateNode<TopValue> | undefined;
     let createdAt = 0n;
     let eventBlob: Uint8Array = new Uint8Array(0);
     let seenCreated = false;

@@ -41,19 +41,25 @@ export interface GlobalKeyWithMaintainers {
   maintainers: string[];
 }
 
-export interface CreateNode {
+/**
+ * Node types take the type of their top-level values (an argument, a chosen
+ * value, a result) as `TV`: a decoded `Value` in the model; for the streaming
+ * hasher's visitor `Value | WireValue` (decode-values.ts `TopValue`), as the
+ * values are left on the wire. Contract keys are always decoded.
+ */
+export interface CreateNode<TV = Value> {
   type: 'create';
   lfVersion: string;
   contractId: string;
   packageName: string;
   templateId: Identifier;
-  argument: Value;
+  argument: TV;
   signatories: string[];
   stakeholders: string[];
   key: GlobalKeyWithMaintainers | undefined;
 }
 
-export interface ExerciseNode {
+export interface ExerciseNode<TV = Value> {
   type: 'exercise';
   lfVersion: string;
   contractId: string;
@@ -64,10 +70,10 @@ export interface ExerciseNode {
   actingParties: string[];
   interfaceId: Identifier | undefined;
   choiceId: string;
-  chosenValue: Value;
+  chosenValue: TV;
   consuming: boolean;
   children: string[];
-  exerciseResult: Value | undefined;
+  exerciseResult: TV | undefined;
   choiceObservers: string[];
   key: GlobalKeyWithMaintainers | undefined;
   byKey: boolean;
@@ -102,11 +108,16 @@ export interface QueryByKeyNode {
   result: string[]; // contract ids
 }
 
-export type NodeBody = CreateNode | ExerciseNode | FetchNode | RollbackNode | QueryByKeyNode;
+export type NodeBody<TV = Value> =
+  | CreateNode<TV>
+  | ExerciseNode<TV>
+  | FetchNode
+  | RollbackNode
+  | QueryByKeyNode;
 
-export interface Node {
+export interface Node<TV = Value> {
   nodeId: string;
-  node: NodeBody;
+  node: NodeBody<TV>;
 }
 
 export interface NodeSeed {
@@ -114,26 +125,26 @@ export interface NodeSeed {
   seed: Uint8Array; // 32 bytes
 }
 
-export interface DamlTransaction {
+export interface DamlTransaction<TV = Value> {
   version: string;
   roots: string[];
-  nodes: Node[];
+  nodes: Node<TV>[];
   nodeSeeds: NodeSeed[];
 }
 
-export interface InputContract {
-  contract: CreateNode; // the `v1` branch; the hash treats it as a create without seed
+export interface InputContract<TV = Value> {
+  contract: CreateNode<TV>; // the `v1` branch; the hash treats it as a create without seed
   createdAt: bigint; // µs
   eventBlob: Uint8Array; // not hashed; a view into the decoded bytes
 }
 
-export interface Metadata {
+export interface Metadata<TV = Value> {
   submitterInfo: { actAs: string[]; commandId: string };
   synchronizerId: string;
   mediatorGroup: number; // uint32
   transactionUuid: string;
   preparationTime: bigint; // µs
-  inputContracts: InputContract[];
+  inputContracts: InputContract<TV>[];
   minLedgerEffectiveTime: bigint | undefined;
   maxLedgerEffectiveTime: bigint | undefined;
   maxRecordTime: bigint | undefined;

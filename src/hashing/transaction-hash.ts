@@ -21,7 +21,7 @@ import {
   type NodeShape,
   visitPreparedTransaction,
 } from './decode.js';
-import { type ValueConsumer, WireValue, type WireValues } from './decode-values.js';
+import { type TopValue, type ValueConsumer, WireValue, type WireValues } from './decode-values.js';
 import { InvariantError, TransactionError } from './errors.js';
 import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
 import { keepAlive } from './keep-alive.js';
@@ -265,7 +265,7 @@ class Hasher {
     version: string,
     roots: readonly string[],
     nodeHashes: Map<string, Uint8Array>,
-    metadata: Metadata,
+    metadata: Metadata<TopValue>,
   ): HashParts {
     const { rules, s } = this;
     s.begin();
@@ -335,7 +335,7 @@ class Hasher {
    * create, fetch or query-by-key, all but `int32(#children) ‖ child hashes`
    * for an exercise or a rollback. `path` names the node when refusing.
    */
-  private head(n: NodeBody, seed: Uint8Array | undefined, path: () => string): void {
+  private head(n: NodeBody<TopValue>, seed: Uint8Array | undefined, path: () => string): void {
     const { s, rules } = this;
     if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion))
       throw this.refuseVersion(`${path()}.lf_version`, n.lfVersion);
@@ -404,7 +404,7 @@ class Hasher {
   }
 
   /** V2 has no encoding for contract keys: refusing is the only way not to sign what is not hashed. */
-  private refuseKeys(n: NodeBody, path: () => string): void {
+  private refuseKeys(n: NodeBody<TopValue>, path: () => string): void {
     const why = 'is not covered by hashing scheme V2 (use V3)';
     if (n.type === 'queryByKey')
       throw new TransactionError('unsupported', path(), `a QueryByKey node ${why}`);
@@ -416,7 +416,7 @@ class Hasher {
   }
 
   /** Create encoding after the optional V2 version byte; `seed` absent for input contracts. */
-  private create(n: CreateNode, seed: Uint8Array | undefined): void {
+  private create(n: CreateNode<TopValue>, seed: Uint8Array | undefined): void {
     const s = this.s;
     s.string(n.lfVersion);
     s.u8(0);
@@ -439,7 +439,7 @@ class Hasher {
     for (const c of ids) this.s.raw(done.get(c)!);
   }
 
-  private metadata(m: Metadata): Uint8Array {
+  private metadata(m: Metadata<TopValue>): Uint8Array {
     const { s, rules } = this;
     // Input-contract create hashes first: the sink hashes one thing at a time.
     const inputs = m.inputContracts.map((ic, i) => {
@@ -491,7 +491,7 @@ class Hasher {
   }
 
   /** A node's top-level value: still on the wire when streaming (checked as it is encoded), or decoded. */
-  private topValue(v: Value): void {
+  private topValue(v: TopValue): void {
     if (v instanceof WireValue) this.wire!.walkDeferred(v, this.wireHasher);
     else this.value(v);
   }

@@ -12,7 +12,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodePreparedTransaction } from '../../src/hashing/decode.js';
+import { decodePreparedTransaction, visitPreparedTransaction } from '../../src/hashing/decode.js';
+import { MODEL, type TopValue, WireValue, type WireValues } from '../../src/hashing/decode-values.js';
 import { encodePreparedTransaction, encodeValue } from '../../src/hashing/encode.js';
 import { TransactionError } from '../../src/hashing/errors.js';
 import { bytesToHex } from '../../src/hashing/input.js';
@@ -191,6 +192,47 @@ describe('streaming hash = decode-then-hash', () => {
   it('both outcomes were exercised', () => {
     expect(accepted).toBeGreaterThan(200);
     expect(refused).toBeGreaterThan(200);
+  });
+});
+
+describe('visitPreparedTransaction', () => {
+  it('hands out top-level values as WireValues, typed so that reading them as a Value does not compile', () => {
+    let seen = 0;
+    fc.assert(
+      fc.property(arbPreparedTransaction({ scheme: 'v3', maxTreeDepth: 3, maxChildren: 3 }), (m) => {
+        let walker: WireValues | undefined;
+        const tops: TopValue[] = [];
+        const { metadata } = visitPreparedTransaction(encodePreparedTransaction(m), {
+          begin: (w) => {
+            walker = w;
+          },
+          seeds: () => {},
+          node: (node) => {
+            const n = node.node;
+            if (n.type === 'create') {
+              // @ts-expect-error a deferred argument may be a WireValue, which has no `kind`
+              expect(n.argument.kind).toBeUndefined();
+              tops.push(n.argument);
+            }
+            if (n.type === 'exercise') {
+              tops.push(n.chosenValue);
+              if (n.exerciseResult !== undefined) tops.push(n.exerciseResult);
+            }
+            return { type: n.type, children: 'children' in n ? n.children : undefined };
+          },
+        });
+        for (const ic of metadata.inputContracts) tops.push(ic.contract.argument);
+        expect(walker!.deferred).toBe(tops.length);
+        for (const v of tops) {
+          if (!(v instanceof WireValue)) throw new Error('a top-level value was decoded, not deferred');
+          walker!.walkDeferred(v, MODEL);
+        }
+        expect(walker!.walked).toBe(tops.length);
+        seen += tops.length;
+      }),
+      { seed: SEED + 6, numRuns: 30 },
+    );
+    expect(seen).toBeGreaterThan(30);
   });
 });
 
