@@ -262,7 +262,7 @@ export abstract class ValueDecoder extends FieldDecoder {
         return this.record(tag, end, depth, c);
       case 15: {
         const stop = this.enter(tag, end, 'variant');
-        const acc = c.variantStart(r, r.pos, stop);
+        const acc = c.variantStart(r, r.pos, stop, this.typeIdFirst(stop));
         let ctorStart = 0;
         let ctorStop = 0;
         let value: V | undefined;
@@ -293,7 +293,7 @@ export abstract class ValueDecoder extends FieldDecoder {
       }
       default: {
         const stop = this.enter(tag, end, 'enum');
-        const acc = c.enumStart(r, r.pos, stop);
+        const acc = c.enumStart(r, r.pos, stop, this.typeIdFirst(stop));
         let ctorStart = 0;
         let ctorStop = 0;
         let seen = 0;
@@ -316,6 +316,22 @@ export abstract class ValueDecoder extends FieldDecoder {
         return c.enum(acc, r, ctorStart, ctorStop);
       }
     }
+  }
+
+  /**
+   * Whether the message that ends at `stop` starts with field 1, the type id of
+   * a record, variant or enum: its first tag read as the loop over its fields
+   * reads it, then left unread. Told to the consumer at the message's start, so
+   * that an encoder writing in wire order knows whether the type id comes
+   * before everything else (one that comes later is `unordered`).
+   */
+  private typeIdFirst(stop: number): boolean {
+    const r = this.r;
+    if (r.pos >= stop) return false;
+    const at = r.pos;
+    const first = r.tag(stop) >>> 3;
+    r.pos = at;
+    return first === 1;
   }
 
   private textMap<V>(tag: number, end: number, depth: number, c: ValueConsumer<V>): V {
@@ -376,7 +392,7 @@ export abstract class ValueDecoder extends FieldDecoder {
   private record<V>(tag: number, end: number, depth: number, c: ValueConsumer<V>): V {
     const r = this.r;
     const stop = this.enter(tag, end, 'record');
-    const acc = c.recordStart(r, r.pos, stop);
+    const acc = c.recordStart(r, r.pos, stop, this.typeIdFirst(stop));
     let spans = this.labelSpans[depth];
     if (spans === undefined) {
       spans = [];
@@ -512,7 +528,8 @@ export interface WireValues {
  * ranges of the reader's buffer (valid UTF-8 or hex, already checked). Each
  * list, map, record, variant or enum gets an accumulator from its `…Start`
  * (which also receives the message's byte range, for counting its items before
- * they are read). `unordered` is called when a message's fields come in an
+ * they are read, and for a record, variant or enum whether its type id is its
+ * first field). `unordered` is called when a message's fields come in an
  * order other than ascending field numbers (which protobuf allows and the
  * model builder accepts, but an encoder writing in wire order cannot follow).
  */
@@ -543,17 +560,18 @@ export interface ValueConsumer<V> {
   genMapStart(r: WireReader, start: number, stop: number): unknown;
   genMapEntry(acc: unknown, k: V, v: V): void;
   genMap(acc: unknown): V;
-  recordStart(r: WireReader, start: number, stop: number): unknown;
+  /** `idFirst`: the record id is the message's first field (the walker read its tag). */
+  recordStart(r: WireReader, start: number, stop: number, idFirst: boolean): unknown;
   recordId(acc: unknown, id: Identifier): void;
   fieldLabel(acc: unknown, r: WireReader, start: number, stop: number): void;
   field(acc: unknown, r: WireReader, labelStart: number, labelStop: number, v: V): void;
   record(acc: unknown): V;
-  variantStart(r: WireReader, start: number, stop: number): unknown;
+  variantStart(r: WireReader, start: number, stop: number, idFirst: boolean): unknown;
   variantId(acc: unknown, id: Identifier): void;
   /** A variant's or an enum's constructor. */
   constructorName(acc: unknown, r: WireReader, start: number, stop: number): void;
   variant(acc: unknown, r: WireReader, ctorStart: number, ctorStop: number, v: V): V;
-  enumStart(r: WireReader, start: number, stop: number): unknown;
+  enumStart(r: WireReader, start: number, stop: number, idFirst: boolean): unknown;
   enumId(acc: unknown, id: Identifier): void;
   enum(acc: unknown, r: WireReader, ctorStart: number, ctorStop: number): V;
   unordered(): void;

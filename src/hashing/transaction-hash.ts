@@ -658,11 +658,6 @@ function encodeStrings(s: Sha256Sink, list: string[]): void {
   for (const x of list) s.string(x);
 }
 
-/** `[start, stop)` holds a length-delimited field 1 first (tag byte 0x0a): the type id of a record, variant or enum. */
-function typeIdFirst(r: WireReader, start: number, stop: number): boolean {
-  return start < stop && r.buf[start] === 0x0a;
-}
-
 /**
  * Canton's value encoding (the same in V2 and V3, as `Hasher.value` writes it
  * from the model) written straight from the wire bytes as the decoder's value
@@ -745,10 +740,10 @@ class WireHasher implements ValueConsumer<undefined> {
   genMapEntry(): void {}
   genMap(): undefined {}
   /** optional(record_id) ‖ int32(#fields): written here, or after the record id when it comes first. */
-  recordStart(r: WireReader, start: number, stop: number): unknown {
+  recordStart(r: WireReader, start: number, stop: number, idFirst: boolean): unknown {
     this.s.u8(0x0c);
     const n = r.countLen(start, stop, 2);
-    if (typeIdFirst(r, start, stop)) return n;
+    if (idFirst) return n;
     this.s.u8(0);
     this.s.i32(n);
     return n;
@@ -764,9 +759,10 @@ class WireHasher implements ValueConsumer<undefined> {
   }
   field(): void {}
   record(): undefined {}
-  variantStart(r: WireReader, start: number, stop: number): unknown {
+  /** optional(variant_id): absent unless the variant id comes first (written by `variantId`). */
+  variantStart(_r: WireReader, _start: number, _stop: number, idFirst: boolean): unknown {
     this.s.u8(0x0d);
-    if (!typeIdFirst(r, start, stop)) this.s.u8(0);
+    if (!idFirst) this.s.u8(0);
     return undefined;
   }
   variantId(_acc: unknown, id: Identifier): void {
@@ -777,9 +773,9 @@ class WireHasher implements ValueConsumer<undefined> {
     this.s.utf8(r.buf, start, stop);
   }
   variant(): undefined {}
-  enumStart(r: WireReader, start: number, stop: number): unknown {
+  enumStart(_r: WireReader, _start: number, _stop: number, idFirst: boolean): unknown {
     this.s.u8(0x0e);
-    if (!typeIdFirst(r, start, stop)) this.s.u8(0);
+    if (!idFirst) this.s.u8(0);
     return undefined;
   }
   enumId(_acc: unknown, id: Identifier): void {
