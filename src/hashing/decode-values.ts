@@ -328,6 +328,8 @@ export abstract class ValueDecoder extends FieldDecoder {
   private typeIdFirst(stop: number): boolean {
     const r = this.r;
     if (r.pos >= stop) return false;
+    const b = r.buf[r.pos]!;
+    if (b < 0x80) return b >>> 3 === 1; // a one-byte tag (the common case), decoded as `r.tag` decodes it
     const at = r.pos;
     const first = r.tag(stop) >>> 3;
     r.pos = at;

@@ -1,7 +1,9 @@
 /**
- * The one error type of the verification core. Every refusal names a class of
- * problem (`code`, stable, machine-readable) and the path of the offending field
- * in protobuf field names (e.g. `metadata.input_contracts[2].v1.signatories`).
+ * The error types of the verification core. Every refusal of an input is a
+ * `TransactionError`: it names a class of problem (`code`, stable,
+ * machine-readable) and the path of the offending field in protobuf field names
+ * (e.g. `metadata.input_contracts[2].v1.signatories`). An `InvariantError` is
+ * no refusal: the core met a state its own code rules out.
  */
 
 export type RefusalCode =
