@@ -9,14 +9,18 @@
  * submission whose outcome is unknown keeps its withdrawal `submitted` through
  * later refusals, a rejection the participant reports and its deadline until
  * its commit deadline has passed, and its next try spends the same holdings;
+ * unless a holding it spends was consumed: by another command (prepared
+ * again at once) or by its own (committed);
  * a worker whose lease was taken moves nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
+import { transfer } from '../../src/flows/transfer.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
 import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { pinnedInputs } from '../../src/flows/withdrawal-truth.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { base64ToBytes } from '../../src/hashing/input.js';
 import { fromUnits } from '../../src/intent/decimal.js';
@@ -417,6 +421,60 @@ describe('a submission whose outcome is unknown', () => {
     expect(more).toEqual([]);
     expect(inputsOf(first!.bytes)?.length).toBeGreaterThan(0);
     expect(inputsOf(second!.bytes)).toEqual(inputsOf(first!.bytes));
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('the holdings its submission spends spent by another transaction of the party: not committed, prepared again at once', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    expect(sent.state).toBe('submitted');
+    // Another flow of the same party (another withdrawal, a sweep, a merge) spends those holdings:
+    // what was sent for the withdrawal can no longer commit.
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs });
+    // Its commit deadline is an hour away, yet it does not wait for it: it is prepared anew.
+    expect(
+      Date.parse((await store.artifacts.submissionsFor(w.commandId))[0]!.commitDeadline!),
+    ).toBeGreaterThan(Date.now() + 600_000);
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'committed' });
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
+    expect(
+      trail.some(
+        (a) =>
+          a.action === 'withdrawal.prepared' &&
+          (a.details as { ledger?: string })?.ledger === 'not committed',
+      ),
+    ).toBe(true);
+  });
+
+  it('its holdings spent by its own command, the completions not showing it: committed, never prepared again', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    // What was sent reaches the ledger after all (the same command, the same holdings) …
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    const late = await transfer(ctx, {
+      from: alice.partyId,
+      to: bob.partyId,
+      amount: '1',
+      inputs,
+      commandId: w.commandId,
+    });
+    // … before the ledger end the withdrawal looks for its completions from (as if that end had been
+    // read after the commit): the completions do not show it, the transaction that spent its holdings does.
+    await store.db.query('UPDATE withdrawals SET lookup_from = $2 WHERE id = $1', [
+      w.id,
+      (await ctx.ledger.ledgerEnd()).offset,
+    ]);
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'committed' });
+    expect((await now(w.id)).updateId).toBe(late.updateId);
     expect(updatesOf(w.commandId)).toHaveLength(1);
   });
 
