@@ -452,6 +452,33 @@ describe('a submission whose outcome is unknown', () => {
     ).toBe(true);
   });
 
+  it('two withdrawals of one party prepared at once spend the same holding: the one that lost is prepared again at once', async () => {
+    // Two instances (or one after a crash) carry two withdrawals of one party: both select the same
+    // holding (the smallest that covers the amount) and both are signed before either executes.
+    let arrived = 0;
+    let release!: () => void;
+    const both = new Promise<void>((r) => {
+      release = r;
+    });
+    const ledger = Object.create(ctx.ledger) as FlowContext['ledger'];
+    ledger.executeAndWait = async (req, o) => {
+      if (++arrived === 2) release();
+      await Promise.race([both, new Promise((r) => setTimeout(r, 5000))]);
+      return ctx.ledger.executeAndWait(req, o);
+    };
+    const racing = { ctx: { ...ctx, ledger }, store };
+    const [a, b] = await Promise.all([create('1'), create('1')]);
+    const first = await Promise.all([runWithdrawal(racing, a!), runWithdrawal(racing, b!)]);
+    expect(arrived).toBeGreaterThanOrEqual(2);
+    const lost = first[0]!.done ? b! : a!;
+    expect(first.filter((r) => r.done)).toEqual([{ done: true, state: 'committed' }]);
+    expect((await now(lost.id)).state).toBe('submitted');
+    // Its transaction's holding is gone (the other one's command consumed it): not committed, and
+    // it does not wait an hour for its commit deadline.
+    expect(await run(await now(lost.id))).toEqual({ done: true, state: 'committed' });
+    for (const w of [a!, b!]) expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
   it('its holdings spent by its own command, the completions not showing it: committed, never prepared again', async () => {
     loseExecute();
     const w = await create('1');
