@@ -8,27 +8,26 @@
 
 /**
  * Daml Numeric as rendered by the participant: mandatory dot, scale ≤ 37, precision ≤ 38, no negative zero.
- * Scanned by hand (it runs for every numeric of every transaction): it accepts exactly
- * `-?(?:[1-9][0-9]*|0)\.[0-9]*`.
+ * Scanned by hand over the UTF-8 bytes (it runs for every numeric of every transaction, straight on
+ * the wire bytes): it accepts exactly `-?(?:[1-9][0-9]*|0)\.[0-9]*`; any byte above 0x7f is refused.
  */
-export function numericProblem(s: string): string | undefined {
-  const n = s.length;
-  let i = n > 0 && s.charCodeAt(0) === 0x2d ? 1 : 0;
-  const neg = i === 1;
+export function numericBytesProblem(b: Uint8Array, start: number, end: number): string | undefined {
+  let i = start < end && b[start] === 0x2d ? start + 1 : start;
+  const neg = i > start;
   const intStart = i;
-  const first = i < n ? s.charCodeAt(i) : -1;
+  const first = i < end ? b[i]! : -1;
   if (first === 0x30) i++;
   else if (first >= 0x31 && first <= 0x39) {
     i++;
-    while (i < n && isDigit(s.charCodeAt(i))) i++;
+    while (i < end && isDigit(b[i]!)) i++;
   } else return NOT_NUMERIC;
   const intLength = i - intStart;
-  if (i >= n || s.charCodeAt(i) !== 0x2e) return NOT_NUMERIC;
+  if (i >= end || b[i] !== 0x2e) return NOT_NUMERIC;
   i++;
-  const scale = n - i;
+  const scale = end - i;
   let zeroFraction = true;
-  for (; i < n; i++) {
-    const c = s.charCodeAt(i);
+  for (; i < end; i++) {
+    const c = b[i]!;
     if (!isDigit(c)) return NOT_NUMERIC;
     if (c !== 0x30) zeroFraction = false;
   }
@@ -40,6 +39,12 @@ export function numericProblem(s: string): string | undefined {
   return undefined;
 }
 
+/** `numericBytesProblem` of a string's UTF-8 bytes. */
+export function numericProblem(s: string): string | undefined {
+  const b = Buffer.from(s, 'utf8');
+  return numericBytesProblem(b, 0, b.length);
+}
+
 const NOT_NUMERIC =
   'is not a canonical Daml numeric (expected -?digits.digits, no leading zeros, no exponent)';
 
@@ -47,24 +52,50 @@ function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
 }
 
-const HEX = /^(?:[0-9a-f]{2})+$/;
+/**
+ * Two ASCII bytes `(a << 8) | b` of lowercase hex to the byte they denote, -1
+ * for anything else: contract ids are checked and decoded a pair at a time.
+ */
+export const HEX_PAIRS: Int16Array = (() => {
+  const t = new Int16Array(65536).fill(-1);
+  const digit = (c: number): number =>
+    c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1;
+  for (let a = 0; a < 256; a++)
+    for (let b = 0; b < 256; b++)
+      if (digit(a) >= 0 && digit(b) >= 0) t[(a << 8) | b] = (digit(a) << 4) | digit(b);
+  return t;
+})();
 
-/** Contract ids: lowercase, even-length hex with a known version prefix. */
-export function contractIdProblem(s: string): string | undefined {
-  if (!HEX.test(s)) return 'is not lowercase even-length hex';
-  const version = s.slice(0, 2);
-  const bytes = s.length / 2;
-  if (version === '00') {
+/** Contract ids: lowercase, even-length hex with a known version prefix (checked on their UTF-8 bytes). */
+export function contractIdBytesProblem(b: Uint8Array, start: number, end: number): string | undefined {
+  const n = end - start;
+  if (n === 0 || (n & 1) !== 0) return NOT_HEX;
+  const t = HEX_PAIRS;
+  let bad = 0;
+  for (let i = start; i < end; i += 2) bad |= t[(b[i]! << 8) | b[i + 1]!]!;
+  if (bad < 0) return NOT_HEX;
+  const bytes = n / 2;
+  const v0 = b[start]!;
+  const v1 = b[start + 1]!;
+  if (v0 === 0x30 && v1 === 0x30) {
     // V1: 0x00 ‖ 32-byte discriminator ‖ suffix of at most 94 bytes
     if (bytes < 33 || bytes > 33 + 94) return `is a V1 contract id of ${bytes} bytes (expected 33 to 127)`;
     return undefined;
   }
-  if (version === '01') {
+  if (v0 === 0x30 && v1 === 0x31) {
     // V2: 0x01 ‖ 12-byte local part (5-byte time prefix, 7-byte discriminator) ‖ suffix of at most 33 bytes
     if (bytes < 13 || bytes > 13 + 33) return `is a V2 contract id of ${bytes} bytes (expected 13 to 46)`;
     return undefined;
   }
-  return `has unknown contract-id version prefix 0x${version}`;
+  return `has unknown contract-id version prefix 0x${String.fromCharCode(v0, v1)}`;
+}
+
+const NOT_HEX = 'is not lowercase even-length hex';
+
+/** `contractIdBytesProblem` of a string's UTF-8 bytes. */
+export function contractIdProblem(s: string): string | undefined {
+  const b = Buffer.from(s, 'utf8');
+  return contractIdBytesProblem(b, 0, b.length);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -150,4 +181,16 @@ export function compareUtf8(a: string, b: string): number {
     return x - y;
   }
   return a.length - b.length;
+}
+
+/** Compares two byte ranges lexicographically (for UTF-8, the order of code points). */
+export function compareBytes(b: Uint8Array, s1: number, e1: number, s2: number, e2: number): number {
+  const n1 = e1 - s1;
+  const n2 = e2 - s2;
+  const n = n1 < n2 ? n1 : n2;
+  for (let i = 0; i < n; i++) {
+    const d = b[s1 + i]! - b[s2 + i]!;
+    if (d !== 0) return d;
+  }
+  return n1 - n2;
 }

@@ -6,7 +6,7 @@
  * here is one the participant applies when it reads the same field.
  */
 import {
-  contractIdProblem,
+  contractIdBytesProblem,
   dottedNameProblem,
   packageIdProblem,
   packageNameProblem,
@@ -41,11 +41,15 @@ export abstract class FieldDecoder extends MessageDecoder {
     return this.r.string(tag, end, name, index);
   }
 
+  /** Where the bytes of the last party read start (they end at `r.pos`). */
+  protected partyAt = 0;
+
   protected party(tag: number, end: number, name: string, index?: number): string {
     const r = this.r;
     r.expect(tag, WT_LEN, name, index);
     const stop = r.len(end, name, index);
     const start = r.pos;
+    this.partyAt = start;
     r.pos = stop;
     // Party ids repeat: a hit skips decoding and validation, both done when it was cached.
     const hit = this.parties.get(r, start, stop);
@@ -67,10 +71,33 @@ export abstract class FieldDecoder extends MessageDecoder {
   }
 
   protected contractId(tag: number, end: number, name: string, index?: number): string {
-    const s = this.r.string(tag, end, name, index);
-    const bad = contractIdProblem(s);
-    if (bad) this.p.fail('non_canonical', `contract id ${JSON.stringify(truncate(s))} ${bad}`, name, index);
-    return s;
+    const start = this.contractIdSpan(tag, end, name, index);
+    return this.r.utf8(start, this.r.pos);
+  }
+
+  /** Text's bytes, checked to be UTF-8; returns where they start (`r.pos` is their end). */
+  protected utf8Span(tag: number, end: number, name: string): number {
+    const r = this.r;
+    const start = r.span(tag, end, name);
+    if (!r.isUtf8(start, r.pos)) r.failUtf8(start, name);
+    return start;
+  }
+
+  /** A contract id's bytes, checked; returns where they start (`r.pos` is their end). */
+  protected contractIdSpan(tag: number, end: number, name: string, index?: number): number {
+    const r = this.r;
+    const start = r.span(tag, end, name, index);
+    const bad = contractIdBytesProblem(r.buf, start, r.pos);
+    if (bad) {
+      if (!r.isUtf8(start, r.pos)) r.failUtf8(start, name, index);
+      this.p.fail(
+        'non_canonical',
+        `contract id ${JSON.stringify(truncate(r.utf8(start, r.pos)))} ${bad}`,
+        name,
+        index,
+      );
+    }
+    return start;
   }
 
   protected uint64(tag: number, end: number, name: string): bigint {

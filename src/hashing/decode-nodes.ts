@@ -102,13 +102,10 @@ export abstract class NodeDecoder extends ValueDecoder {
           seen = this.once(seen, f, 'template_id');
           n.templateId = this.identifierField(tag, end, 'template_id');
           break;
-        case 5: {
+        case 5:
           seen = this.once(seen, f, 'argument');
-          const stop = this.enter(tag, end, 'argument');
-          n.argument = this.value(stop, 0);
-          this.leave(stop);
+          n.argument = this.topValue(tag, end, 'argument');
           break;
-        }
         case 6:
           n.signatories.push(this.party(tag, end, 'signatories', n.signatories.length));
           break;
@@ -191,13 +188,10 @@ export abstract class NodeDecoder extends ValueDecoder {
           seen = this.once(seen, f, 'choice_id');
           n.choiceId = this.str(tag, end, 'choice_id');
           break;
-        case 10: {
+        case 10:
           seen = this.once(seen, f, 'chosen_value');
-          const stop = this.enter(tag, end, 'chosen_value');
-          n.chosenValue = this.value(stop, 0);
-          this.leave(stop);
+          n.chosenValue = this.topValue(tag, end, 'chosen_value');
           break;
-        }
         case 11:
           seen = this.once(seen, f, 'consuming');
           n.consuming = this.bool(tag, end, 'consuming');
@@ -205,13 +199,10 @@ export abstract class NodeDecoder extends ValueDecoder {
         case 12:
           n.children.push(this.str(tag, end, 'children', n.children.length));
           break;
-        case 13: {
+        case 13:
           seen = this.once(seen, f, 'exercise_result');
-          const stop = this.enter(tag, end, 'exercise_result');
-          n.exerciseResult = this.value(stop, 0);
-          this.leave(stop);
+          n.exerciseResult = this.topValue(tag, end, 'exercise_result');
           break;
-        }
         case 14:
           n.choiceObservers.push(this.party(tag, end, 'choice_observers', n.choiceObservers.length));
           break;

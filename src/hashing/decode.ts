@@ -35,6 +35,8 @@ export { KNOWN_LF_VERSIONS } from './decode-fields.js';
 export type { NodeShape } from './decode-structure.js';
 export { MAX_VALUE_DEPTH } from './decode-values.js';
 
+import type { WireValues } from './decode-values.js';
+
 export interface DecodeOptions {
   /**
    * TEST ONLY. Accepts nodes shared between parents and nodes unreachable from
@@ -70,6 +72,14 @@ function keepDecoderShapes(): void {
  * `node` returns is kept in place of the node for the structure checks.
  */
 export interface NodeVisitor<S extends NodeShape> {
+  /**
+   * First of all: the walker of the values left on the wire. The top-level
+   * values of nodes and of input contracts (arguments, chosen values, results;
+   * not contract keys) are `WireValue`s, not decoded nor checked: the visitor
+   * must walk every one of them through `values` (which checks them) before it
+   * accepts the transaction.
+   */
+  begin(values: WireValues): void;
   seeds(seeds: readonly NodeSeed[]): void;
   node(node: Node, index: number): S;
 }
@@ -77,7 +87,9 @@ export interface NodeVisitor<S extends NodeShape> {
 /**
  * The same decoding and the same checks as `decodePreparedTransaction`, every
  * rule shared with it, but nodes go to `visitor` one by one and only what it
- * returns for them is kept. A transaction this accepts is one
+ * returns for them is kept, and the top-level values are left on the wire for
+ * the visitor to walk (`NodeVisitor.begin`): their checks run as it walks them.
+ * Once the visitor has walked every value, a transaction this accepts is one
  * `decodePreparedTransaction` accepts; when it refuses, the error may be a
  * different one of the transaction's faults (the order of the checks differs),
  * so callers that report refusals take the error from `decodePreparedTransaction`.
@@ -87,6 +99,8 @@ export function visitPreparedTransaction<S extends NodeShape>(
   visitor: NodeVisitor<S>,
 ): { version: string; roots: readonly string[]; metadata: Metadata; nodeById: ReadonlyMap<string, S> } {
   const d = new Decoder(bytes);
+  d.deferValues = true;
+  visitor.begin(d);
   const { transaction, metadata } = d.preparedTransaction(visitor);
   const shaped = transaction as unknown as StructureInput<S>;
   const { nodeById } = checkStructure(shaped, {});

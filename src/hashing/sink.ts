@@ -10,6 +10,7 @@
  * (a flush of the buffer, a large `raw` that bypasses it) is recorded too.
  */
 import { createHash, type Hash, hash as oneShot } from 'node:crypto';
+import { HEX_PAIRS } from './canonical.js';
 import { keepAlive } from './keep-alive.js';
 
 const CAP = 64 * 1024;
@@ -34,23 +35,35 @@ export class Sha256Sink {
   }
 
   /**
-   * Hands over the SHA-256 state of everything written since `begin()`, to be
-   * continued later with `resume`, and leaves the sink free for another hash.
+   * Hands over everything written since `begin()`, to be continued later with
+   * `resume`, and leaves the sink free for another hash: the bytes themselves
+   * while they all fit in the buffer (a copy costs less than a SHA-256 object),
+   * else the SHA-256 state.
    */
-  detach(): Hash {
-    const h = this.h ?? createHash('sha256');
-    h.update(this.buf.subarray(0, this.len));
+  detach(): Hash | Uint8Array {
+    let out: Hash | Uint8Array;
+    if (this.h === undefined) out = this.buf.slice(0, this.len);
+    else {
+      out = this.h;
+      out.update(this.buf.subarray(0, this.len));
+    }
     this.h = undefined;
     this.len = 0;
     this.rec = undefined;
-    return h;
+    return out;
   }
 
-  /** Like `begin()`, but continuing a state `detach` handed over. */
-  resume(h: Hash): this {
-    this.len = 0;
-    this.h = h;
+  /** Like `begin()`, but continuing what `detach` handed over. */
+  resume(x: Hash | Uint8Array): this {
     this.rec = undefined;
+    if (x instanceof Uint8Array) {
+      this.h = undefined;
+      this.buf.set(x, 0);
+      this.len = x.length;
+    } else {
+      this.h = x;
+      this.len = 0;
+    }
     return this;
   }
 
@@ -110,6 +123,15 @@ export class Sha256Sink {
     this.room(8);
     this.nodeBuf.writeBigUInt64BE(BigInt.asUintN(64, n), this.len);
     this.len += 8;
+  }
+
+  /** The 8 little-endian bytes at `at` of `src`, written big-endian (a wire sfixed64 as `i64` writes it). */
+  fixed64BE(src: Uint8Array, at: number): void {
+    if (this.len + 8 > CAP) this.flush();
+    const b = this.buf;
+    const p = this.len;
+    for (let i = 0; i < 8; i++) b[p + i] = src[at + 7 - i]!;
+    this.len = p + 8;
   }
 
   /** Bytes as they are, no length prefix (fixed-size hashes and seeds). */
@@ -179,6 +201,46 @@ export class Sha256Sink {
       this.len += this.nodeBuf.write(s.slice(i, j), this.len, 'utf8');
       i = j;
     }
+  }
+
+  /** 4-byte length ‖ the bytes [start, stop) of `src` (UTF-8 already checked: text straight from the wire). */
+  utf8(src: Uint8Array, start: number, stop: number): void {
+    const n = stop - start;
+    if (n > CAP / 2) {
+      this.i32(n);
+      this.raw(src.subarray(start, stop));
+      return;
+    }
+    if (this.len + 4 + n > CAP) this.flush();
+    const b = this.buf;
+    const p = this.len;
+    b[p] = n >>> 24;
+    b[p + 1] = n >>> 16;
+    b[p + 2] = n >>> 8;
+    b[p + 3] = n;
+    if (n <= 48) for (let i = 0; i < n; i++) b[p + 4 + i] = src[start + i]!;
+    else b.set(src.subarray(start, stop), p + 4);
+    this.len = p + 4 + n;
+  }
+
+  /** Lowercase hex digits [start, stop) of `src` (checked: even count) hashed as the bytes they denote, length-prefixed. */
+  hexBytes(src: Uint8Array, start: number, stop: number): void {
+    const n = (stop - start) >>> 1;
+    if (4 + n > CAP) {
+      this.bytes(Buffer.from(Buffer.from(src.subarray(start, stop)).toString('latin1'), 'hex'));
+      return;
+    }
+    if (this.len + 4 + n > CAP) this.flush();
+    const b = this.buf;
+    let p = this.len;
+    b[p] = n >>> 24;
+    b[p + 1] = n >>> 16;
+    b[p + 2] = n >>> 8;
+    b[p + 3] = n;
+    p += 4;
+    const t = HEX_PAIRS;
+    for (let i = start; i < stop; i += 2) b[p++] = t[(src[i]! << 8) | src[i + 1]!]!;
+    this.len = p;
   }
 
   /**

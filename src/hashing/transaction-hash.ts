@@ -10,6 +10,9 @@
  * branches that read it; nothing else changes between the two.
  * Node hashes are computed bottom-up with an explicit stack (no recursion over
  * nodes); value encoding recurses, bounded by the decoder's depth limit.
+ * From bytes, Daml values are encoded straight from the wire (`WireHasher`,
+ * a consumer of the decoder's value walker); from a decoded transaction, from
+ * the model (`Hasher.value`). The property test holds the two to one hash.
  */
 import type { Hash } from 'node:crypto';
 import {
@@ -18,6 +21,7 @@ import {
   type NodeShape,
   visitPreparedTransaction,
 } from './decode.js';
+import { type ValueConsumer, WireValue, type WireValues } from './decode-values.js';
 import { TransactionError } from './errors.js';
 import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
 import { keepAlive } from './keep-alive.js';
@@ -31,6 +35,7 @@ import type {
   Value,
 } from './model.js';
 import { Sha256Sink } from './sink.js';
+import type { WireReader } from './wire.js';
 
 export type HashingScheme = 'v2' | 'v3';
 
@@ -125,10 +130,15 @@ export function hashParts(
   } catch (e) {
     // Refused. The streaming pass checks in another order, so which of several faults it met
     // first can differ: the refusal reported is always the one decoding then hashing gives.
-    if (!(e instanceof TransactionError)) throw e;
+    // A value whose fields come out of field-number order cannot be encoded in wire order: the
+    // same path takes it (and hashes it, if it is otherwise valid).
+    if (!(e instanceof TransactionError) && !(e instanceof NotStreamable)) throw e;
     return hasher.run(decodePreparedTransaction(bytes, options));
   }
 }
+
+/** Thrown by the wire encoder when a value's fields are not in field-number order (valid protobuf, rare). */
+class NotStreamable extends Error {}
 
 /**
  * The streaming pass alone, without falling back to decode-then-hash when it
@@ -136,7 +146,13 @@ export function hashParts(
  * test that holds it to `hashParts`; not part of the library's interface.
  */
 export function hashPartsStreaming(bytes: Uint8Array, scheme: HashingScheme): HashParts {
-  return new Hasher(SCHEMES[scheme], scheme).stream(bytes);
+  const hasher = new Hasher(SCHEMES[scheme], scheme);
+  try {
+    return hasher.stream(bytes);
+  } catch (e) {
+    if (!(e instanceof NotStreamable)) throw e;
+    return hasher.run(decodePreparedTransaction(bytes));
+  }
 }
 
 const PROTO_NODE_NAMES: Record<NodeBody['type'], string> = {
@@ -158,10 +174,10 @@ function childrenOf(n: NodeShape): readonly string[] | undefined {
   return n.type === 'exercise' || n.type === 'rollback' ? n.children : undefined;
 }
 
-/** What the streaming hasher keeps of a node: its hash, or its open SHA-256 state and children. */
+/** What the streaming hasher keeps of a node: its hash, or its children and its encoding so far (bytes or SHA-256 state). */
 interface Shape extends NodeShape {
   readonly hash: Uint8Array | undefined;
-  readonly open: Hash | undefined;
+  readonly open: Hash | Uint8Array | undefined;
 }
 
 function isDecoded(x: unknown): x is DecodedTransaction {
@@ -176,6 +192,9 @@ const SINK = new Sha256Sink();
 
 class Hasher {
   private readonly s = SINK;
+  /** While streaming: the decoder's walker of the values it left on the wire, and the encoder it drives. */
+  private wire: WireValues | undefined;
+  private readonly wireHasher = new WireHasher(SINK);
   constructor(
     private readonly rules: SchemeRules,
     private readonly scheme: HashingScheme,
@@ -204,6 +223,9 @@ class Hasher {
     const s = this.s;
     const seeds = new Map<string, Uint8Array>();
     const decoded = visitPreparedTransaction<Shape>(bytes, {
+      begin: (values) => {
+        this.wire = values;
+      },
       seeds: (list) => {
         for (const x of list) seeds.set(String(x.nodeId), x.seed);
       },
@@ -223,7 +245,13 @@ class Hasher {
       this.children(n.children!, done);
       return s.digest();
     });
-    return this.finish(decoded.version, decoded.roots, nodeHashes, decoded.metadata);
+    const parts = this.finish(decoded.version, decoded.roots, nodeHashes, decoded.metadata);
+    const wire = this.wire!;
+    this.wire = undefined;
+    // Every value left on the wire was checked as it was hashed; one left unhashed would be unchecked.
+    if (wire.walked !== wire.deferred)
+      throw new Error(`${wire.deferred - wire.walked} values of the transaction were not checked`);
+    return parts;
   }
 
   private checkVersion(version: string): void {
@@ -327,12 +355,12 @@ class Hasher {
         this.parties(n.actingParties);
         this.optIdentifier(n.interfaceId);
         s.string(n.choiceId);
-        this.value(n.chosenValue);
+        this.topValue(n.chosenValue);
         s.bool(n.consuming);
         if (n.exerciseResult === undefined) s.u8(0);
         else {
           s.u8(1);
-          this.value(n.exerciseResult);
+          this.topValue(n.exerciseResult);
         }
         this.parties(n.choiceObservers);
         if (rules.keys) {
@@ -397,7 +425,7 @@ class Hasher {
     s.hex(n.contractId);
     s.string(n.packageName);
     this.identifier(n.templateId);
-    this.value(n.argument);
+    this.topValue(n.argument);
     this.parties(n.signatories);
     this.parties(n.stakeholders);
     if (this.rules.keys) this.optKey(n.key);
@@ -449,49 +477,20 @@ class Hasher {
     }
   }
 
-  private strings(list: string[]): void {
-    this.s.i32(list.length);
-    for (const x of list) this.s.string(x);
-  }
-
-  /** A party list: same encoding as `strings`, through the party-encoding cache. */
+  /** A party list: length ‖ each encoded, through the party-encoding cache. */
   private parties(list: string[]): void {
     this.s.i32(list.length);
-    for (const x of list) this.party(x);
+    for (const x of list) encodeParty(this.s, x);
   }
 
-  /**
-   * Party ids repeat, and the decoder hands out the same string objects for
-   * them (their hash is already computed), so looking up their encoding is
-   * cheaper than encoding them again.
-   */
-  private party(p: string): void {
-    let enc = partyEncodings.get(p);
-    if (enc === undefined) {
-      if (partyEncodings.size >= 10_000) partyEncodings.clear();
-      enc = this.s.capture(4 + 3 * p.length, () => this.s.string(p));
-      partyEncodings.set(p, enc);
-    } else this.s.raw(enc);
-  }
-
-  /** string(package_id) ‖ list(module_name split on '.') ‖ list(entity_name split on '.'). */
   private identifier(id: Identifier): void {
-    let enc = identifierEncodings.get(id);
-    if (enc === undefined) {
-      const { packageId, moduleName, entityName } = id;
-      // The largest the encoding can be (each dot becomes at most 4 bytes of length prefix,
-      // characters at most 3 UTF-8 bytes): room for it keeps the captured copy in one piece.
-      const max =
-        12 +
-        3 * (packageId.length + moduleName.length + entityName.length) +
-        4 * (moduleName.length + entityName.length);
-      enc = this.s.capture(max, () => {
-        this.s.string(packageId);
-        this.strings(moduleName.split('.'));
-        this.strings(entityName.split('.'));
-      });
-      identifierEncodings.set(id, enc);
-    } else this.s.raw(enc);
+    encodeIdentifier(this.s, id);
+  }
+
+  /** A node's top-level value: still on the wire when streaming (checked as it is encoded), or decoded. */
+  private topValue(v: Value): void {
+    if (v instanceof WireValue) this.wire!.walkDeferred(v, this.wireHasher);
+    else this.value(v);
   }
 
   private optIdentifier(id: Identifier | undefined): void {
@@ -549,7 +548,7 @@ class Hasher {
         return;
       case 'party':
         s.u8(0x06);
-        this.party(v.value);
+        encodeParty(s, v.value);
         return;
       case 'text':
         s.u8(0x07);
@@ -614,5 +613,178 @@ class Hasher {
         }
         return;
     }
+  }
+}
+
+/**
+ * Party ids repeat, and the decoder hands out the same string objects for
+ * them (their hash is already computed), so looking up their encoding is
+ * cheaper than encoding them again.
+ */
+function encodeParty(s: Sha256Sink, p: string): void {
+  let enc = partyEncodings.get(p);
+  if (enc === undefined) {
+    if (partyEncodings.size >= 10_000) partyEncodings.clear();
+    enc = s.capture(4 + 3 * p.length, () => s.string(p));
+    partyEncodings.set(p, enc);
+  } else s.raw(enc);
+}
+
+/** string(package_id) ‖ list(module_name split on '.') ‖ list(entity_name split on '.'). */
+function encodeIdentifier(s: Sha256Sink, id: Identifier): void {
+  let enc = identifierEncodings.get(id);
+  if (enc === undefined) {
+    const { packageId, moduleName, entityName } = id;
+    // The largest the encoding can be (each dot becomes at most 4 bytes of length prefix,
+    // characters at most 3 UTF-8 bytes): room for it keeps the captured copy in one piece.
+    const max =
+      12 +
+      3 * (packageId.length + moduleName.length + entityName.length) +
+      4 * (moduleName.length + entityName.length);
+    enc = s.capture(max, () => {
+      s.string(packageId);
+      encodeStrings(s, moduleName.split('.'));
+      encodeStrings(s, entityName.split('.'));
+    });
+    identifierEncodings.set(id, enc);
+  } else s.raw(enc);
+}
+
+function encodeStrings(s: Sha256Sink, list: string[]): void {
+  s.i32(list.length);
+  for (const x of list) s.string(x);
+}
+
+/** `[start, stop)` holds a length-delimited field 1 first (tag byte 0x0a): the type id of a record, variant or enum. */
+function typeIdFirst(r: WireReader, start: number, stop: number): boolean {
+  return start < stop && r.buf[start] === 0x0a;
+}
+
+/**
+ * Canton's value encoding (the same in V2 and V3, as `Hasher.value` writes it
+ * from the model) written straight from the wire bytes as the decoder's value
+ * walker reads and checks them: no `Value` objects, text and contract ids
+ * copied from their bytes. Counts that precede items are counted from the
+ * tags first. It only encodes: every check is the walker's.
+ */
+class WireHasher implements ValueConsumer<undefined> {
+  constructor(private readonly s: Sha256Sink) {}
+  unit(): undefined {
+    this.s.u8(0x00);
+  }
+  bool(v: boolean): undefined {
+    this.s.u8(0x01);
+    this.s.u8(v ? 1 : 0);
+  }
+  /** ZigZag decoded on the two words: (u >>> 1) ^ -(u & 1), written big-endian. */
+  int64(lo: number, hi: number): undefined {
+    let l = ((lo >>> 1) | (hi << 31)) >>> 0;
+    let h = hi >>> 1;
+    if (lo & 1) {
+      l = ~l >>> 0;
+      h = ~h >>> 0;
+    }
+    this.s.u8(0x02);
+    this.s.i32(h);
+    this.s.i32(l);
+  }
+  date(v: number): undefined {
+    this.s.u8(0x05);
+    this.s.i32(v);
+  }
+  /** The sfixed64's 8 bytes, little-endian on the wire, written big-endian. */
+  timestamp(r: WireReader, at: number): undefined {
+    this.s.u8(0x04);
+    this.s.fixed64BE(r.buf, at);
+  }
+  text(r: WireReader, start: number, stop: number, kind: 'text' | 'numeric'): undefined {
+    this.s.u8(kind === 'text' ? 0x07 : 0x03);
+    this.s.utf8(r.buf, start, stop);
+  }
+  party(_p: string, r: WireReader, start: number, stop: number): undefined {
+    this.s.u8(0x06);
+    this.s.utf8(r.buf, start, stop);
+  }
+  contractId(r: WireReader, start: number, stop: number): undefined {
+    this.s.u8(0x08);
+    this.s.hexBytes(r.buf, start, stop);
+  }
+  optionalStart(present: boolean): void {
+    this.s.u8(0x09);
+    this.s.u8(present ? 1 : 0);
+  }
+  optional(): undefined {}
+  listStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0a);
+    this.s.i32(r.countLen(start, stop, 1));
+    return undefined;
+  }
+  listItem(): void {}
+  list(): undefined {}
+  textMapStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0b);
+    this.s.i32(r.countLen(start, stop, 1));
+    return undefined;
+  }
+  textMapKey(_acc: unknown, r: WireReader, start: number, stop: number): void {
+    this.s.utf8(r.buf, start, stop);
+  }
+  textMapValueStart(_acc: unknown, keySeen: number): void {
+    if (keySeen === 0) this.s.i32(0); // no key field: the empty text
+  }
+  textMapEntry(): void {}
+  textMap(): undefined {}
+  genMapStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0f);
+    this.s.i32(r.countLen(start, stop, 1));
+    return undefined;
+  }
+  genMapEntry(): void {}
+  genMap(): undefined {}
+  /** optional(record_id) ‖ int32(#fields): written here, or after the record id when it comes first. */
+  recordStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0c);
+    const n = r.countLen(start, stop, 2);
+    if (typeIdFirst(r, start, stop)) return n;
+    this.s.u8(0);
+    this.s.i32(n);
+    return n;
+  }
+  recordId(acc: unknown, id: Identifier): void {
+    this.s.u8(1);
+    encodeIdentifier(this.s, id);
+    this.s.i32(acc as number);
+  }
+  fieldLabel(_acc: unknown, r: WireReader, start: number, stop: number): void {
+    this.s.u8(1);
+    this.s.utf8(r.buf, start, stop);
+  }
+  field(): void {}
+  record(): undefined {}
+  variantStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0d);
+    if (!typeIdFirst(r, start, stop)) this.s.u8(0);
+    return undefined;
+  }
+  variantId(_acc: unknown, id: Identifier): void {
+    this.s.u8(1);
+    encodeIdentifier(this.s, id);
+  }
+  constructorName(_acc: unknown, r: WireReader, start: number, stop: number): void {
+    this.s.utf8(r.buf, start, stop);
+  }
+  variant(): undefined {}
+  enumStart(r: WireReader, start: number, stop: number): unknown {
+    this.s.u8(0x0e);
+    if (!typeIdFirst(r, start, stop)) this.s.u8(0);
+    return undefined;
+  }
+  enumId(_acc: unknown, id: Identifier): void {
+    this.s.u8(1);
+    encodeIdentifier(this.s, id);
+  }
+  enum(): undefined {}
+  unordered(): void {
+    throw new NotStreamable('value fields out of field-number order');
   }
 }

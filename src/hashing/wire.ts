@@ -5,6 +5,7 @@
  * truncation, overlong varints, lengths past the end, group wire types,
  * invalid UTF-8. The decoder built on it owns field numbers and meaning.
  */
+import { isUtf8 } from 'node:buffer';
 import type { FieldPath } from './errors.js';
 
 export const WT_VARINT = 0;
@@ -89,6 +90,16 @@ export class WireReader {
 
   /** A full 64-bit varint as an unsigned bigint. */
   varint64(end: number, what: string): bigint {
+    const lo = this.varint64Words(end, what);
+    const hi = this.hi;
+    return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+  }
+
+  /** The high 32 bits (unsigned) of the last `varint64Words`. */
+  hi = 0;
+
+  /** A full 64-bit varint without a bigint: returns its low 32 bits (unsigned), the high ones go to `hi`. */
+  varint64Words(end: number, what: string): number {
     const b = this.buf;
     const start = this.pos;
     let lo = 0;
@@ -108,19 +119,30 @@ export class WireReader {
       }
       if (byte < 0x80) {
         if (byte === 0 && i > 0) this.path.fail('malformed', `overlong varint at byte ${start}`);
-        return hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+        this.hi = hi;
+        return lo;
       }
     }
   }
 
+  /** Checks that 8 bytes follow (a fixed64) and steps over them; returns where they start. */
+  fixed64(end: number): number {
+    if (this.pos + 8 > end) this.path.fail('truncated', `input ends inside a fixed64 at byte ${this.pos}`);
+    const p = this.pos;
+    this.pos = p + 8;
+    return p;
+  }
+
   /** Little-endian 8 bytes as a signed bigint (sfixed64). */
   sfixed64(end: number): bigint {
-    if (this.pos + 8 > end) this.path.fail('truncated', `input ends inside a fixed64 at byte ${this.pos}`);
+    return this.sfixed64At(this.fixed64(end));
+  }
+
+  /** The sfixed64 at `p` (already checked to be in bounds). */
+  sfixed64At(p: number): bigint {
     const b = this.buf;
-    const p = this.pos;
     const lo = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
     const hi = b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24);
-    this.pos = p + 8;
     return (BigInt(hi) << 32n) | BigInt(lo);
   }
 
@@ -164,6 +186,79 @@ export class WireReader {
     return s;
   }
 
+  /**
+   * A length-delimited field's bytes, not decoded: returns where they start and
+   * leaves `pos` at their end (for checks and hashing straight on the wire bytes).
+   */
+  span(tag: number, end: number, field: string, index?: number): number {
+    if ((tag & 7) !== WT_LEN) this.wrongType(tag, WT_LEN, field, index);
+    const stop = this.len(end, field, index);
+    const start = this.pos;
+    this.pos = stop;
+    return start;
+  }
+
+  /**
+   * Whether the bytes [start, stop) are valid UTF-8 (a leading BOM included):
+   * short ASCII runs checked here (cheaper than a native call), the rest natively.
+   */
+  isUtf8(start: number, stop: number): boolean {
+    const b = this.buf;
+    if (stop - start > 32) return isUtf8(b.subarray(start, stop));
+    for (let i = start; i < stop; i++) if (b[i]! >= 0x80) return isUtf8(b.subarray(i, stop));
+    return true;
+  }
+
+  /** The bytes [start, stop), already checked to be valid UTF-8, as a string. */
+  utf8(start: number, stop: number): string {
+    if (stop - start <= 12) {
+      const b = this.buf;
+      let s = '';
+      for (let i = start; i < stop; i++) {
+        const c = b[i]!;
+        if (c >= 0x80) return this.nodeBuf.toString('utf8', start, stop);
+        s += String.fromCharCode(c);
+      }
+      return s;
+    }
+    return this.nodeBuf.toString('utf8', start, stop);
+  }
+
+  /**
+   * How many length-delimited fields numbered `field` the message [start, stop)
+   * holds, by their tags and lengths alone (nothing decoded or checked). Exact for
+   * a well-formed message; for a malformed one the number is meaningless, and the
+   * decoding that follows refuses the message anyway.
+   */
+  countLen(start: number, stop: number, field: number): number {
+    const b = this.buf;
+    const want = (field << 3) | WT_LEN;
+    let n = 0;
+    let p = start;
+    while (p < stop) {
+      let t = b[p++]!;
+      if (t >= 0x80) {
+        t = skimVarint(b, p - 1, stop);
+        p = skimEnd;
+      }
+      const wt = t & 7;
+      if (wt === WT_LEN) {
+        let l = b[p++]!;
+        if (l >= 0x80) {
+          l = skimVarint(b, p - 1, stop);
+          p = skimEnd;
+        }
+        p += l;
+        if (t === want) n++;
+      } else if (wt === WT_VARINT) {
+        while (p < stop && b[p++]! >= 0x80);
+      } else if (wt === WT_I64) p += 8;
+      else if (wt === WT_I32) p += 4;
+      else return n;
+    }
+    return n;
+  }
+
   /** The bytes [start, stop) as strictly decoded UTF-8. */
   text(start: number, stop: number, field: string, index?: number): string {
     const s = stop - start <= 12 ? decodeUtf8(this.buf, start, stop) : this.longUtf8(start, stop);
@@ -183,6 +278,11 @@ export class WireReader {
     return s.includes('\uFFFD') ? slowUtf8(this.buf, start, end) : s;
   }
 
+  /** Refuses the bytes at `start` as invalid UTF-8, in the words `text` uses. */
+  failUtf8(start: number, field: string, index?: number): never {
+    this.path.fail('invalid_utf8', `string at byte ${start} is not valid UTF-8`, field, index);
+  }
+
   /** Asserts the wire type of a known field. */
   expect(tag: number, wt: number, field: string, index?: number): void {
     if ((tag & 7) !== wt) this.wrongType(tag, wt, field, index);
@@ -196,6 +296,23 @@ export class WireReader {
       index,
     );
   }
+}
+
+/** Where the last `skimVarint` stopped. */
+let skimEnd = 0;
+
+/** A varint at `p` read without checks (at most 5 bytes, not past `stop`); its end goes to `skimEnd`. */
+function skimVarint(b: Uint8Array, p: number, stop: number): number {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 5 && p < stop; i++) {
+    const c = b[p++]!;
+    v += (c & 0x7f) * mul;
+    mul *= 128;
+    if (c < 0x80) break;
+  }
+  skimEnd = p;
+  return v;
 }
 
 /** Fatal UTF-8 decoding (keeps a leading BOM: it is part of the hashed bytes). */
@@ -235,20 +352,21 @@ export class ByteCache<T> {
     private readonly bucketLimit = 4,
   ) {}
 
+  /** The entry found last: values repeat in runs (the record ids of a list), so it is tried first. */
+  private last: { bytes: Uint8Array; words: DataView; value: T } | undefined;
+
   get(r: WireReader, start: number, end: number): T | undefined {
     const b = r.buf;
+    const last = this.last;
+    if (last !== undefined && last.bytes.length === end - start && sameBytes(last, r, start, end))
+      return last.value;
     const bucket = this.buckets.get(sampleHash(b, start, end));
     if (bucket === undefined) return undefined;
     const n = end - start;
-    const v = r.view32;
-    outer: for (let k = 0; k < bucket.length; k++) {
+    for (let k = 0; k < bucket.length; k++) {
       const e = bucket[k]!;
-      if (e.bytes.length !== n) continue;
-      // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
-      const w = e.words;
-      let i = 0;
-      for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) continue outer;
-      for (; i < n; i++) if (e.bytes[i] !== b[start + i]) continue outer;
+      if (e.bytes.length !== n || !sameBytes(e, r, start, end)) continue;
+      this.last = e;
       return e.value;
     }
     return undefined;
@@ -258,6 +376,7 @@ export class ByteCache<T> {
     if (this.size >= this.limit) {
       this.buckets.clear();
       this.size = 0;
+      this.last = undefined;
     }
     const h = sampleHash(r.buf, start, end);
     let bucket = this.buckets.get(h);
@@ -270,6 +389,26 @@ export class ByteCache<T> {
     bucket.push({ bytes, words: new DataView(bytes.buffer), value });
     this.size++;
   }
+}
+
+/** Whether an entry's bytes are those of [start, end) (same length already checked). */
+function sameBytes(
+  e: { bytes: Uint8Array; words: DataView },
+  r: WireReader,
+  start: number,
+  end: number,
+): boolean {
+  // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
+  // The last word first: keys that differ often share a long prefix (identifiers of one package).
+  const n = end - start;
+  const w = e.words;
+  const v = r.view32;
+  if (n >= 4 && w.getUint32(n - 4) !== v.getUint32(end - 4)) return false;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) return false;
+  const b = r.buf;
+  for (; i < n; i++) if (e.bytes[i] !== b[start + i]) return false;
+  return true;
 }
 
 function word(b: Uint8Array, i: number): number {

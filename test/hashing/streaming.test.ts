@@ -5,15 +5,18 @@
  * random transactions and on mutations of them: the same hashes (final,
  * transaction, metadata, every node, in the same order) whenever decode-then-
  * hash accepts, a refusal whenever it refuses, and the public refusal is
- * exactly its refusal.
+ * exactly its refusal. From bytes, Daml values are hashed straight from the
+ * wire by the value walker (no `Value` objects); decode-then-hash encodes the
+ * walker's model: the deep-value, depth-limit and field-order cases below hold
+ * the two encoders to one hash.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
-import { encodePreparedTransaction } from '../../src/hashing/encode.js';
+import { encodePreparedTransaction, encodeValue } from '../../src/hashing/encode.js';
 import { TransactionError } from '../../src/hashing/errors.js';
 import { bytesToHex } from '../../src/hashing/input.js';
-import type { PreparedTransaction } from '../../src/hashing/model.js';
+import type { PreparedTransaction, Value } from '../../src/hashing/model.js';
 import {
   type HashingScheme,
   type HashParts,
@@ -127,8 +130,98 @@ describe('streaming hash = decode-then-hash', () => {
     });
   }
 
+  for (const scheme of ['v2', 'v3'] as const) {
+    it(`${scheme}: deeply nested values — records, variants, lists, maps, unicode text, numerics (150 runs)`, () => {
+      const arbTx = arbPreparedTransaction({ scheme, maxValueDepth: 14, maxTreeDepth: 2, maxChildren: 3 });
+      fc.assert(
+        fc.property(arbTx, (m) => agree(encodePreparedTransaction(m), scheme)),
+        { seed: SEED + 3, numRuns: 150 },
+      );
+    });
+
+    it(`${scheme}: byte damage inside deeply nested values (300 runs)`, () => {
+      const arbTx = arbPreparedTransaction({ scheme, maxValueDepth: 10, maxTreeDepth: 1, maxChildren: 2 });
+      fc.assert(
+        fc.property(arbTx, arbDamage, (m, damage) => agree(damage(encodePreparedTransaction(m)), scheme)),
+        { seed: SEED + 4, numRuns: 300 },
+      );
+    });
+  }
+
+  it('the value depth limit: 100 nested values hash the same both ways, 101 are refused both ways', () => {
+    for (const [depth, ok] of [
+      [100, true],
+      [101, false],
+    ] as const) {
+      const m = fc
+        .sample(arbPreparedTransaction({ scheme: 'v2' }), { seed: SEED, numRuns: 50 })
+        .find((x) => x.transaction.nodes.some((n) => n.node.type === 'create'))!;
+      const create = m.transaction.nodes.find((n) => n.node.type === 'create');
+      if (create?.node.type !== 'create') throw new Error('sample has no create node');
+      let v: Value = { kind: 'text', value: 'deep é 😀' };
+      for (let i = 0; i < depth; i++)
+        v = i % 3 === 0 ? { kind: 'list', elements: [v] } : { kind: 'optional', value: v };
+      create.node.argument = v;
+      const before = refused;
+      agree(encodePreparedTransaction(m), 'v2');
+      expect(refused > before).toBe(!ok);
+    }
+  });
+
+  it('values whose fields are not in field-number order hash as their model does (the decode-then-hash way)', () => {
+    let reordered = 0;
+    fc.assert(
+      fc.property(arbPreparedTransaction({ scheme: 'v3' }), (m) => {
+        const bytes = encodePreparedTransaction(m);
+        const expected = outcome(() => hashParts(decodePreparedTransaction(bytes), { scheme: 'v3' }));
+        let moved = false;
+        for (const n of m.transaction.nodes)
+          if (n.node.type === 'create' && reorderRecord(bytes, n.node.argument)) moved = true;
+        if (!moved) return;
+        reordered++;
+        expect(outcome(() => hashParts(bytes, { scheme: 'v3' }))).toEqual(expected);
+        expect(outcome(() => hashPartsStreaming(bytes, 'v3'))).toEqual(expected);
+        agree(bytes, 'v3');
+      }),
+      { seed: SEED + 5, numRuns: 200 },
+    );
+    expect(reordered).toBeGreaterThan(20);
+  });
+
   it('both outcomes were exercised', () => {
     expect(accepted).toBeGreaterThan(200);
     expect(refused).toBeGreaterThan(200);
   });
 });
+
+/** A varint at `p`: its value and where it ends. */
+function varint(b: Uint8Array, p: number): [number, number] {
+  let v = 0;
+  let mul = 1;
+  for (;;) {
+    const c = b[p++]!;
+    v += (c & 0x7f) * mul;
+    mul *= 128;
+    if (c < 0x80) return [v, p];
+  }
+}
+
+/**
+ * Moves a record value's `record_id` (field 1) after its fields, in place (the
+ * same bytes, reordered: no length changes): valid protobuf the encoder never
+ * writes. Returns whether it found the record in `bytes`.
+ */
+function reorderRecord(bytes: Uint8Array, v: Value): boolean {
+  if (v.kind !== 'record' || !v.recordId || v.fields.length === 0) return false;
+  const enc = encodeValue(v);
+  const [, contentAt] = varint(enc, 1); // tag 0x72, then the record's length
+  const content = enc.subarray(contentAt);
+  const at = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).indexOf(Buffer.from(content));
+  if (at < 0 || content[0] !== 0x0a) return false;
+  const [idLen, idAt] = varint(content, 1);
+  const idField = content.slice(0, idAt + idLen);
+  const rest = content.slice(idAt + idLen);
+  bytes.set(rest, at);
+  bytes.set(idField, at + rest.length);
+  return true;
+}
