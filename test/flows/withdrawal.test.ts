@@ -505,6 +505,92 @@ describe('a submission whose outcome is unknown', () => {
     expect(updatesOf(w.commandId)).toHaveLength(1);
   });
 
+  /** A withdrawal sent (outcome unknown) whose pinned holdings another command of the party then spends. */
+  async function spentByAnother(): Promise<{ w: Withdrawal; pinned: string[] }> {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    // Transactions of the party between the submission and the one that spends the holdings.
+    for (let i = 0; i < 3; i++) env.net.tap(alice.partyId, '2');
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs });
+    return { w, pinned };
+  }
+  /** `ctx` whose updates reads go through `f`. */
+  const withUpdates = (
+    f: (read: FlowContext['ledger']['updates']) => FlowContext['ledger']['updates'],
+  ): FlowContext => {
+    const ledger = Object.create(ctx.ledger) as FlowContext['ledger'];
+    ledger.updates = f((req, o) => ctx.ledger.updates(req, o));
+    return { ...ctx, ledger };
+  };
+  /** Every preparation on record for `w` spends `pinned`: nothing was prepared with other holdings. */
+  const onlyPinned = async (w: Withdrawal, pinned: string[]) => {
+    for (const p of await store.artifacts.preparedFor(w.id)) {
+      const tx = decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared'));
+      expect(recogniseActions(tx)[0]?.inputs).toEqual(pinned);
+    }
+  };
+
+  for (const hide of ['empty', 'absent'] as const)
+    it(`the transaction that spent its holdings shows no command id (${hide}: another user's, another participant's): it waits, nothing prepared with other holdings`, async () => {
+      const { w, pinned } = await spentByAnother();
+      const hidden = withUpdates(
+        (read) => async (req, o) =>
+          (await read(req, o)).map((item) => {
+            const u = item.update;
+            if (!u || !('Transaction' in u)) return item;
+            const { commandId: _, ...rest } = u.Transaction.value;
+            const value = hide === 'empty' ? { ...rest, commandId: '' } : rest;
+            return { ...item, update: { Transaction: { value } } } as typeof item;
+          }),
+      );
+      const r = await runWithdrawal({ ctx: hidden, store }, await now(w.id));
+      expect(r.done).toBe(false);
+      expect((await now(w.id)).state).toBe('submitted');
+      expect(updatesOf(w.commandId)).toEqual([]);
+      await onlyPinned(w, pinned);
+    });
+
+  it('the updates read one at a time (pages cut short): the transaction that spent its holdings is still found', async () => {
+    const { w } = await spentByAnother();
+    let calls = 0;
+    const paged = withUpdates((read) => async (req, o) => {
+      calls++;
+      return read(req, { ...o, limit: 1 });
+    });
+    expect(await runWithdrawal({ ctx: paged, store }, await now(w.id))).toEqual({
+      done: true,
+      state: 'committed',
+    });
+    expect(calls).toBeGreaterThan(3);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('an updates read that ends before the ledger end (an empty page): it waits, nothing prepared with other holdings', async () => {
+    const { w, pinned } = await spentByAnother();
+    const short = withUpdates(() => async () => []);
+    const r = await runWithdrawal({ ctx: short, store }, await now(w.id));
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    expect(updatesOf(w.commandId)).toEqual([]);
+    await onlyPinned(w, pinned);
+  });
+
+  it('the updates read failing: it waits, nothing prepared with other holdings', async () => {
+    const { w, pinned } = await spentByAnother();
+    const failing = withUpdates(() => async () => {
+      throw new Error('stream reset');
+    });
+    const r = await runWithdrawal({ ctx: failing, store }, await now(w.id));
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    await onlyPinned(w, pinned);
+  });
+
   it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {
     loseExecute();
     const w = await create('1');
