@@ -21,6 +21,7 @@
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { base64ToBytes } from '../hashing/input.js';
 import { recogniseActions } from '../intent/recognise.js';
+import { descendants } from '../intent/tree.js';
 import type { Store } from '../store/index.js';
 import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
@@ -141,12 +142,33 @@ function inputsOf(bytes: string): string[] | undefined {
   return inputs && inputs.length > 0 ? inputs : undefined;
 }
 
+/**
+ * The input holdings a prepared transaction (base64) names that it also
+ * consumes itself: a consuming exercise on the holding, not undone by a
+ * rollback. Only such a holding, once consumed by another transaction,
+ * proves that this one cannot commit: a registry's transfer may name an
+ * input it never touches. Undefined when it names none.
+ */
+function consumedInputsOf(bytes: string): string[] | undefined {
+  const tx = decodePreparedTransaction(base64ToBytes(bytes, 'the prepared transaction'));
+  const named = recogniseActions(tx)[0]?.inputs;
+  if (!named || named.length === 0) return undefined;
+  const consumed = new Set<string>();
+  for (const root of tx.transaction.roots) {
+    const top = tx.nodeById.get(root);
+    const nodes = [...(top ? [{ node: top, rolledBack: false }] : []), ...descendants(tx, root)];
+    for (const { node, rolledBack } of nodes)
+      if (!rolledBack && node.type === 'exercise' && node.consuming) consumed.add(node.contractId);
+  }
+  return named.filter((c) => consumed.has(c));
+}
+
 /** Updates read per request while looking for the transaction that consumed a holding. */
 const UPDATES_PAGE = 500;
 
 /**
  * The truth when a holding that every transaction the `open` submissions of
- * `w` may have sent spends is no longer active: the transaction that
+ * `w` may have sent consumes (`consumedInputsOf`) is no longer active: the transaction that
  * consumed it (read from the party's updates after the earliest ledger end
  * recorded before a submission, when the holding was still active) is this
  * withdrawal's command — committed, whatever the completions showed — or
@@ -178,8 +200,8 @@ async function spentElsewhere(
     if (Date.parse(p.createdAt) <= earliest) first = i;
   });
   if (first < 0) return undefined;
-  const sent = prepared.slice(first).map((p) => inputsOf(p.bytes));
-  if (sent.some((ins) => ins === undefined)) return undefined;
+  const sent = prepared.slice(first).map((p) => consumedInputsOf(p.bytes));
+  if (sent.some((ins) => ins === undefined || ins.length === 0)) return undefined;
   const [head, ...rest] = sent as string[][];
   const everywhere = (head ?? []).filter((c) => rest.every((ins) => ins.includes(c)));
   if (everywhere.length === 0) return undefined;

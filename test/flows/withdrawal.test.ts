@@ -20,8 +20,9 @@ import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { transfer } from '../../src/flows/transfer.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
 import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
-import { pinnedInputs } from '../../src/flows/withdrawal-truth.js';
+import { ledgerTruth, pinnedInputs } from '../../src/flows/withdrawal-truth.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
+import { encodePreparedTransaction } from '../../src/hashing/encode.js';
 import { base64ToBytes } from '../../src/hashing/input.js';
 import { fromUnits } from '../../src/intent/decimal.js';
 import { recogniseActions } from '../../src/intent/recognise.js';
@@ -589,6 +590,40 @@ describe('a submission whose outcome is unknown', () => {
     expect(r.done).toBe(false);
     expect((await now(w.id)).state).toBe('submitted');
     await onlyPinned(w, pinned);
+  });
+
+  it('a holding its recorded preparation names as an input but its transaction never uses, spent by another command: it waits (that transaction may still commit)', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    // Another active holding of the party, which the prepared transaction does not touch.
+    env.net.tap(alice.partyId, '2');
+    const other = (await listHoldings(ctx, alice.partyId)).find((h) => !pinned.includes(h.cid) && !h.locked);
+    expect(other).toBeDefined();
+    // A registry whose transfer ignores one of its `inputHoldingCids`: the preparation names the
+    // holding, its transaction (nodes, input contracts) never reads it.
+    const [prep] = await store.artifacts.preparedFor(w.id);
+    const tx = decodePreparedTransaction(base64ToBytes(prep!.bytes, 'prepared'));
+    const named = (v: unknown): void => {
+      if (!v || typeof v !== 'object') return;
+      const o = v as { kind?: string; elements?: { kind: string; value: unknown }[] };
+      if (o.kind === 'list' && o.elements?.some((e) => e.kind === 'contractId' && e.value === pinned[0]))
+        o.elements.push({ kind: 'contractId', value: other!.cid });
+      for (const x of Object.values(v)) named(x);
+    };
+    named(tx.transaction);
+    await store.db.query('UPDATE prepared_transactions SET bytes_raw = $2 WHERE id = $1', [
+      prep!.id,
+      Buffer.from(encodePreparedTransaction(tx)),
+    ]);
+    expect(await pinnedInputs({ ctx, store }, sent)).toEqual([...pinned, other!.cid]);
+    // Another command spends that holding only: what was sent (the pinned holdings) may still commit.
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs: [other!] });
+    const truth = await ledgerTruth({ ctx, store }, await now(w.id));
+    expect(truth.status).toBe('unknown');
   });
 
   it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {
