@@ -19,7 +19,7 @@ import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
 import { transfer } from '../../src/flows/transfer.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
-import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { type RunOutcome, runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
 import { ledgerTruth, pinnedInputs } from '../../src/flows/withdrawal-truth.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../../src/hashing/encode.js';
@@ -624,6 +624,37 @@ describe('a submission whose outcome is unknown', () => {
     await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs: [other!] });
     const truth = await ledgerTruth({ ctx, store }, await now(w.id));
     expect(truth.status).toBe('unknown');
+  });
+
+  it('a run stalled between the write-ahead move and recording its submission while another instance carries the withdrawal (prepared again with other holdings): one transaction, the participant refusing the second command', async () => {
+    // Instance X moves the row to `submitted` (write-ahead), then stalls (its lease lapses: a DB
+    // failover holds its insert and its heartbeat alike) before its submission is on record.
+    // Instance Y claims the row meanwhile: `submitted`, no submission on record.
+    const w = await create('1');
+    let y: RunOutcome | undefined;
+    const x = await runWithdrawal(
+      {
+        ctx,
+        store,
+        at: async (p) => {
+          if (p !== 'submitted' || y) return;
+          // A smaller holding that covers the amount appears: Y selects it, not X's.
+          env.net.tap(alice.partyId, '1.5');
+          y = await runWithdrawal({ ctx, store }, await now(w.id));
+        },
+      },
+      w,
+    );
+    expect(y).toBeDefined();
+    const spends = (await store.artifacts.preparedFor(w.id)).map(
+      (p) => recogniseActions(decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared')))[0]?.inputs,
+    );
+    expect(spends).toHaveLength(2);
+    expect(spends[0]).not.toEqual(spends[1]);
+    // Y found no submission on record: not committed, prepared again with other holdings. What keeps
+    // X's transaction off the ledger is only the participant's command deduplication (the same
+    // command id within its deduplication period, on the same participant): not the synchronizer.
+    expect({ x, y, n: updatesOf(w.commandId).length }).toMatchObject({ n: 1 });
   });
 
   it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {
