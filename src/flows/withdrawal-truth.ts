@@ -9,17 +9,26 @@
  * withdrawal past its transaction's commit deadline (the bounds its
  * signature covers, plus a margin for clock skew) — a rejection the
  * participant reports is not proof — with a complete read of the
- * completions showing no success.
+ * completions showing no success — or every transaction those submissions
+ * may have sent spending a holding that a transaction of another command
+ * consumed (`spentElsewhere`): a holding is consumed once, so none of them
+ * committed, nor can one commit any more. Another flow of the same party (a
+ * withdrawal run by another instance, or after this one's run ended with its
+ * outcome unknown; a sweep; a merge) may well select those holdings while
+ * they are still active; without this the withdrawal would wait for its
+ * commit deadline (the transfer's executeBefore: an hour by default).
  */
 import { decodePreparedTransaction } from '../hashing/decode.js';
 import { base64ToBytes } from '../hashing/input.js';
 import { recogniseActions } from '../intent/recognise.js';
+import { descendants } from '../intent/tree.js';
 import type { Store } from '../store/index.js';
 import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { type Holding, listHoldings } from './holdings.js';
 import { scanCompletions } from './ledger.js';
+import { FROM_BUILDER, partyUpdatesRequest } from './ledger-requests.js';
 import { Refusal } from './refusal.js';
 import { LEDGER_TIME_TOLERANCE_US, PREPARATION_TIME_TOLERANCE_US } from './window.js';
 import type { Truth } from './withdrawal-lifecycle.js';
@@ -86,6 +95,10 @@ export async function ledgerTruth(env: TruthEnv, w: Withdrawal): Promise<Truth> 
   if (!scan.committed) {
     const open = openSubmissions(subs, Date.now());
     if (scan.complete && open.length === 0) return { status: 'not-committed' };
+    // A holding every open submission spends is gone: whose transaction consumed it settles it.
+    const spent =
+      open.length > 0 ? await spentElsewhere(env, w, subs, open).catch(() => undefined) : undefined;
+    if (spent) return spent;
     return open.length > 0
       ? { status: 'unknown', until: Math.max(...open.map(openUntil)) }
       : { status: 'unknown' };
@@ -119,10 +132,115 @@ export function mayStillCommit(truth: Truth | undefined): string {
  */
 export async function pinnedInputs(env: TruthEnv, w: Withdrawal): Promise<string[] | undefined> {
   const last = (await env.store.artifacts.preparedFor(w.id)).at(-1);
-  if (!last) return undefined;
-  const tx = decodePreparedTransaction(base64ToBytes(last.bytes, 'the prepared transaction'));
+  return last ? inputsOf(last.bytes) : undefined;
+}
+
+/** The input holdings a prepared transaction (base64) spends; undefined when it names none. */
+function inputsOf(bytes: string): string[] | undefined {
+  const tx = decodePreparedTransaction(base64ToBytes(bytes, 'the prepared transaction'));
   const inputs = recogniseActions(tx)[0]?.inputs;
   return inputs && inputs.length > 0 ? inputs : undefined;
+}
+
+/**
+ * The input holdings a prepared transaction (base64) names that it also
+ * consumes itself: a consuming exercise on the holding, not undone by a
+ * rollback. Only such a holding, once consumed by another transaction,
+ * proves that this one cannot commit: a registry's transfer may name an
+ * input it never touches. Undefined when it names none.
+ */
+function consumedInputsOf(bytes: string): string[] | undefined {
+  const tx = decodePreparedTransaction(base64ToBytes(bytes, 'the prepared transaction'));
+  const named = recogniseActions(tx)[0]?.inputs;
+  if (!named || named.length === 0) return undefined;
+  const consumed = new Set<string>();
+  for (const root of tx.transaction.roots) {
+    const top = tx.nodeById.get(root);
+    const nodes = [...(top ? [{ node: top, rolledBack: false }] : []), ...descendants(tx, root)];
+    for (const { node, rolledBack } of nodes)
+      if (!rolledBack && node.type === 'exercise' && node.consuming) consumed.add(node.contractId);
+  }
+  return named.filter((c) => consumed.has(c));
+}
+
+/** Updates read per request while looking for the transaction that consumed a holding. */
+const UPDATES_PAGE = 500;
+
+/**
+ * The truth when a holding that every transaction the `open` submissions of
+ * `w` may have sent consumes (`consumedInputsOf`) is no longer active: the transaction that
+ * consumed it (read from the party's updates after the earliest ledger end
+ * recorded before a submission, when the holding was still active) is this
+ * withdrawal's command — committed, whatever the completions showed — or
+ * another command's — not committed: that holding is consumed once, so none
+ * of them committed nor can commit. Undefined (nothing settled) otherwise:
+ * the holdings all active, a transaction that may have been sent whose
+ * inputs are not on record (one signed offline), the consuming transaction not found, or its
+ * command id not shown.
+ *
+ * The transactions the open submissions may have sent: the preparation
+ * recorded last before the earliest of them, and every one after it (each
+ * submission is of the preparation recorded before it).
+ */
+async function spentElsewhere(
+  env: TruthEnv,
+  w: Withdrawal,
+  subs: readonly SubmissionRecord[],
+  open: readonly SubmissionRecord[],
+): Promise<Truth | undefined> {
+  const starts = subs.map((s) => s.ledgerEndBefore).filter((o): o is number => o !== undefined);
+  if (starts.length === 0) return undefined;
+  // A transaction signed offline is prepared in another run than the one that submits it: the
+  // preparations on record may not be what was sent. Such a withdrawal waits for its deadline.
+  if ((await env.store.airGap.list({ withdrawalId: w.id, limit: 1 })).length > 0) return undefined;
+  const earliest = Math.min(...open.map((s) => Date.parse(s.createdAt)));
+  const prepared = await env.store.artifacts.preparedFor(w.id);
+  let first = -1;
+  prepared.forEach((p, i) => {
+    if (Date.parse(p.createdAt) <= earliest) first = i;
+  });
+  if (first < 0) return undefined;
+  const sent = prepared.slice(first).map((p) => consumedInputsOf(p.bytes));
+  if (sent.some((ins) => ins === undefined || ins.length === 0)) return undefined;
+  const [head, ...rest] = sent as string[][];
+  const everywhere = (head ?? []).filter((c) => rest.every((ins) => ins.includes(c)));
+  if (everywhere.length === 0) return undefined;
+  const active = new Set((await listHoldings(env.ctx, w.party)).map((h) => h.cid));
+  const gone = new Set(everywhere.filter((c) => !active.has(c)));
+  if (gone.size === 0) return undefined;
+  // The party's transactions from where every one of those holdings was still active.
+  const end = (await env.ctx.ledger.ledgerEnd()).offset;
+  let after = Math.min(...starts);
+  while (after < end) {
+    const page = await env.ctx.ledger.updates(partyUpdatesRequest(w.party, after, end), {
+      limit: UPDATES_PAGE,
+      ...FROM_BUILDER,
+    });
+    let last = after;
+    for (const item of page) {
+      const u = item.update;
+      if (!u) continue;
+      if ('OffsetCheckpoint' in u) {
+        last = Math.max(last, u.OffsetCheckpoint.value.offset);
+        continue;
+      }
+      if (!('Transaction' in u)) continue;
+      const tx = u.Transaction.value;
+      last = Math.max(last, tx.offset);
+      const consumes = tx.events.some(
+        (ev) =>
+          'ExercisedEvent' in ev && ev.ExercisedEvent.consuming && gone.has(ev.ExercisedEvent.contractId),
+      );
+      if (!consumes) continue;
+      if (!tx.commandId) return undefined;
+      return tx.commandId === w.commandId
+        ? { status: 'committed', updateId: tx.updateId }
+        : { status: 'not-committed' };
+    }
+    if (last <= after) return undefined;
+    after = last;
+  }
+  return undefined;
 }
 
 /** The holdings `cids` of the sender, all still active, or outcome_unknown (something spent them). */

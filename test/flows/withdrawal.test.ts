@@ -9,15 +9,20 @@
  * submission whose outcome is unknown keeps its withdrawal `submitted` through
  * later refusals, a rejection the participant reports and its deadline until
  * its commit deadline has passed, and its next try spends the same holdings;
+ * unless a holding it spends was consumed: by another command (prepared
+ * again at once) or by its own (committed);
  * a worker whose lease was taken moves nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlowContext } from '../../src/flows/context.js';
 import { listHoldings, toUnits } from '../../src/flows/holdings.js';
+import { transfer } from '../../src/flows/transfer.js';
 import { createWithdrawalWorker, type WithdrawalWorkerOptions } from '../../src/flows/withdrawal.js';
-import { runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { type RunOutcome, runWithdrawal, type WithdrawalPoint } from '../../src/flows/withdrawal-run.js';
+import { ledgerTruth, pinnedInputs } from '../../src/flows/withdrawal-truth.js';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
+import { encodePreparedTransaction } from '../../src/hashing/encode.js';
 import { base64ToBytes } from '../../src/hashing/input.js';
 import { fromUnits } from '../../src/intent/decimal.js';
 import { recogniseActions } from '../../src/intent/recognise.js';
@@ -418,6 +423,238 @@ describe('a submission whose outcome is unknown', () => {
     expect(inputsOf(first!.bytes)?.length).toBeGreaterThan(0);
     expect(inputsOf(second!.bytes)).toEqual(inputsOf(first!.bytes));
     expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('the holdings its submission spends spent by another transaction of the party: not committed, prepared again at once', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    expect(sent.state).toBe('submitted');
+    // Another flow of the same party (another withdrawal, a sweep, a merge) spends those holdings:
+    // what was sent for the withdrawal can no longer commit.
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs });
+    // Its commit deadline is an hour away, yet it does not wait for it: it is prepared anew.
+    expect(
+      Date.parse((await store.artifacts.submissionsFor(w.commandId))[0]!.commitDeadline!),
+    ).toBeGreaterThan(Date.now() + 600_000);
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'committed' });
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
+    expect(
+      trail.some(
+        (a) =>
+          a.action === 'withdrawal.prepared' &&
+          (a.details as { ledger?: string })?.ledger === 'not committed',
+      ),
+    ).toBe(true);
+  });
+
+  it('two withdrawals of one party prepared at once spend the same holding: the one that lost is prepared again at once', async () => {
+    // Two instances (or one after a crash) carry two withdrawals of one party: both select the same
+    // holding (the smallest that covers the amount) and both are signed before either executes.
+    let arrived = 0;
+    let release!: () => void;
+    const both = new Promise<void>((r) => {
+      release = r;
+    });
+    const ledger = Object.create(ctx.ledger) as FlowContext['ledger'];
+    ledger.executeAndWait = async (req, o) => {
+      if (++arrived === 2) release();
+      await Promise.race([both, new Promise((r) => setTimeout(r, 5000))]);
+      return ctx.ledger.executeAndWait(req, o);
+    };
+    const racing = { ctx: { ...ctx, ledger }, store };
+    const [a, b] = await Promise.all([create('1'), create('1')]);
+    const first = await Promise.all([runWithdrawal(racing, a!), runWithdrawal(racing, b!)]);
+    expect(arrived).toBeGreaterThanOrEqual(2);
+    const lost = first[0]!.done ? b! : a!;
+    expect(first.filter((r) => r.done)).toEqual([{ done: true, state: 'committed' }]);
+    expect((await now(lost.id)).state).toBe('submitted');
+    // Its transaction's holding is gone (the other one's command consumed it): not committed, and
+    // it does not wait an hour for its commit deadline.
+    expect(await run(await now(lost.id))).toEqual({ done: true, state: 'committed' });
+    for (const w of [a!, b!]) expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('its holdings spent by its own command, the completions not showing it: committed, never prepared again', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    // What was sent reaches the ledger after all (the same command, the same holdings) …
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    const late = await transfer(ctx, {
+      from: alice.partyId,
+      to: bob.partyId,
+      amount: '1',
+      inputs,
+      commandId: w.commandId,
+    });
+    // … before the ledger end the withdrawal looks for its completions from (as if that end had been
+    // read after the commit): the completions do not show it, the transaction that spent its holdings does.
+    await store.db.query('UPDATE withdrawals SET lookup_from = $2 WHERE id = $1', [
+      w.id,
+      (await ctx.ledger.ledgerEnd()).offset,
+    ]);
+    expect(await run(await now(w.id))).toEqual({ done: true, state: 'committed' });
+    expect((await now(w.id)).updateId).toBe(late.updateId);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  /** A withdrawal sent (outcome unknown) whose pinned holdings another command of the party then spends. */
+  async function spentByAnother(): Promise<{ w: Withdrawal; pinned: string[] }> {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    // Transactions of the party between the submission and the one that spends the holdings.
+    for (let i = 0; i < 3; i++) env.net.tap(alice.partyId, '2');
+    const inputs = (await listHoldings(ctx, alice.partyId)).filter((h) => pinned.includes(h.cid));
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs });
+    return { w, pinned };
+  }
+  /** `ctx` whose updates reads go through `f`. */
+  const withUpdates = (
+    f: (read: FlowContext['ledger']['updates']) => FlowContext['ledger']['updates'],
+  ): FlowContext => {
+    const ledger = Object.create(ctx.ledger) as FlowContext['ledger'];
+    ledger.updates = f((req, o) => ctx.ledger.updates(req, o));
+    return { ...ctx, ledger };
+  };
+  /** Every preparation on record for `w` spends `pinned`: nothing was prepared with other holdings. */
+  const onlyPinned = async (w: Withdrawal, pinned: string[]) => {
+    for (const p of await store.artifacts.preparedFor(w.id)) {
+      const tx = decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared'));
+      expect(recogniseActions(tx)[0]?.inputs).toEqual(pinned);
+    }
+  };
+
+  for (const hide of ['empty', 'absent'] as const)
+    it(`the transaction that spent its holdings shows no command id (${hide}: another user's, another participant's): it waits, nothing prepared with other holdings`, async () => {
+      const { w, pinned } = await spentByAnother();
+      const hidden = withUpdates(
+        (read) => async (req, o) =>
+          (await read(req, o)).map((item) => {
+            const u = item.update;
+            if (!u || !('Transaction' in u)) return item;
+            const { commandId: _, ...rest } = u.Transaction.value;
+            const value = hide === 'empty' ? { ...rest, commandId: '' } : rest;
+            return { ...item, update: { Transaction: { value } } } as typeof item;
+          }),
+      );
+      const r = await runWithdrawal({ ctx: hidden, store }, await now(w.id));
+      expect(r.done).toBe(false);
+      expect((await now(w.id)).state).toBe('submitted');
+      expect(updatesOf(w.commandId)).toEqual([]);
+      await onlyPinned(w, pinned);
+    });
+
+  it('the updates read one at a time (pages cut short): the transaction that spent its holdings is still found', async () => {
+    const { w } = await spentByAnother();
+    let calls = 0;
+    const paged = withUpdates((read) => async (req, o) => {
+      calls++;
+      return read(req, { ...o, limit: 1 });
+    });
+    expect(await runWithdrawal({ ctx: paged, store }, await now(w.id))).toEqual({
+      done: true,
+      state: 'committed',
+    });
+    expect(calls).toBeGreaterThan(3);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+  });
+
+  it('an updates read that ends before the ledger end (an empty page): it waits, nothing prepared with other holdings', async () => {
+    const { w, pinned } = await spentByAnother();
+    const short = withUpdates(() => async () => []);
+    const r = await runWithdrawal({ ctx: short, store }, await now(w.id));
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    expect(updatesOf(w.commandId)).toEqual([]);
+    await onlyPinned(w, pinned);
+  });
+
+  it('the updates read failing: it waits, nothing prepared with other holdings', async () => {
+    const { w, pinned } = await spentByAnother();
+    const failing = withUpdates(() => async () => {
+      throw new Error('stream reset');
+    });
+    const r = await runWithdrawal({ ctx: failing, store }, await now(w.id));
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    await onlyPinned(w, pinned);
+  });
+
+  it('a holding its recorded preparation names as an input but its transaction never uses, spent by another command: it waits (that transaction may still commit)', async () => {
+    loseExecute();
+    const w = await create('1');
+    expect((await run(w)).done).toBe(false);
+    const sent = await now(w.id);
+    const pinned = (await pinnedInputs({ ctx, store }, sent)) ?? [];
+    expect(pinned.length).toBeGreaterThan(0);
+    // Another active holding of the party, which the prepared transaction does not touch.
+    env.net.tap(alice.partyId, '2');
+    const other = (await listHoldings(ctx, alice.partyId)).find((h) => !pinned.includes(h.cid) && !h.locked);
+    expect(other).toBeDefined();
+    // A registry whose transfer ignores one of its `inputHoldingCids`: the preparation names the
+    // holding, its transaction (nodes, input contracts) never reads it.
+    const [prep] = await store.artifacts.preparedFor(w.id);
+    const tx = decodePreparedTransaction(base64ToBytes(prep!.bytes, 'prepared'));
+    const named = (v: unknown): void => {
+      if (!v || typeof v !== 'object') return;
+      const o = v as { kind?: string; elements?: { kind: string; value: unknown }[] };
+      if (o.kind === 'list' && o.elements?.some((e) => e.kind === 'contractId' && e.value === pinned[0]))
+        o.elements.push({ kind: 'contractId', value: other!.cid });
+      for (const x of Object.values(v)) named(x);
+    };
+    named(tx.transaction);
+    await store.db.query('UPDATE prepared_transactions SET bytes_raw = $2 WHERE id = $1', [
+      prep!.id,
+      Buffer.from(encodePreparedTransaction(tx)),
+    ]);
+    expect(await pinnedInputs({ ctx, store }, sent)).toEqual([...pinned, other!.cid]);
+    // Another command spends that holding only: what was sent (the pinned holdings) may still commit.
+    await transfer(ctx, { from: alice.partyId, to: bob.partyId, amount: '0.5', inputs: [other!] });
+    const truth = await ledgerTruth({ ctx, store }, await now(w.id));
+    expect(truth.status).toBe('unknown');
+  });
+
+  it('a run stalled between the write-ahead move and recording its submission while another instance carries the withdrawal (prepared again with other holdings): one transaction, the participant refusing the second command', async () => {
+    // Instance X moves the row to `submitted` (write-ahead), then stalls (its lease lapses: a DB
+    // failover holds its insert and its heartbeat alike) before its submission is on record.
+    // Instance Y claims the row meanwhile: `submitted`, no submission on record.
+    const w = await create('1');
+    let y: RunOutcome | undefined;
+    const x = await runWithdrawal(
+      {
+        ctx,
+        store,
+        at: async (p) => {
+          if (p !== 'submitted' || y) return;
+          // A smaller holding that covers the amount appears: Y selects it, not X's.
+          env.net.tap(alice.partyId, '1.5');
+          y = await runWithdrawal({ ctx, store }, await now(w.id));
+        },
+      },
+      w,
+    );
+    expect(y).toBeDefined();
+    const spends = (await store.artifacts.preparedFor(w.id)).map(
+      (p) => recogniseActions(decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared')))[0]?.inputs,
+    );
+    expect(spends).toHaveLength(2);
+    expect(spends[0]).not.toEqual(spends[1]);
+    // Y found no submission on record: not committed, prepared again with other holdings. What keeps
+    // X's transaction off the ledger is only the participant's command deduplication (the same
+    // command id within its deduplication period, on the same participant): not the synchronizer.
+    expect({ x, y, n: updatesOf(w.commandId).length }).toMatchObject({ n: 1 });
   });
 
   it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {
