@@ -630,7 +630,17 @@ describe('a submission whose outcome is unknown', () => {
     // Instance X moves the row to `submitted` (write-ahead), then stalls (its lease lapses: a DB
     // failover holds its insert and its heartbeat alike) before its submission is on record.
     // Instance Y claims the row meanwhile: `submitted`, no submission on record.
-    const w = await create('1');
+    // A party of its own, with one holding (10), so that what X selects does not depend on what
+    // earlier tests left with alice.
+    const erin = await hostParty(env.net, env.signer, store.parties, 'erin', {
+      label: 'wd-erin',
+      fund: '10',
+    });
+    const { withdrawal: w } = await store.withdrawals.create({
+      idempotencyKey: randomUUID(),
+      caller: 'bot',
+      body: { party: erin.partyId, receiver: bob.partyId, amount: '1' },
+    });
     let y: RunOutcome | undefined;
     const x = await runWithdrawal(
       {
@@ -639,7 +649,7 @@ describe('a submission whose outcome is unknown', () => {
         at: async (p) => {
           if (p !== 'submitted' || y) return;
           // A smaller holding that covers the amount appears: Y selects it, not X's.
-          env.net.tap(alice.partyId, '1.5');
+          env.net.tap(erin.partyId, '1.5');
           y = await runWithdrawal({ ctx, store }, await now(w.id));
         },
       },
