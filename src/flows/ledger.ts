@@ -10,11 +10,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type CantonApiError, isCantonApiError } from '../canton/errors.js';
-import type { JsPrepareSubmissionRequest } from '../canton/ledger-api/schemas.js';
+import type { JsPrepareSubmissionRequest, JsTransaction } from '../canton/ledger-api/schemas.js';
 import type { HashingScheme } from '../hashing/transaction-hash.js';
 import type { Intent } from '../intent/model.js';
 import type { FlowContext } from './context.js';
-import { completionsRequest, executeRequest, FROM_BUILDER, SCHEME_NAMES } from './ledger-requests.js';
+import {
+  completionsRequest,
+  executeRequest,
+  FROM_BUILDER,
+  partyUpdatesRequest,
+  SCHEME_NAMES,
+} from './ledger-requests.js';
 import type { Flow, Resolution, SignedTransaction, SigningParty } from './pipeline.js';
 import { Refusal } from './refusal.js';
 
@@ -126,6 +132,52 @@ export async function scanCompletions(
     from = last;
   }
   return { rejected, complete: false };
+}
+
+/** Updates read per request while looking for the transaction that consumed a contract. */
+const UPDATES_PAGE = 500;
+
+type TxEvent = JsTransaction['events'][number];
+/** A consuming exercise, as the party's updates show it. */
+export type ConsumingExercise = Extract<TxEvent, { ExercisedEvent: unknown }>['ExercisedEvent'];
+
+/**
+ * The first of `party`'s transactions after `from` (up to `end`) that
+ * exercises a consuming choice on a contract `wanted` accepts, with that
+ * exercise. When none was found, `readTo` is the offset the read really
+ * reached: a page may come back short of `end` (the participant cuts a stream
+ * that idles), so pages are asked for until `end` is reached or a page brings
+ * nothing new, and no offset past what was read is claimed.
+ */
+export async function findConsumer(
+  ctx: FlowContext,
+  q: { party: string; from: number; end: number; wanted: (contractId: string) => boolean },
+): Promise<{ tx: JsTransaction; exercise: ConsumingExercise } | { readTo: number }> {
+  let after = q.from;
+  while (after < q.end) {
+    const page = await ctx.ledger.updates(partyUpdatesRequest(q.party, after, q.end), {
+      limit: UPDATES_PAGE,
+      ...FROM_BUILDER,
+    });
+    let last = after;
+    for (const item of page) {
+      const u = item.update;
+      if (!u) continue;
+      if ('OffsetCheckpoint' in u) {
+        last = Math.max(last, u.OffsetCheckpoint.value.offset);
+        continue;
+      }
+      if (!('Transaction' in u)) continue;
+      const tx = u.Transaction.value;
+      last = Math.max(last, tx.offset);
+      for (const ev of tx.events)
+        if ('ExercisedEvent' in ev && ev.ExercisedEvent.consuming && q.wanted(ev.ExercisedEvent.contractId))
+          return { tx, exercise: ev.ExercisedEvent };
+    }
+    if (last <= after) return { readTo: after };
+    after = last;
+  }
+  return { readTo: Math.min(after, q.end) };
 }
 
 /**

@@ -13,14 +13,14 @@
  * through the one pipeline by offers.ts), and the tracker that looks at
  * open deliveries after each commit and on a timer.
  */
-import type { JsGetUpdatesResponse, JsTransaction } from '../canton/ledger-api/schemas.js';
+import type { JsTransaction } from '../canton/ledger-api/schemas.js';
 import { NotFoundError, StoreError, WithdrawalStateError } from '../store/errors.js';
 import type { Store } from '../store/index.js';
 import { DbRecorder } from '../store/repos/recorder.js';
 import type { DeliveryPatch, OfferOutcome, Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
-import { scanCompletions } from './ledger.js';
-import { FROM_BUILDER, partyUpdateAtRequest, partyUpdatesRequest } from './ledger-requests.js';
+import { findConsumer, scanCompletions } from './ledger.js';
+import { FROM_BUILDER, partyUpdateAtRequest } from './ledger-requests.js';
 import { listOffers, withdrawOffer } from './offers.js';
 
 export interface DeliveryEnv {
@@ -118,16 +118,7 @@ function endOf(tx: JsTransaction, choice: string, exerciseResult: unknown, expir
   return { unclear: `consumed by ${choice} in update ${tx.updateId} before its deadline`, offset: tx.offset };
 }
 
-/** Updates read per request while following an offer. */
-const UPDATES_PAGE = 500;
-
-/**
- * Reads the sender's updates after `from` up to `end` for the exercise that
- * consumed instruction `cid`. When none was found, `readTo` is the offset the
- * read really reached: a page may come back short of `end` (the participant
- * cuts a stream that idles), so pages are asked for until `end` is reached or
- * a page brings nothing new, and no offset past what was read is claimed.
- */
+/** The exercise that consumed instruction `cid`, read from the sender's updates after `from` (ledger.ts `findConsumer`). */
 async function findEnd(
   ctx: FlowContext,
   party: string,
@@ -136,31 +127,9 @@ async function findEnd(
   from: number,
   end: number,
 ): Promise<OfferEnd | { readTo: number }> {
-  let after = from;
-  while (after < end) {
-    const page: JsGetUpdatesResponse[] = await ctx.ledger.updates(partyUpdatesRequest(party, after, end), {
-      limit: UPDATES_PAGE,
-      ...FROM_BUILDER,
-    });
-    let last = after;
-    for (const item of page) {
-      const u = item.update;
-      if (!u) continue;
-      if ('OffsetCheckpoint' in u) {
-        last = Math.max(last, u.OffsetCheckpoint.value.offset);
-        continue;
-      }
-      if (!('Transaction' in u)) continue;
-      const tx = u.Transaction.value;
-      last = Math.max(last, tx.offset);
-      for (const ev of tx.events)
-        if ('ExercisedEvent' in ev && ev.ExercisedEvent.consuming && ev.ExercisedEvent.contractId === cid)
-          return endOf(tx, ev.ExercisedEvent.choice, ev.ExercisedEvent.exerciseResult, expiresAt);
-    }
-    if (last <= after) return { readTo: after };
-    after = last;
-  }
-  return { readTo: Math.min(after, end) };
+  const found = await findConsumer(ctx, { party, from, end, wanted: (c) => c === cid });
+  if ('readTo' in found) return found;
+  return endOf(found.tx, found.exercise.choice, found.exercise.exerciseResult, expiresAt);
 }
 
 /**

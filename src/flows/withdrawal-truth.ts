@@ -27,8 +27,7 @@ import type { SubmissionRecord } from '../store/repos/artifacts.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { type Holding, listHoldings } from './holdings.js';
-import { scanCompletions } from './ledger.js';
-import { FROM_BUILDER, partyUpdatesRequest } from './ledger-requests.js';
+import { findConsumer, scanCompletions } from './ledger.js';
 import { Refusal } from './refusal.js';
 import { LEDGER_TIME_TOLERANCE_US, PREPARATION_TIME_TOLERANCE_US } from './window.js';
 import type { Truth } from './withdrawal-lifecycle.js';
@@ -163,9 +162,6 @@ function consumedInputsOf(bytes: string): string[] | undefined {
   return named.filter((c) => consumed.has(c));
 }
 
-/** Updates read per request while looking for the transaction that consumed a holding. */
-const UPDATES_PAGE = 500;
-
 /**
  * The truth when a holding that every transaction the `open` submissions of
  * `w` may have sent consumes (`consumedInputsOf`) is no longer active: the transaction that
@@ -209,38 +205,16 @@ async function spentElsewhere(
   const gone = new Set(everywhere.filter((c) => !active.has(c)));
   if (gone.size === 0) return undefined;
   // The party's transactions from where every one of those holdings was still active.
-  const end = (await env.ctx.ledger.ledgerEnd()).offset;
-  let after = Math.min(...starts);
-  while (after < end) {
-    const page = await env.ctx.ledger.updates(partyUpdatesRequest(w.party, after, end), {
-      limit: UPDATES_PAGE,
-      ...FROM_BUILDER,
-    });
-    let last = after;
-    for (const item of page) {
-      const u = item.update;
-      if (!u) continue;
-      if ('OffsetCheckpoint' in u) {
-        last = Math.max(last, u.OffsetCheckpoint.value.offset);
-        continue;
-      }
-      if (!('Transaction' in u)) continue;
-      const tx = u.Transaction.value;
-      last = Math.max(last, tx.offset);
-      const consumes = tx.events.some(
-        (ev) =>
-          'ExercisedEvent' in ev && ev.ExercisedEvent.consuming && gone.has(ev.ExercisedEvent.contractId),
-      );
-      if (!consumes) continue;
-      if (!tx.commandId) return undefined;
-      return tx.commandId === w.commandId
-        ? { status: 'committed', updateId: tx.updateId }
-        : { status: 'not-committed' };
-    }
-    if (last <= after) return undefined;
-    after = last;
-  }
-  return undefined;
+  const found = await findConsumer(env.ctx, {
+    party: w.party,
+    from: Math.min(...starts),
+    end: (await env.ctx.ledger.ledgerEnd()).offset,
+    wanted: (c) => gone.has(c),
+  });
+  if ('readTo' in found || !found.tx.commandId) return undefined;
+  return found.tx.commandId === w.commandId
+    ? { status: 'committed', updateId: found.tx.updateId }
+    : { status: 'not-committed' };
 }
 
 /** The holdings `cids` of the sender, all still active, or outcome_unknown (something spent them). */
