@@ -876,10 +876,35 @@ class PostgresDb implements Db {
     }
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
+  /**
+   * `attempt` on a pooled connection; again (at most five times in all, after a short random
+   * pause) when PostgreSQL refused it as a serialization failure or a deadlock victim, or a
+   * prepared plan went stale: nothing of a refused attempt was committed. `attempt` rolls back what
+   * it began and marks the connection broken when it could not.
+   */
+  private async retrying<T>(
+    attempt: (client: pg.PoolClient, conn: { broken: boolean }) => Promise<T>,
+  ): Promise<T> {
+    for (let n = 1; ; n++) {
       const client = await this.pool.connect();
-      let broken = false;
+      const conn = { broken: false };
+      try {
+        return await attempt(client, conn);
+      } catch (e) {
+        const state = sqlState(e);
+        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && n < 5) {
+          await new Promise((r) => setTimeout(r, Math.random() * 20 * n));
+          continue;
+        }
+        throw e;
+      } finally {
+        client.release(conn.broken);
+      }
+    }
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.retrying(async (client, conn) => {
       let open = true;
       // BEGIN is sent with the transaction's first statement (one round trip for both); a
       // transaction that ran no statement sends neither BEGIN nor COMMIT.
@@ -924,26 +949,18 @@ class PostgresDb implements Db {
         try {
           if (begun) await client.query('ROLLBACK');
         } catch {
-          broken = true;
-        }
-        const state = sqlState(e);
-        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && attempt < 5) {
-          await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
-          continue;
+          conn.broken = true;
         }
         throw e;
       } finally {
         open = false;
-        client.release(broken);
       }
-    }
+    });
   }
 
   async atomically(statements: readonly Statement[]): Promise<QueryResult<Record<string, unknown>>[]> {
     if (statements.length === 0) return [];
-    for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
-      let broken = false;
+    return this.retrying(async (client, conn) => {
       try {
         const rs = await this.runAll(client, [BEGIN], [...statements, { sql: 'COMMIT' }]);
         return rs.slice(0, -1);
@@ -952,18 +969,11 @@ class PostgresDb implements Db {
         try {
           await client.query('ROLLBACK');
         } catch {
-          broken = true;
-        }
-        const state = sqlState(e);
-        if (((state && RETRYABLE.has(state)) || isStalePlan(e)) && attempt < 5) {
-          await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
-          continue;
+          conn.broken = true;
         }
         throw e;
-      } finally {
-        client.release(broken);
       }
-    }
+    });
   }
 
   async close(): Promise<void> {
