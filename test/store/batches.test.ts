@@ -1,39 +1,11 @@
-/**
- * Statements sent together (db.ts `batch`, deferred.ts): on both drivers a
- * batch runs its statements in order inside the transaction and answers each
- * with its own rows; a statement failing in the middle aborts the whole
- * transaction (nothing of the batch, nor of what ran before it, is written)
- * and the connection works after. On PostgreSQL a batch is one round trip.
- * Withdrawal moves whose held writes (an `also`'s insert, the audit rows)
- * travel with later statements stay atomic: a held write that fails leaves
- * the move, its audit rows and its events unwritten.
- */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAudit } from '../../src/store/audit.js';
 import type { Db } from '../../src/store/db.js';
 import { later } from '../../src/store/deferred.js';
 import { type WithdrawalBody, WithdrawalRepo } from '../../src/store/repos/withdrawals.js';
-import { storeDrivers } from '../support/pg.js';
+import { countQueries, storeDrivers } from '../support/pg.js';
 
 const drivers = await storeDrivers();
-
-/** Every query node-postgres sends (one round trip each: it waits for each answer before the next). */
-function countQueries(): { sent: string[]; stop(): void } {
-  const sent: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function counted(this: pg.Client, q: unknown, ...rest: unknown[]) {
-    const text = typeof q === 'string' ? q : (q as { text?: string }).text;
-    sent.push(text ?? '?');
-    return (query as (...a: unknown[]) => unknown).call(this, q, ...rest);
-  } as typeof query;
-  return {
-    sent,
-    stop: () => {
-      pg.Client.prototype.query = query;
-    },
-  };
-}
 
 const body: WithdrawalBody = {
   party: 'alice::1220aa',

@@ -1,35 +1,14 @@
-/**
- * The PostgreSQL driver's round trips per transaction: BEGIN travels with the
- * transaction's first statement (one round trip for both), a transaction that
- * ran nothing costs none, and the batch keeps every property of BEGIN then
- * the statement: the statement runs inside the transaction, its result is its
- * own, an error in it (parsing, binding, running) aborts the transaction and
- * leaves the connection usable. A statement's `first` (e.g. an advisory lock)
- * goes in the same round trip, and on either driver runs just before it.
- */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/store/db.js';
-import { createPostgresDatabase, requirePostgres, storeDrivers, type TestDatabase } from '../support/pg.js';
+import {
+  countQueries,
+  createPostgresDatabase,
+  requirePostgres,
+  storeDrivers,
+  type TestDatabase,
+} from '../support/pg.js';
 
 const available = await requirePostgres();
-
-/** Every query node-postgres sends (one round trip each: it waits for each answer before the next). */
-function countQueries(): { sent: string[]; stop(): void } {
-  const sent: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function counted(this: pg.Client, q: unknown, ...rest: unknown[]) {
-    const text = typeof q === 'string' ? q : (q as { text?: string }).text;
-    sent.push(text ?? '?');
-    return (query as (...a: unknown[]) => unknown).call(this, q, ...rest);
-  } as typeof query;
-  return {
-    sent,
-    stop: () => {
-      pg.Client.prototype.query = query;
-    },
-  };
-}
 
 describe.runIf(available)('PostgreSQL: round trips of a transaction', () => {
   let t: TestDatabase;

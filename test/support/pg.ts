@@ -228,3 +228,20 @@ export function postgresDriver(): Driver {
 export async function storeDrivers(): Promise<Driver[]> {
   return (await requirePostgres()) ? [pgliteDriver(), postgresDriver()] : [pgliteDriver()];
 }
+
+/** Every query node-postgres sends (one round trip each: it waits for each answer before the next). */
+export function countQueries(): { sent: string[]; stop(): void } {
+  const sent: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function counted(this: pg.Client, q: unknown, ...rest: unknown[]) {
+    const text = typeof q === 'string' ? q : (q as { text?: string }).text;
+    sent.push(text ?? '?');
+    return (query as (...a: unknown[]) => unknown).call(this, q, ...rest);
+  } as typeof query;
+  return {
+    sent,
+    stop: () => {
+      pg.Client.prototype.query = query;
+    },
+  };
+}
