@@ -572,7 +572,13 @@ export async function runFlow<T>(flow: Flow<T>, opts: PipelineOptions): Promise<
         throw e;
       }
       const { code, message } = errorSummary(e);
-      if (isCantonApiError(e) && e.ambiguous) {
+      // Not the ledger's answer (one of our own writes around the submission failed, or a bug):
+      // nothing says the ledger refused anything, so it is not reported as a rejection.
+      if (!isCantonApiError(e)) {
+        await rec('failed', { attempt, hash, reason: code, message });
+        throw e;
+      }
+      if (e.ambiguous) {
         await rec('ambiguous', { attempt, hash, reason: code, message });
         const r: Resolution<T> = flow.resolveAmbiguous
           ? await flow.resolveAmbiguous(signed, e)

@@ -22,6 +22,7 @@
  * run (`ownFailure`), so that what the pipeline reports next is not taken
  * for the ledger's answer.
  */
+import { randomUUID } from 'node:crypto';
 import { isCantonApiError } from '../canton/errors.js';
 import type { LedgerApiClient } from '../canton/ledger-api/client.js';
 import { bytesToHex } from '../hashing/input.js';
@@ -85,6 +86,9 @@ export function withdrawalContext(r: Run): FlowContext {
         submissionId: sid,
         commandId: r.w.commandId,
         withdrawalId: id,
+        ...(run.preparedId !== undefined ? { preparedId: run.preparedId } : {}),
+        // A worker records it only while it holds the lease (another may have taken the row over).
+        ...(r.env.owner !== undefined ? { lease: r.env.owner } : {}),
         ...(run.ledgerEnd !== undefined ? { ledgerEndBefore: run.ledgerEnd } : {}),
         ...(run.commitDeadline !== undefined ? { commitDeadline: run.commitDeadline } : {}),
       });
@@ -132,12 +136,22 @@ export function withdrawalContext(r: Run): FlowContext {
       await recordPrepared(hash)?.(undefined, r.w.attempts + 1);
     },
   };
+  /** The write of the preparation about to be signed (its id: what the signature and submission name). */
   function recordPrepared(hash: string) {
     const prepared = run.prepared;
+    const preparedId = prepared ? randomUUID() : undefined;
+    run.preparedId = preparedId;
     return prepared
       ? (tx: Parameters<typeof store.artifacts.writePrepared>[1], attempt: number) =>
           store.artifacts.writePrepared(
-            { withdrawalId: id, attempt, hash, hashingScheme: prepared.scheme, bytes: prepared.bytes },
+            {
+              id: preparedId as string,
+              withdrawalId: id,
+              attempt,
+              hash,
+              hashingScheme: prepared.scheme,
+              bytes: prepared.bytes,
+            },
             tx,
           )
       : undefined;
@@ -185,6 +199,7 @@ export function withdrawalContext(r: Run): FlowContext {
             void (await store.artifacts.writeSignature(
               {
                 withdrawalId: id,
+                ...(run.preparedId !== undefined ? { preparedId: run.preparedId } : {}),
                 hash: s.rec.hash ?? '',
                 signedBy: sig.signature.signedBy,
                 keyLabel: sig.key.label,

@@ -84,6 +84,8 @@ export interface RunState {
   /** The ledger definitely did not commit what was submitted in this run (so re-preparing is allowed). */
   definitelyNot: boolean;
   prepared?: { bytes: string; scheme: string };
+  /** The id of the preparation on record that this run signs (its signature and submission name it). */
+  preparedId?: string | undefined;
   signed?: SignOutput;
   ledgerEnd?: number;
   /**

@@ -23,7 +23,7 @@ import { base64ToBytes } from '../hashing/input.js';
 import { recogniseActions } from '../intent/recognise.js';
 import { descendants } from '../intent/tree.js';
 import type { Store } from '../store/index.js';
-import type { SubmissionRecord } from '../store/repos/artifacts.js';
+import type { PreparedRecord, SubmissionRecord } from '../store/repos/artifacts.js';
 import type { Withdrawal } from '../store/repos/withdrawals.js';
 import type { FlowContext } from './context.js';
 import { type Holding, listHoldings } from './holdings.js';
@@ -172,11 +172,8 @@ function consumedInputsOf(bytes: string): string[] | undefined {
  * of them committed nor can commit. Undefined (nothing settled) otherwise:
  * the holdings all active, a transaction that may have been sent whose
  * inputs are not on record (one signed offline), the consuming transaction not found, or its
- * command id not shown.
- *
- * The transactions the open submissions may have sent: the preparation
- * recorded last before the earliest of them, and every one after it (each
- * submission is of the preparation recorded before it).
+ * command id not shown. Which transactions the open submissions may have
+ * sent: `sentPreparations`.
  */
 async function spentElsewhere(
   env: TruthEnv,
@@ -189,14 +186,9 @@ async function spentElsewhere(
   // A transaction signed offline is prepared in another run than the one that submits it: the
   // preparations on record may not be what was sent. Such a withdrawal waits for its deadline.
   if ((await env.store.airGap.list({ withdrawalId: w.id, limit: 1 })).length > 0) return undefined;
-  const earliest = Math.min(...open.map((s) => Date.parse(s.createdAt)));
-  const prepared = await env.store.artifacts.preparedFor(w.id);
-  let first = -1;
-  prepared.forEach((p, i) => {
-    if (Date.parse(p.createdAt) <= earliest) first = i;
-  });
-  if (first < 0) return undefined;
-  const sent = prepared.slice(first).map((p) => consumedInputsOf(p.bytes));
+  const sentPrepared = sentPreparations(await env.store.artifacts.preparedFor(w.id), open);
+  if (!sentPrepared) return undefined;
+  const sent = sentPrepared.map((p) => consumedInputsOf(p.bytes));
   if (sent.some((ins) => ins === undefined || ins.length === 0)) return undefined;
   const [head, ...rest] = sent as string[][];
   const everywhere = (head ?? []).filter((c) => rest.every((ins) => ins.includes(c)));
@@ -215,6 +207,28 @@ async function spentElsewhere(
   return found.tx.commandId === w.commandId
     ? { status: 'committed', updateId: found.tx.updateId }
     : { status: 'not-committed' };
+}
+
+/**
+ * The preparations the open submissions may have sent: the ones they name;
+ * for submissions of older builds, which name none, the preparation recorded
+ * last before the earliest of them and every one after it (each submission
+ * is of the preparation recorded before it). Undefined when that is unclear.
+ */
+function sentPreparations(
+  prepared: readonly PreparedRecord[],
+  open: readonly SubmissionRecord[],
+): readonly PreparedRecord[] | undefined {
+  if (open.every((s) => s.preparedId !== undefined)) {
+    const named = open.map((s) => prepared.find((p) => p.id === s.preparedId));
+    return named.every((p) => p !== undefined) ? (named as PreparedRecord[]) : undefined;
+  }
+  const earliest = Math.min(...open.map((s) => Date.parse(s.createdAt)));
+  let first = -1;
+  prepared.forEach((p, i) => {
+    if (Date.parse(p.createdAt) <= earliest) first = i;
+  });
+  return first < 0 ? undefined : prepared.slice(first);
 }
 
 /** The holdings `cids` of the sender, all still active, or outcome_unknown (something spent them). */

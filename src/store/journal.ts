@@ -24,7 +24,7 @@ export type JournalStep =
   | 'reprepared'
   | 'exported' // the party's key is held offline: the signing request went across the air gap
   | 'awaiting_approval' // the policy asks for approvals by people first: nothing was signed
-  | 'failed'; // an error that is not a refusal (network, key backend) before anything was submitted
+  | 'failed'; // an error that is not a refusal nor the ledger's answer (network, key backend, our own writes)
 
 export interface JournalRecord {
   at: string;

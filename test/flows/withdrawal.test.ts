@@ -626,10 +626,10 @@ describe('a submission whose outcome is unknown', () => {
     expect(truth.status).toBe('unknown');
   });
 
-  it('a run stalled between the write-ahead move and recording its submission while another instance carries the withdrawal (prepared again with other holdings): one transaction, the participant refusing the second command', async () => {
-    // Instance X moves the row to `submitted` (write-ahead), then stalls (its lease lapses: a DB
+  it('a run stalled between the write-ahead move and recording its submission while another worker carries the withdrawal (prepared again with other holdings): the stalled run sends nothing', async () => {
+    // Worker X moves the row to `submitted` (write-ahead), then stalls (its lease lapses: a DB
     // failover holds its insert and its heartbeat alike) before its submission is on record.
-    // Instance Y claims the row meanwhile: `submitted`, no submission on record.
+    // Worker Y takes the lease over meanwhile: `submitted`, no submission on record.
     // A party of its own, with one holding (10), so that what X selects does not depend on what
     // earlier tests left with alice.
     const erin = await hostParty(env.net, env.signer, store.parties, 'erin', {
@@ -641,30 +641,57 @@ describe('a submission whose outcome is unknown', () => {
       caller: 'bot',
       body: { party: erin.partyId, receiver: bob.partyId, amount: '1' },
     });
+    const executes = vi.spyOn(ctx.ledger, 'executeAndWait');
     let y: RunOutcome | undefined;
+    expect(await store.withdrawals.claim(w.id, 'x', 60_000)).toBeDefined();
     const x = await runWithdrawal(
       {
         ctx,
         store,
+        owner: 'x',
         at: async (p) => {
           if (p !== 'submitted' || y) return;
+          await store.db.query(
+            `UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`,
+            [w.id],
+          );
+          expect(await store.withdrawals.claim(w.id, 'y', 60_000)).toBeDefined();
           // A smaller holding that covers the amount appears: Y selects it, not X's.
           env.net.tap(erin.partyId, '1.5');
-          y = await runWithdrawal({ ctx, store }, await now(w.id));
+          y = await runWithdrawal({ ctx, store, owner: 'y' }, await now(w.id));
         },
       },
       w,
     );
-    expect(y).toBeDefined();
+    const sent = executes.mock.calls;
+    executes.mockRestore();
+    expect(y).toEqual({ done: true, state: 'committed' });
+    // Y found no submission on record: not committed, prepared again with other holdings.
     const spends = (await store.artifacts.preparedFor(w.id)).map(
       (p) => recogniseActions(decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared')))[0]?.inputs,
     );
     expect(spends).toHaveLength(2);
     expect(spends[0]).not.toEqual(spends[1]);
-    // Y found no submission on record: not committed, prepared again with other holdings. What keeps
-    // X's transaction off the ledger is only the participant's command deduplication (the same
-    // command id within its deduplication period, on the same participant): not the synchronizer.
-    expect({ x, y, n: updatesOf(w.commandId).length }).toMatchObject({ n: 1 });
+    // X could not put its submission on record: it ended untouched and sent nothing. One execute
+    // reached the participant (not two kept apart by its command deduplication).
+    expect(x.done === false && x.error).toBeInstanceOf(LeaseLostError);
+    expect(sent).toHaveLength(1);
+    expect(updatesOf(w.commandId)).toHaveLength(1);
+    const subs = await store.artifacts.submissionsFor(w.commandId);
+    expect(subs).toHaveLength(1);
+    // The submission names the preparation it sent: Y's, the second.
+    const prepared = await store.artifacts.preparedFor(w.id);
+    expect(subs[0]!.preparedId).toBe(prepared[1]!.id);
+    expect(await now(w.id)).toMatchObject({ state: 'committed' });
+    expect((await now(w.id)).lastError).toBeUndefined();
+    const trail = await listAudit(store.db, { subject: `withdrawal:${w.id}` });
+    // X's journal says what happened to it (not a rejection by the ledger: nothing was sent).
+    expect(trail.map((a) => a.action)).not.toContain('flow.rejected');
+    expect(trail.at(-1)).toMatchObject({
+      action: 'flow.failed',
+      details: { message: expect.stringContaining('no longer leased to x') },
+    });
+    await store.withdrawals.releaseLease(w.id, 'y');
   });
 
   it('lastError is the latest error: a later look that fails shows its own error, not the first one', async () => {

@@ -2,14 +2,15 @@
  * Where the decoder follows Canton rather than a stricter rule of its own
  * (docs/hashing.md, "What is accepted as Canton accepts it"): seeds on nodes
  * that are never seeded and `global_key_mapping` entries are accepted and, as
- * by Canton's hasher, not hashed. Repeated record labels and orphan nodes stay
+ * by Canton's hasher, not hashed; gen-map entries are hashed in the order
+ * given, repeated keys included. Repeated record labels and orphan nodes stay
  * refused (the reasons are in the doc).
  */
 import { hashPreparedTransaction as visualizerHash } from '@canton-network/core-tx-visualizer';
 import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { bytesToBase64, bytesToHex } from '../../src/hashing/input.js';
-import type { PreparedTransaction } from '../../src/hashing/model.js';
+import type { PreparedTransaction, Value } from '../../src/hashing/model.js';
 import { type HashingScheme, hashPreparedTransaction } from '../../src/hashing/transaction-hash.js';
 import {
   ALICE,
@@ -125,6 +126,41 @@ describe('global_key_mapping entries: accepted, not hashed', () => {
       'non_canonical',
       'metadata.global_key_mapping[0].key.hash',
     );
+  });
+});
+
+describe('gen-map entries: hashed in the order given, repeated keys accepted, as Canton', () => {
+  // Canton's value validator keeps a gen-map's entries as given (no order or uniqueness check) and
+  // its hasher hashes them in that order; the engine itself emits keys sorted and unique.
+  const genMap = (keys: string[]): Value => ({
+    kind: 'genMap',
+    entries: keys.map((k, i) => ({ key: text(k), value: text(`v${i}`) })),
+  });
+  const withMap = (keys: string[]) =>
+    encode(
+      singleCreateModel(
+        record([
+          ['owner', party(ALICE)],
+          ['m', genMap(keys)],
+        ]),
+      ),
+    );
+
+  it('unsorted and repeated keys hash as an independent hasher hashes them, and the order counts', async () => {
+    const odd = withMap(['b', 'a', 'b']);
+    for (const scheme of SCHEMES) {
+      expect(hashHex(odd, scheme)).not.toBe(hashHex(withMap(['a', 'b', 'b']), scheme));
+      expect(hashHex(odd, scheme)).not.toBe(hashHex(withMap(['b', 'a']), scheme));
+    }
+    expect(hashHex(odd, 'v2')).toBe(await visualizerHash(bytesToBase64(odd), 'hex'));
+  });
+
+  it('every entry is in the decoded model, in order: nothing is hidden from what reads it', () => {
+    const tx = decodePreparedTransaction(withMap(['b', 'a', 'b']));
+    const node = tx.transaction.nodes[0]!.node;
+    const arg = node.type === 'create' ? node.argument : undefined;
+    const m = arg?.kind === 'record' ? arg.fields.find((f) => f.label === 'm')?.value : undefined;
+    expect(m).toEqual(genMap(['b', 'a', 'b']));
   });
 });
 

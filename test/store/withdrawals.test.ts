@@ -13,10 +13,12 @@ import type { Db } from '../../src/store/db.js';
 import {
   BadRequestError,
   IdempotencyConflictError,
+  LeaseLostError,
   NotFoundError,
   type StoreError,
   WithdrawalStateError,
 } from '../../src/store/errors.js';
+import { ArtifactRepo } from '../../src/store/repos/artifacts.js';
 import {
   canTransition,
   WITHDRAWAL_STATES,
@@ -25,7 +27,7 @@ import {
   type WithdrawalState,
   withdrawalCommandId,
 } from '../../src/store/repos/withdrawals.js';
-import { storeDrivers } from '../support/pg.js';
+import { postgresDriver, storeDrivers } from '../support/pg.js';
 
 const drivers = await storeDrivers();
 
@@ -479,6 +481,34 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
         [party],
       );
       expect(owners.rows).toHaveLength(1);
+    });
+  });
+
+  describe('a submission recorded under a lease', () => {
+    it('is written only while the withdrawal is leased to the recorder; otherwise LeaseLostError and nothing written', async () => {
+      const { withdrawal: w } = await repo.create({ idempotencyKey: key(), caller: 'bot', body: body() });
+      const artifacts = new ArtifactRepo(db);
+      const sub = (sid: string, lease: string) =>
+        artifacts.recordSubmission({ submissionId: sid, commandId: w.commandId, withdrawalId: w.id, lease });
+      expect(await repo.claim(w.id, 'x', 60_000)).toBeDefined();
+      expect(await sub('leased-1', 'x')).toMatchObject({ submissionId: 'leased-1', withdrawalId: w.id });
+      // x's lease lapses and y takes the row over: x's next submission is refused.
+      await db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        w.id,
+      ]);
+      expect(await repo.claim(w.id, 'y', 60_000)).toBeDefined();
+      const lost = await sub('leased-2', 'x').catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(LeaseLostError);
+      expect(lost).toMatchObject({ withdrawalId: w.id, owner: 'x' });
+      expect((await artifacts.submissionsFor(w.commandId)).map((s) => s.submissionId)).toEqual(['leased-1']);
+      // A lapsed lease nobody took over is still its holder's: nobody else can decide meanwhile.
+      await db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        w.id,
+      ]);
+      expect(await sub('leased-3', 'y')).toMatchObject({ submissionId: 'leased-3' });
+      await repo.releaseLease(w.id, 'y');
+      await expect(sub('leased-4', 'y')).rejects.toBeInstanceOf(LeaseLostError);
+      expect(await artifacts.submissionsFor(w.commandId)).toHaveLength(2);
     });
   });
 
@@ -982,5 +1012,52 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       const v = await verifyAudit(fdb, { batch: 113 });
       expect(v).toMatchObject({ ok: true, rows: 200 * 5 });
     });
+  });
+});
+
+// PostgreSQL only: a PGlite database has one connection, so no second transaction can wait for the
+// first. Its own describe, so that no test is reported skipped where PostgreSQL runs.
+describe.runIf(drivers.some((d) => d.name === 'postgres'))('a submission being recorded on postgres', () => {
+  const driver = postgresDriver();
+  let db: Db;
+  let repo: WithdrawalRepo;
+  beforeAll(async () => {
+    db = await driver.fresh();
+    repo = new WithdrawalRepo(db, { actor: 'test' });
+  });
+  afterAll(async () => {
+    await driver.cleanup();
+  });
+
+  it('holds off a takeover of the lease until it is committed, so the new holder finds it on record', async () => {
+    const { withdrawal: w } = await repo.create({ idempotencyKey: key(), caller: 'bot', body: body() });
+    expect(await repo.claim(w.id, 'x', 200)).toBeDefined();
+    const order: string[] = [];
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => {
+      inside = r;
+    });
+    // x's insert in a transaction left open for a while (as a stalled round trip would).
+    const recording = db.transaction(async (tx) => {
+      await new ArtifactRepo(db).recordSubmission(
+        { submissionId: 'held', commandId: w.commandId, withdrawalId: w.id, lease: 'x' },
+        tx,
+      );
+      inside();
+      await new Promise((r) => setTimeout(r, 500)); // x's lease lapses meanwhile
+      order.push('recorded');
+    });
+    await entered;
+    await new Promise((r) => setTimeout(r, 300));
+    const claim = repo.claim(w.id, 'y', 60_000).then((got) => {
+      order.push('taken over');
+      return got;
+    });
+    await recording;
+    expect(await claim).toBeDefined();
+    expect(order).toEqual(['recorded', 'taken over']);
+    expect((await new ArtifactRepo(db).submissionsFor(w.commandId)).map((s) => s.submissionId)).toEqual([
+      'held',
+    ]);
   });
 });

@@ -13,7 +13,7 @@ import { base64ToBytes } from '../../hashing/input.js';
 import type { KeyScheme } from '../../keys/schemes.js';
 import type { Db, Queryable } from '../db.js';
 import { later } from '../deferred.js';
-import { NotFoundError } from '../errors.js';
+import { LeaseLostError, NotFoundError } from '../errors.js';
 
 export interface PreparedRecord {
   id: string;
@@ -84,6 +84,8 @@ const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", 
 
 const INSERT_PREPARED = `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash,
     hashing_scheme, bytes_raw) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
+const INSERT_SUBMISSION = `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
+  ledger_end_before, completion_offset, update_id, reason, commit_deadline)`;
 const INSERT_SIGNATURE = `INSERT INTO signatures (id, prepared_id, withdrawal_id, hash, signed_by, key_label, scheme,
     signature_format, signature) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
 const UPDATE_OUTCOME = `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
@@ -146,11 +148,14 @@ export class ArtifactRepo {
    * statement (deferred.ts).
    */
   async writePrepared(
-    p: Pick<PreparedRecord, 'withdrawalId' | 'hash' | 'hashingScheme' | 'bytes'> & { attempt: number },
+    p: Pick<PreparedRecord, 'withdrawalId' | 'hash' | 'hashingScheme' | 'bytes'> & {
+      attempt: number;
+      id?: string;
+    },
     q: Queryable = this.db,
   ): Promise<void> {
     await later(q, INSERT_PREPARED, [
-      randomUUID(),
+      p.id ?? randomUUID(),
       p.withdrawalId ?? null,
       null,
       p.attempt,
@@ -195,28 +200,49 @@ export class ArtifactRepo {
     return r.rows.map(defined);
   }
 
+  /**
+   * Puts a submission on record. With `lease`, only while the withdrawal is
+   * leased to that worker (LeaseLostError otherwise): the insert share-locks
+   * the withdrawal's row, so a worker taking the lease over waits for it and
+   * then finds the submission on record, or takes it first and the insert
+   * writes nothing — what a worker sends is always on record before another
+   * can decide that nothing was sent.
+   */
   async recordSubmission(
-    s: Omit<SubmissionRecord, 'createdAt' | 'updatedAt' | 'outcome'> & { outcome?: SubmissionOutcome },
+    s: Omit<SubmissionRecord, 'createdAt' | 'updatedAt' | 'outcome'> & {
+      outcome?: SubmissionOutcome;
+      lease?: string;
+    },
     q: Queryable = this.db,
   ): Promise<SubmissionRecord> {
+    const values = [
+      s.submissionId,
+      s.commandId,
+      s.withdrawalId ?? null,
+      s.preparedId ?? null,
+      s.outcome ?? 'pending',
+      s.ledgerEndBefore ?? null,
+      s.completionOffset ?? null,
+      s.updateId ?? null,
+      s.reason ?? null,
+      s.commitDeadline ?? null,
+    ];
+    if (s.lease === undefined) {
+      const r = await q.query<Nullable<SubmissionRecord>>(
+        `${INSERT_SUBMISSION} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SUBMISSION}`,
+        values,
+      );
+      return defined(r.rows[0]!);
+    }
+    if (s.withdrawalId === undefined) throw new TypeError('a leased submission belongs to a withdrawal');
     const r = await q.query<Nullable<SubmissionRecord>>(
-      `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
-         ledger_end_before, completion_offset, update_id, reason, commit_deadline)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SUBMISSION}`,
-      [
-        s.submissionId,
-        s.commandId,
-        s.withdrawalId ?? null,
-        s.preparedId ?? null,
-        s.outcome ?? 'pending',
-        s.ledgerEndBefore ?? null,
-        s.completionOffset ?? null,
-        s.updateId ?? null,
-        s.reason ?? null,
-        s.commitDeadline ?? null,
-      ],
+      `${INSERT_SUBMISSION} SELECT $1, $2, w.id, $4, $5, $6, $7, $8, $9, $10
+         FROM withdrawals w WHERE w.id = $3 AND w.lease_owner = $11 FOR SHARE
+       RETURNING ${SUBMISSION}`,
+      [...values, s.lease],
     );
-    return defined(r.rows[0]!);
+    if (!r.rows[0]) throw new LeaseLostError(s.withdrawalId, s.lease);
+    return defined(r.rows[0]);
   }
 
   async setSubmissionOutcome(
