@@ -131,9 +131,11 @@ export function withdrawalContext(r: Run): FlowContext {
       );
       await r.at('prepared');
     },
-    // A resubmission: the row stays `submitted`; the new preparation is on record all the same.
+    // A resubmission: the row stays `submitted`; the new preparation is on record all the same —
+    // written on its own, so a worker writes it only while it holds the lease: the next
+    // resubmission spends the holdings of the latest preparation on record (`pinnedInputs`).
     'keep-submitted': async (hash) => {
-      await recordPrepared(hash)?.(undefined, r.w.attempts + 1);
+      await recordPrepared(hash)?.(undefined, r.w.attempts + 1, r.env.owner);
     },
   };
   /** The write of the preparation about to be signed (its id: what the signature and submission name). */
@@ -142,7 +144,7 @@ export function withdrawalContext(r: Run): FlowContext {
     const preparedId = prepared ? randomUUID() : undefined;
     run.preparedId = preparedId;
     return prepared
-      ? (tx: Parameters<typeof store.artifacts.writePrepared>[1], attempt: number) =>
+      ? (tx: Parameters<typeof store.artifacts.writePrepared>[1], attempt: number, lease?: string) =>
           store.artifacts.writePrepared(
             {
               id: preparedId as string,
@@ -151,6 +153,7 @@ export function withdrawalContext(r: Run): FlowContext {
               hash,
               hashingScheme: prepared.scheme,
               bytes: prepared.bytes,
+              ...(lease !== undefined ? { lease } : {}),
             },
             tx,
           )

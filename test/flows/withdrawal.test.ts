@@ -11,7 +11,8 @@
  * its commit deadline has passed, and its next try spends the same holdings;
  * unless a holding it spends was consumed: by another command (prepared
  * again at once) or by its own (committed);
- * a worker whose lease was taken moves nothing.
+ * a worker whose lease was taken moves nothing, sends nothing and records no
+ * preparation.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -691,6 +692,56 @@ describe('a submission whose outcome is unknown', () => {
       action: 'flow.failed',
       details: { message: expect.stringContaining('no longer leased to x') },
     });
+    await store.withdrawals.releaseLease(w.id, 'y');
+  });
+
+  it('a resubmitting run stalled after preparing while another worker carries the withdrawal (prepared again with other holdings): the stalled run records nothing, so the next resubmission spends what the open submission spends', async () => {
+    // Worker X sent a transaction (outcome unknown) and, in a later run, prepares its resubmission
+    // (the same holdings), then stalls before recording that preparation. Meanwhile its lease lapses
+    // and worker Y takes over: the first submission's window has closed, so Y prepares again with a
+    // fresh selection (another holding) and sends it, its outcome unknown too. A preparation X
+    // recorded now would be the latest on record, and the next resubmission would spend its holding:
+    // not the one Y's open submission spends, so both could commit.
+    const fay = await hostParty(env.net, env.signer, store.parties, 'fay', { label: 'wd-fay', fund: '10' });
+    const { withdrawal: w } = await store.withdrawals.create({
+      idempotencyKey: randomUUID(),
+      caller: 'bot',
+      body: { party: fay.partyId, receiver: bob.partyId, amount: '1' },
+    });
+    expect(await store.withdrawals.claim(w.id, 'x', 60_000)).toBeDefined();
+    loseExecute();
+    expect((await runWithdrawal({ ctx, store, owner: 'x' }, w)).done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
+    let y: RunOutcome | undefined;
+    const stalled = Object.create(ctx.ledger) as FlowContext['ledger'];
+    stalled.prepare = async (req, o) => {
+      const res = await ctx.ledger.prepare(req, o);
+      if (y) return res;
+      await store.db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        w.id,
+      ]);
+      expect(await store.withdrawals.claim(w.id, 'y', 60_000)).toBeDefined();
+      await windowsClosed(w.commandId);
+      // A smaller holding that covers the amount appears: Y's fresh selection takes it.
+      env.net.tap(fay.partyId, '1.5');
+      loseExecute();
+      y = await runWithdrawal({ ctx, store, owner: 'y' }, await now(w.id));
+      return res;
+    };
+    const x = await runWithdrawal({ ctx: { ...ctx, ledger: stalled }, store, owner: 'x' }, await now(w.id));
+    expect(y?.done).toBe(false);
+    expect(x.done === false && x.error).toBeInstanceOf(LeaseLostError);
+    const inputsOf = (b64: string) =>
+      recogniseActions(decodePreparedTransaction(base64ToBytes(b64, 'prepared')))[0]?.inputs;
+    const subs = await store.artifacts.submissionsFor(w.commandId);
+    expect(subs).toHaveLength(2);
+    const prepared = await store.artifacts.preparedFor(w.id);
+    const ys = prepared.find((p) => p.id === subs[1]!.preparedId);
+    expect(ys).toBeDefined();
+    expect(inputsOf(ys!.bytes)).not.toEqual(inputsOf(prepared[0]!.bytes));
+    // Nothing of X's is on record after Y took over: what a resubmission pins is what Y sent.
+    expect(prepared.map((p) => p.id)).toEqual([subs[0]!.preparedId, subs[1]!.preparedId]);
+    expect(await pinnedInputs({ ctx, store }, await now(w.id))).toEqual(inputsOf(ys!.bytes));
     await store.withdrawals.releaseLease(w.id, 'y');
   });
 

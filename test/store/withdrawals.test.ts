@@ -7,6 +7,7 @@
  * duplicates, conflicts and mixed requests inside a batch, other instances,
  * a failing batch retried one by one, the audit chain after 500 creates).
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAudit, verifyAudit } from '../../src/store/audit.js';
 import type { Db } from '../../src/store/db.js';
@@ -509,6 +510,36 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
       await repo.releaseLease(w.id, 'y');
       await expect(sub('leased-4', 'y')).rejects.toBeInstanceOf(LeaseLostError);
       expect(await artifacts.submissionsFor(w.commandId)).toHaveLength(2);
+    });
+
+    it('a preparation written under a lease likewise: only while the withdrawal is leased to the writer', async () => {
+      const { withdrawal: w } = await repo.create({ idempotencyKey: key(), caller: 'bot', body: body() });
+      const artifacts = new ArtifactRepo(db);
+      const bytes = Buffer.from([1, 2, 3]).toString('base64');
+      const prep = (id: string, lease: string) =>
+        artifacts.writePrepared({
+          id,
+          withdrawalId: w.id,
+          attempt: 2,
+          hash: 'ab'.repeat(32),
+          hashingScheme: 'v2',
+          bytes,
+          lease,
+        });
+      const [a, b] = [randomUUID(), randomUUID()];
+      expect(await repo.claim(w.id, 'x', 60_000)).toBeDefined();
+      await prep(a, 'x');
+      await db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        w.id,
+      ]);
+      expect(await repo.claim(w.id, 'y', 60_000)).toBeDefined();
+      const lost = await prep(b, 'x').catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(LeaseLostError);
+      expect(lost).toMatchObject({ withdrawalId: w.id, owner: 'x' });
+      expect((await artifacts.preparedFor(w.id)).map((p) => [p.id, p.bytes, p.attempt])).toEqual([
+        [a, bytes, 2],
+      ]);
+      await repo.releaseLease(w.id, 'y');
     });
   });
 

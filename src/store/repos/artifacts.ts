@@ -82,8 +82,9 @@ const SUBMISSION = `submission_id AS "submissionId", command_id AS "commandId", 
   completion_offset AS "completionOffset", update_id AS "updateId", reason,
   commit_deadline AS "commitDeadline", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-const INSERT_PREPARED = `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash,
-    hashing_scheme, bytes_raw) VALUES ($1, $2, $3, $4, $5, $6, $7)`;
+const INSERT_PREPARED_INTO = `INSERT INTO prepared_transactions (id, withdrawal_id, request_id, attempt, hash,
+    hashing_scheme, bytes_raw)`;
+const INSERT_PREPARED = `${INSERT_PREPARED_INTO} VALUES ($1, $2, $3, $4, $5, $6, $7)`;
 const INSERT_SUBMISSION = `INSERT INTO submissions (submission_id, command_id, withdrawal_id, prepared_id, outcome,
   ledger_end_before, completion_offset, update_id, reason, commit_deadline)`;
 const INSERT_SIGNATURE = `INSERT INTO signatures (id, prepared_id, withdrawal_id, hash, signed_by, key_label, scheme,
@@ -91,6 +92,33 @@ const INSERT_SIGNATURE = `INSERT INTO signatures (id, prepared_id, withdrawal_id
 const UPDATE_OUTCOME = `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
     update_id = COALESCE($4, update_id), reason = COALESCE($5, reason), updated_at = now()
   WHERE submission_id = $1`;
+
+/**
+ * `into` (an INSERT naming its columns) of `values`, whose `at`-th (from 1) is
+ * the withdrawal's id, only while that withdrawal is leased to `lease`: the
+ * insert share-locks the withdrawal's row, so a worker taking the lease over
+ * waits for it and then finds the row on record, or takes it first and the
+ * insert writes nothing (LeaseLostError).
+ */
+async function insertLeased<T>(
+  q: Queryable,
+  into: string,
+  values: readonly unknown[],
+  at: number,
+  lease: string,
+  returning = '',
+): Promise<T> {
+  const withdrawalId = values[at - 1];
+  if (typeof withdrawalId !== 'string') throw new TypeError('a leased record belongs to a withdrawal');
+  const columns = values.map((_, i) => (i + 1 === at ? 'w.id' : `$${i + 1}`)).join(', ');
+  const r = await q.query<T>(
+    `${into} SELECT ${columns} FROM withdrawals w WHERE w.id = $${at} AND w.lease_owner = $${values.length + 1}
+       FOR SHARE ${returning}`,
+    [...values, lease],
+  );
+  if (!r.rows[0]) throw new LeaseLostError(withdrawalId, lease);
+  return r.rows[0];
+}
 
 function signatureValues(s: Omit<SignatureRecord, 'id' | 'createdAt'>): unknown[] {
   return [
@@ -145,16 +173,20 @@ export class ArtifactRepo {
   /**
    * `recordPrepared` inside a withdrawal transition (its `also`), nothing read
    * back: on the transition's handle the insert travels with its next
-   * statement (deferred.ts).
+   * statement (deferred.ts). Outside one, with `lease`: only while the
+   * withdrawal is leased to that worker (`insertLeased`), so that a worker
+   * that lost its lease leaves no preparation behind for the next holder's
+   * resubmission to spend the holdings of.
    */
   async writePrepared(
     p: Pick<PreparedRecord, 'withdrawalId' | 'hash' | 'hashingScheme' | 'bytes'> & {
       attempt: number;
       id?: string;
+      lease?: string;
     },
     q: Queryable = this.db,
   ): Promise<void> {
-    await later(q, INSERT_PREPARED, [
+    const values = [
       p.id ?? randomUUID(),
       p.withdrawalId ?? null,
       null,
@@ -162,7 +194,9 @@ export class ArtifactRepo {
       p.hash,
       p.hashingScheme,
       base64ToBytes(p.bytes, 'the prepared transaction'),
-    ]);
+    ];
+    if (p.lease === undefined) await later(q, INSERT_PREPARED, values);
+    else await insertLeased(q, INSERT_PREPARED_INTO, values, 2, p.lease, 'RETURNING id');
   }
 
   /** The prepared transactions of a withdrawal, oldest first. */
@@ -202,11 +236,8 @@ export class ArtifactRepo {
 
   /**
    * Puts a submission on record. With `lease`, only while the withdrawal is
-   * leased to that worker (LeaseLostError otherwise): the insert share-locks
-   * the withdrawal's row, so a worker taking the lease over waits for it and
-   * then finds the submission on record, or takes it first and the insert
-   * writes nothing — what a worker sends is always on record before another
-   * can decide that nothing was sent.
+   * leased to that worker (`insertLeased`): what a worker sends is always on
+   * record before another can decide that nothing was sent.
    */
   async recordSubmission(
     s: Omit<SubmissionRecord, 'createdAt' | 'updatedAt' | 'outcome'> & {
@@ -234,15 +265,16 @@ export class ArtifactRepo {
       );
       return defined(r.rows[0]!);
     }
-    if (s.withdrawalId === undefined) throw new TypeError('a leased submission belongs to a withdrawal');
-    const r = await q.query<Nullable<SubmissionRecord>>(
-      `${INSERT_SUBMISSION} SELECT $1, $2, w.id, $4, $5, $6, $7, $8, $9, $10
-         FROM withdrawals w WHERE w.id = $3 AND w.lease_owner = $11 FOR SHARE
-       RETURNING ${SUBMISSION}`,
-      [...values, s.lease],
+    return defined(
+      await insertLeased<Nullable<SubmissionRecord>>(
+        q,
+        INSERT_SUBMISSION,
+        values,
+        3,
+        s.lease,
+        `RETURNING ${SUBMISSION}`,
+      ),
     );
-    if (!r.rows[0]) throw new LeaseLostError(s.withdrawalId, s.lease);
-    return defined(r.rows[0]);
   }
 
   async setSubmissionOutcome(
