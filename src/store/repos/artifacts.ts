@@ -98,7 +98,8 @@ const UPDATE_OUTCOME = `UPDATE submissions SET outcome = $2, completion_offset =
  * the withdrawal's id, only while that withdrawal is leased to `lease`: the
  * insert share-locks the withdrawal's row, so a worker taking the lease over
  * waits for it and then finds the row on record, or takes it first and the
- * insert writes nothing (LeaseLostError).
+ * insert writes nothing (LeaseLostError). `returning` (a RETURNING clause) is
+ * how a row written is told from none.
  */
 async function insertLeased<T>(
   q: Queryable,
@@ -106,7 +107,7 @@ async function insertLeased<T>(
   values: readonly unknown[],
   at: number,
   lease: string,
-  returning = '',
+  returning: string,
 ): Promise<T> {
   const withdrawalId = values[at - 1];
   if (typeof withdrawalId !== 'string') throw new TypeError('a leased record belongs to a withdrawal');
