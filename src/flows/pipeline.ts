@@ -37,6 +37,7 @@ import {
   type PolicyGate,
   type PolicyRef,
 } from '../policy/hook.js';
+import { LeaseLostError } from '../store/errors.js';
 import type { FlowRecorder, JournalStep } from '../store/journal.js';
 import type { PartyRecord } from '../store/parties.js';
 import { type AirGapExporter, AwaitingSignature } from './air-gap.js';
@@ -455,8 +456,14 @@ export async function verifyAndSign(
     signed = await signVerified(v, opts);
   } catch (e) {
     // Nothing was signed: what the decision reserved is given back (an approval or an offline
-    // signature still to come keeps it).
-    if (subject !== undefined && !(e instanceof AwaitingApproval) && !(e instanceof AwaitingSignature))
+    // signature still to come keeps it; so does a subject another worker carries now, whose own
+    // decision holds the same reservation).
+    if (
+      subject !== undefined &&
+      !(e instanceof AwaitingApproval) &&
+      !(e instanceof AwaitingSignature) &&
+      !(e instanceof LeaseLostError)
+    )
       await settlePolicy(opts, subject, 'released');
     if (e instanceof AwaitingSignature)
       await rec('exported', { ...extra, hash: e.hashes[0], facts: { export: e.exportId } });

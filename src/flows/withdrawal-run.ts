@@ -195,6 +195,7 @@ async function send(r: Run, go: (ctx: FlowContext) => Promise<RunOutcome>): Prom
           subject: `withdrawal:${r.w.id}`,
           withdrawalId: r.w.id,
           actor: 'worker',
+          ...(env.owner !== undefined ? { lease: env.owner } : {}),
         }),
       }
     : withPolicy;

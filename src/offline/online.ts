@@ -58,6 +58,8 @@ export interface OnlineAirGapOptions {
 export interface ExportScope {
   subject: string;
   withdrawalId?: string;
+  /** The worker carrying the withdrawal: its request is recorded only while it holds the lease. */
+  lease?: string;
   context?: Record<string, Json>;
   actor?: string;
 }
@@ -195,15 +197,8 @@ export class OnlineAirGap {
     if (same) return this.sameRequest(same, scope);
     // Nothing changes unless the request can be sealed.
     await this.exportKey();
-    if (scope.withdrawalId) {
-      // A new preparation supersedes the withdrawal's earlier request (its response would sign another hash).
-      const cur = await repo.currentFor(scope.withdrawalId);
-      if (cur)
-        await repo.settle(cur.id, 'stale', scope.actor ?? 'system', {
-          supersededBy: hash,
-          reason: 'prepared again',
-        });
-    }
+    // A new preparation supersedes the withdrawal's earlier request (its response would sign another hash).
+    const cur = scope.withdrawalId ? await repo.currentFor(scope.withdrawalId) : undefined;
     const window = describeWindow(v.window);
     const request: AirGapRequest = {
       format: REQUEST_FORMAT,
@@ -220,10 +215,12 @@ export class OnlineAirGap {
       createdAt: this.now().toISOString(),
       nonce: newNonce(),
     };
-    return this.record(request, [hash], {
-      ...scope,
-      context: { flow: v.flow, ...scope.context },
-    });
+    return this.record(
+      request,
+      [hash],
+      { ...scope, context: { flow: v.flow, ...scope.context } },
+      cur ? { id: cur.id, details: { supersededBy: hash, reason: 'prepared again' } } : undefined,
+    );
   }
 
   /** Seals `request` with the export key and records it as an open export. */
@@ -231,6 +228,7 @@ export class OnlineAirGap {
     request: AirGapRequest,
     hashes: string[],
     scope: ExportScope,
+    supersedes?: { id: string; details: Record<string, Json> },
   ): Promise<AwaitingSignature> {
     const envelope = await sealRequest(request, this.signer, this.label);
     const x = await this.store.airGap.create(
@@ -248,6 +246,10 @@ export class OnlineAirGap {
         windowLatest: request.window.latest,
       },
       scope.actor,
+      {
+        ...(scope.lease !== undefined ? { lease: scope.lease } : {}),
+        ...(supersedes ? { supersedes } : {}),
+      },
     );
     return awaiting(x);
   }

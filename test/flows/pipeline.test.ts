@@ -24,6 +24,7 @@ import { bytesToBase64 } from '../../src/hashing/input.js';
 import type { Intent } from '../../src/intent/model.js';
 import { verifySignature } from '../../src/keys/schemes.js';
 import { ALLOW_ALL_REF } from '../../src/policy/hook.js';
+import { LeaseLostError } from '../../src/store/errors.js';
 import type { PartyRecord } from '../../src/store/parties.js';
 import {
   ambiguousExecute,
@@ -231,6 +232,33 @@ describe('the signing pipeline', () => {
     expect(seen[0]).toBe('preapproval-proposal');
     expect(seen[1]).toMatch(/^[0-9a-f]{64}$/);
     expect(sign).not.toHaveBeenCalled();
+  });
+
+  it('a failure before signing gives back what the policy reserved, except when another worker carries the subject now', async () => {
+    const settled: string[] = [];
+    const withPolicy = (fail: Error): FlowContext => ({
+      ...env.ctx,
+      policy: {
+        decide: async () => ({ outcome: 'allow', policy: ALLOW_ALL_REF }),
+        settle: async (subject, outcome) => {
+          settled.push(`${subject}:${outcome}`);
+        },
+      },
+      policyContext: { subject: 'withdrawal:w1' },
+      signer: Object.assign(Object.create(env.signer), {
+        sign: async () => {
+          throw fail;
+        },
+      }),
+    });
+    await expect(runFlow(proposalFlow(alice), withPolicy(new Error('key backend down')))).rejects.toThrow(
+      'key backend down',
+    );
+    expect(settled).toEqual(['withdrawal:w1:released']);
+    settled.length = 0;
+    const lost = new LeaseLostError('w1', 'worker-a');
+    await expect(runFlow(proposalFlow(alice), withPolicy(lost))).rejects.toBe(lost);
+    expect(settled).toEqual([]);
   });
 
   it('a signature that does not verify against the registered key is discarded, never submitted', async () => {

@@ -7,7 +7,7 @@
  * duplicates, conflicts and mixed requests inside a batch, other instances,
  * a failing batch retried one by one, the audit chain after 500 creates).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAudit, verifyAudit } from '../../src/store/audit.js';
 import type { Db } from '../../src/store/db.js';
@@ -19,6 +19,7 @@ import {
   type StoreError,
   WithdrawalStateError,
 } from '../../src/store/errors.js';
+import { AirGapRepo, type NewExport } from '../../src/store/repos/air-gap.js';
 import { ArtifactRepo } from '../../src/store/repos/artifacts.js';
 import {
   canTransition,
@@ -540,6 +541,47 @@ describe.each(drivers)('withdrawals on $name', (driver) => {
         [a, bytes, 2],
       ]);
       await repo.releaseLease(w.id, 'y');
+    });
+    it('a request sent across the air gap for a withdrawal is recorded, and replaces the one before it, only under the lease', async () => {
+      const { withdrawal: w } = await repo.create({ idempotencyKey: key(), caller: 'bot', body: body() });
+      const gap = new AirGapRepo(db, { actor: 'test' });
+      const request = (): NewExport => ({
+        nonce: randomBytes(32).toString('hex'),
+        digest: randomBytes(32).toString('hex'),
+        kind: 'prepared-transaction',
+        party: w.party,
+        keyFingerprint: `1220${'cd'.repeat(32)}`,
+        hashes: [randomBytes(32).toString('hex')],
+        withdrawalId: w.id,
+        subject: `withdrawal:${w.id}`,
+        context: {},
+        envelope: { sealed: true },
+        windowLatest: new Date(Date.now() + 3600_000).toISOString(),
+      });
+      expect(await repo.claim(w.id, 'x', 60_000)).toBeDefined();
+      const first = await gap.create(request(), 'worker', { lease: 'x' });
+      // y takes the withdrawal over; x's late request changes nothing, not even the one in play.
+      await db.query(`UPDATE withdrawals SET lease_until = now() - interval '1 second' WHERE id = $1`, [
+        w.id,
+      ]);
+      expect(await repo.claim(w.id, 'y', 60_000)).toBeDefined();
+      const supersedes = { id: first.id, details: { reason: 'prepared again' } };
+      await expect(gap.create(request(), 'worker', { lease: 'x', supersedes })).rejects.toBeInstanceOf(
+        LeaseLostError,
+      );
+      expect((await gap.list({ withdrawalId: w.id })).map((x) => [x.id, x.status])).toEqual([
+        [first.id, 'open'],
+      ]);
+      // y's replaces it.
+      const second = await gap.create(request(), 'worker', { lease: 'y', supersedes });
+      expect(await gap.currentFor(w.id)).toMatchObject({ id: second.id, status: 'open' });
+      expect((await gap.get(first.id))?.status).toBe('stale');
+      const trail = await listAudit(db, { subject: `withdrawal:${w.id}` });
+      expect(trail.filter((a) => a.action.startsWith('air-gap.')).map((a) => a.action)).toEqual([
+        'air-gap.export',
+        'air-gap.stale',
+        'air-gap.export',
+      ]);
     });
   });
 

@@ -13,6 +13,7 @@ import { appendAudit } from '../audit.js';
 import type { Json } from '../canonical.js';
 import type { Db, Queryable } from '../db.js';
 import { NotFoundError } from '../errors.js';
+import { insertLeased } from './leased.js';
 
 export type ExportKind = 'prepared-transaction' | 'topology-transactions';
 export type ExportStatus = 'open' | 'imported' | 'stale' | 'cancelled' | 'done';
@@ -61,6 +62,9 @@ function fromRow(r: Row): ExportRecord {
   };
 }
 
+const INSERT_EXPORT = `INSERT INTO air_gap_exports (id, nonce, digest, kind, party, key_fingerprint, hashes,
+  withdrawal_id, subject, context, envelope, window_latest)`;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export type NewExport = Omit<
@@ -74,31 +78,49 @@ export class AirGapRepo {
     private readonly opts: { actor?: string } = {},
   ) {}
 
-  /** Records a sealed request (status open), audited as `air-gap.export`. */
-  async create(e: NewExport, actor?: string): Promise<ExportRecord> {
+  /**
+   * Records a sealed request (status open), audited as `air-gap.export`. A
+   * withdrawal's request may replace the one before it (`supersedes`: made
+   * stale in the same transaction), and a worker's is written only while the
+   * withdrawal is leased to it (`lease`: LeaseLostError otherwise, nothing
+   * written), so a worker that lost the withdrawal cannot replace the new
+   * holder's request with its own.
+   */
+  async create(
+    e: NewExport,
+    actor?: string,
+    opts: { lease?: string; supersedes?: { id: string; details: Record<string, Json> } } = {},
+  ): Promise<ExportRecord> {
+    const who = actor ?? this.opts.actor ?? 'system';
     return this.db.transaction(async (tx) => {
-      const r = await tx.query<Row>(
-        `INSERT INTO air_gap_exports (id, nonce, digest, kind, party, key_fingerprint, hashes, withdrawal_id,
-           subject, context, envelope, window_latest)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
-        [
-          randomUUID(),
-          e.nonce,
-          e.digest,
-          e.kind,
-          e.party,
-          e.keyFingerprint,
-          JSON.stringify(e.hashes),
-          e.withdrawalId ?? null,
-          e.subject,
-          JSON.stringify(e.context),
-          JSON.stringify(e.envelope),
-          e.windowLatest,
-        ],
-      );
-      const x = fromRow(r.rows[0]!);
+      const values = [
+        randomUUID(),
+        e.nonce,
+        e.digest,
+        e.kind,
+        e.party,
+        e.keyFingerprint,
+        JSON.stringify(e.hashes),
+        e.withdrawalId ?? null,
+        e.subject,
+        JSON.stringify(e.context),
+        JSON.stringify(e.envelope),
+        e.windowLatest,
+      ];
+      // First (one request in play per withdrawal); undone with the rest if the insert is refused.
+      if (opts.supersedes) await this.settle(opts.supersedes.id, 'stale', who, opts.supersedes.details, tx);
+      const row =
+        opts.lease === undefined
+          ? (
+              await tx.query<Row>(
+                `${INSERT_EXPORT} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+                values,
+              )
+            ).rows[0]!
+          : await insertLeased<Row>(tx, INSERT_EXPORT, values, 8, opts.lease, `RETURNING ${COLUMNS}`);
+      const x = fromRow(row);
       await appendAudit(tx, {
-        actor: actor ?? this.opts.actor ?? 'system',
+        actor: who,
         action: 'air-gap.export',
         subject: e.subject,
         details: {

@@ -13,7 +13,8 @@ import { base64ToBytes } from '../../hashing/input.js';
 import type { KeyScheme } from '../../keys/schemes.js';
 import type { Db, Queryable } from '../db.js';
 import { later } from '../deferred.js';
-import { LeaseLostError, NotFoundError } from '../errors.js';
+import { NotFoundError } from '../errors.js';
+import { insertLeased } from './leased.js';
 
 export interface PreparedRecord {
   id: string;
@@ -92,34 +93,6 @@ const INSERT_SIGNATURE = `INSERT INTO signatures (id, prepared_id, withdrawal_id
 const UPDATE_OUTCOME = `UPDATE submissions SET outcome = $2, completion_offset = COALESCE($3, completion_offset),
     update_id = COALESCE($4, update_id), reason = COALESCE($5, reason), updated_at = now()
   WHERE submission_id = $1`;
-
-/**
- * `into` (an INSERT naming its columns) of `values`, whose `at`-th (from 1) is
- * the withdrawal's id, only while that withdrawal is leased to `lease`: the
- * insert share-locks the withdrawal's row, so a worker taking the lease over
- * waits for it and then finds the row on record, or takes it first and the
- * insert writes nothing (LeaseLostError). `returning` (a RETURNING clause) is
- * how a row written is told from none.
- */
-async function insertLeased<T>(
-  q: Queryable,
-  into: string,
-  values: readonly unknown[],
-  at: number,
-  lease: string,
-  returning: string,
-): Promise<T> {
-  const withdrawalId = values[at - 1];
-  if (typeof withdrawalId !== 'string') throw new TypeError('a leased record belongs to a withdrawal');
-  const columns = values.map((_, i) => (i + 1 === at ? 'w.id' : `$${i + 1}`)).join(', ');
-  const r = await q.query<T>(
-    `${into} SELECT ${columns} FROM withdrawals w WHERE w.id = $${at} AND w.lease_owner = $${values.length + 1}
-       FOR SHARE ${returning}`,
-    [...values, lease],
-  );
-  if (!r.rows[0]) throw new LeaseLostError(withdrawalId, lease);
-  return r.rows[0];
-}
 
 function signatureValues(s: Omit<SignatureRecord, 'id' | 'createdAt'>): unknown[] {
   return [
