@@ -6,7 +6,13 @@
 import type { z } from 'zod';
 import type { AuthProvider } from './auth.js';
 import { CantonApiError, type CantonService, errorFromResponse, type HttpMethod } from './errors.js';
-import { request as nodeRequest, type Transport, type TransportResponse } from './transport.js';
+import {
+  type FetchLike,
+  request as nodeRequest,
+  overFetch,
+  type Transport,
+  type TransportResponse,
+} from './transport.js';
 
 export interface HttpLogger {
   debug(obj: object, msg: string): void;
@@ -31,7 +37,7 @@ export interface HttpClientOptions {
   timeoutMs?: number;
   retry?: Partial<RetryOptions>;
   /** How requests are sent: default node:http(s) with keep-alive (transport.ts); a `fetch` fits. */
-  fetch?: Transport;
+  fetch?: FetchLike;
   logger?: HttpLogger;
 }
 
@@ -101,7 +107,7 @@ export class HttpClient {
     if (!Number.isInteger(this.retry.attempts) || this.retry.attempts < 1) {
       throw new TypeError('HttpClient: retry.attempts must be an integer >= 1');
     }
-    this.fetchFn = opts.fetch ?? nodeRequest;
+    this.fetchFn = opts.fetch ? overFetch(opts.fetch) : nodeRequest;
     this.logger = opts.logger;
   }
 
@@ -171,10 +177,9 @@ export class HttpClient {
     const authorization = this.auth ? await this.auth.authorization() : undefined;
     if (authorization !== undefined) headers.authorization = authorization;
 
-    const signal = AbortSignal.timeout(timeoutMs);
     let res: TransportResponse;
     try {
-      res = await this.fetchFn(url, { method: r.method, headers, body, signal, redirect: 'error' });
+      res = await this.fetchFn(url, { method: r.method, headers, body, timeoutMs });
     } catch (e) {
       throw transportError(base, e, idempotent, timeoutMs, false);
     }

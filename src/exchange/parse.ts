@@ -200,7 +200,14 @@ function instrumentOf(x: unknown): Instrument | undefined {
 }
 
 /** The first successfully computed view of the interface, if the event carries one. */
-function viewOf(ev: CreatedEvent, want: { module: string; entity: string }): Rec | undefined {
+/** The interface views of a created event, as every reader of them has them (full or read for views only). */
+type ViewsOf = {
+  interfaceViews?:
+    | readonly { interfaceId: string; viewStatus?: { code: number }; viewValue?: unknown }[]
+    | null;
+};
+
+function viewOf(ev: ViewsOf, want: { module: string; entity: string }): Rec | undefined {
   for (const v of ev.interfaceViews ?? []) {
     if (!isInterface(v.interfaceId, want)) continue;
     if (v.viewStatus && v.viewStatus.code !== 0) continue;
@@ -210,7 +217,7 @@ function viewOf(ev: CreatedEvent, want: { module: string; entity: string }): Rec
 }
 
 /** The Holding a created event is, from its Holding view; undefined when it is none (or malformed). */
-export function holdingOf(ev: CreatedEvent): HoldingInfo | undefined {
+export function holdingOf(ev: ViewsOf & { contractId: string }): HoldingInfo | undefined {
   const v = viewOf(ev, HOLDING);
   if (!v) return undefined;
   const owner = strAt(v, 'owner');

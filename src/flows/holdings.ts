@@ -40,7 +40,7 @@
  * a wrong round can never get something signed that the intent check refuses.
  */
 
-import type { CreatedEvent, JsGetActiveContractsResponse } from '../canton/ledger-api/schemas.js';
+import type { CreatedEventViews, JsActiveContractViewsResponse } from '../canton/ledger-api/schemas.js';
 import { type OpenRound, openRoundsOf, usableRound } from '../canton/scan/rounds.js';
 import { decimalUnits, fromUnits, isDecimal, NUMERIC_SCALE, shortAmount } from '../intent/decimal.js';
 import type { InstrumentId } from '../intent/model.js';
@@ -153,30 +153,31 @@ export const instrumentText = (i: InstrumentId): string => `${i.admin}:${i.id}`;
 /**
  * Created events of `partyId`'s active contracts implementing `interfaceId`,
  * with the view (no created-event blobs: nothing here discloses these
- * contracts, and a blob is kilobytes per contract).
+ * contracts, and a blob is kilobytes per contract). Each event is validated
+ * and kept for its id, template, creation time and views only
+ * (`activeContractViews`).
  */
 export async function activeInterfaceViews(
   ctx: Pick<FlowContext, 'ledger'>,
   partyId: string,
   interfaceId: string,
   atOffset?: number,
-): Promise<{ event: CreatedEvent; view: Record<string, unknown> }[]> {
+): Promise<{ event: CreatedEventViews; view: Record<string, unknown> }[]> {
   const offset = atOffset ?? (await ctx.ledger.ledgerEnd()).offset;
-  const acs = await ctx.ledger.activeContracts(interfaceViewsRequest(partyId, interfaceId, offset), {
+  const acs = await ctx.ledger.activeContractViews(interfaceViewsRequest(partyId, interfaceId, offset), {
     limit: 10_000,
     ...FROM_BUILDER,
   });
-  const out: { event: CreatedEvent; view: Record<string, unknown> }[] = [];
+  const out: { event: CreatedEventViews; view: Record<string, unknown> }[] = [];
   for (const item of acs) out.push(...viewsOf(item));
   return out;
 }
 
 function viewsOf(
-  item: JsGetActiveContractsResponse,
-): { event: CreatedEvent; view: Record<string, unknown> }[] {
-  const entry = item.contractEntry;
-  if (!entry || !('JsActiveContract' in entry)) return [];
-  const event = entry.JsActiveContract.createdEvent;
+  item: JsActiveContractViewsResponse,
+): { event: CreatedEventViews; view: Record<string, unknown> }[] {
+  const event = item.contractEntry?.JsActiveContract?.createdEvent;
+  if (!event) return [];
   const v = (event.interfaceViews ?? []).find((x) => x.viewStatus.code === 0);
   const view = v?.viewValue;
   if (typeof view !== 'object' || view === null) return [];

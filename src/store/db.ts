@@ -123,7 +123,11 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
 
 const OID = { int8: 20, numeric: 1700, timestamptz: 1184, timestamp: 1114, json: 114, jsonb: 3802 } as const;
 
-/** PostgreSQL `timestamptz` text (any DateStyle ISO offset) → ISO-8601 UTC with milliseconds. */
+/**
+ * PostgreSQL `timestamptz` text (any DateStyle ISO offset) → ISO-8601 UTC with milliseconds. A
+ * value at offset zero (the sessions run in UTC: every value read) is rearranged as text; any
+ * other offset goes through a Date.
+ */
 export function parseTimestamptz(text: string): string {
   const m =
     /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(\.\d+)?(?:([+-])(\d{2})(?::?(\d{2}))?(?::?(\d{2}))?|Z)?$/.exec(
@@ -131,6 +135,8 @@ export function parseTimestamptz(text: string): string {
     );
   if (!m) throw new Error(`unexpected timestamptz value from the database: ${text}`);
   const frac = (m[3] ?? '.').slice(1).padEnd(3, '0').slice(0, 3);
+  if (!m[4] || (m[5] === '00' && (m[6] ?? '00') === '00' && (m[7] ?? '00') === '00'))
+    return `${m[1]}T${m[2]}.${frac}Z`;
   let ms = Date.parse(`${m[1]}T${m[2]}.${frac}Z`);
   if (m[4]) {
     const offset = Number(m[5]) * 3600 + Number(m[6] ?? 0) * 60 + Number(m[7] ?? 0);

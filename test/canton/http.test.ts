@@ -270,6 +270,27 @@ describe('HttpClient: success and validation', () => {
   });
 });
 
+describe('HttpClient: the body as it arrives', () => {
+  it('decodes UTF-8 characters split between chunks, and a body of many chunks', async () => {
+    const big = 'x'.repeat(200_000);
+    server.route('*', '/api/validator/v0/split', async (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const bytes = Buffer.from(JSON.stringify({ name: 'Zoë €uro 𝄞', big }), 'utf8');
+      // Cut inside each multi-byte character, each part sent on its own.
+      const cuts = [bytes.indexOf(0xc3) + 1, bytes.indexOf(0xe2) + 2, bytes.indexOf(0xf0) + 3, bytes.length];
+      let at = 0;
+      for (const cut of cuts) {
+        res.write(bytes.subarray(at, cut));
+        at = cut;
+        await sleep(20);
+      }
+      res.end();
+    });
+    const out = await client().request({ method: 'GET', path: '/v0/split', response: z.unknown() });
+    expect(out).toEqual({ name: 'Zoë €uro 𝄞', big });
+  });
+});
+
 describe('HttpClient: error bodies', () => {
   it('parses a JsCantonError into code, category, cause and flags', async () => {
     const hits = server.route('*', '/v2/interactive-submission/execute', (res) =>

@@ -844,6 +844,75 @@ describe('LedgerApiClient responses: tolerance and refusals', () => {
     expect(Object.hasOwn(ev, 'extra')).toBe(false);
   });
 
+  it('activeContractViews: the same call, each created event kept for its id, template, time and views', async () => {
+    const items = [
+      {
+        workflowId: '',
+        contractEntry: { JsActiveContract: { createdEvent, synchronizerId: SYNC, reassignmentCounter: 0 } },
+      },
+      { contractEntry: { JsIncompleteUnassigned: { createdEvent, unassignedEvent } } },
+      { contractEntry: { JsEmpty: {} } },
+    ];
+    const hits = server.route('POST', '/v2/state/active-contracts', { status: 200, body: items });
+    const views = await client().activeContractViews(acsReq, { limit: 100 });
+    expect(JSON.parse(hits[0]?.body ?? '')).toEqual(acsReq);
+    expect(hits[0]?.query.get('limit')).toBe('100');
+    expect(views).toEqual([
+      {
+        contractEntry: {
+          JsActiveContract: {
+            createdEvent: {
+              contractId: createdEvent.contractId,
+              templateId: createdEvent.templateId,
+              createdAt: createdEvent.createdAt,
+              interfaceViews: createdEvent.interfaceViews.map((v) => ({
+                interfaceId: v.interfaceId,
+                viewStatus: { code: v.viewStatus.code },
+                viewValue: v.viewValue,
+              })),
+            },
+          },
+        },
+      },
+      { contractEntry: {} },
+      { contractEntry: {} },
+    ]);
+    // What the reader uses is checked: each of these answers is refused.
+    const active = (ev: Record<string, unknown>) => [
+      {
+        contractEntry: {
+          JsActiveContract: { createdEvent: ev, synchronizerId: SYNC, reassignmentCounter: 0 },
+        },
+      },
+    ];
+    const view = createdEvent.interfaceViews[0]!;
+    for (const [bad, where] of [
+      [active({ ...createdEvent, contractId: 7 }), 'createdEvent.contractId'],
+      [active({ ...createdEvent, templateId: undefined }), 'createdEvent.templateId'],
+      [active({ ...createdEvent, createdAt: null }), 'createdEvent.createdAt'],
+      [active({ ...createdEvent, interfaceViews: {} }), 'createdEvent.interfaceViews'],
+      [
+        active({ ...createdEvent, interfaceViews: [{ ...view, interfaceId: 1 }] }),
+        'interfaceViews.0.interfaceId',
+      ],
+      [
+        active({ ...createdEvent, interfaceViews: [{ ...view, viewStatus: { code: '0' } }] }),
+        'viewStatus.code',
+      ],
+      [
+        active({ ...createdEvent, interfaceViews: [{ ...view, viewStatus: null }] }),
+        'interfaceViews.0.viewStatus',
+      ],
+      [[{ contractEntry: { JsActiveContract: 'x' } }], 'contractEntry.JsActiveContract'],
+      [{ not: 'a list' }, '(root)'],
+    ] as const) {
+      server.route('POST', '/v2/state/active-contracts', { status: 200, body: bad });
+      const e = (await rejection(client().activeContractViews(acsReq))) as CantonApiError;
+      expect(e.code, where).toBe('INVALID_RESPONSE');
+      expect(e.message, where).toContain(where);
+    }
+  });
+
   it('reads an absent ledger-end offset as 0 (protobuf default)', async () => {
     server.route('GET', '/v2/state/ledger-end', { status: 200, body: {} });
     expect(validateAgainst(spec, 'GetLedgerEndResponse', {})).toEqual([]);

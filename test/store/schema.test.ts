@@ -516,6 +516,21 @@ describe('timestamptz parsing', () => {
     expect(parseTimestamptz('1900-01-01 00:00:00+00:09:21')).toBe('1899-12-31T23:50:39.000Z');
     expect(() => parseTimestamptz('infinity')).toThrow(/unexpected timestamptz/);
   });
+
+  it('reads a UTC value as the Date of its instant prints it, whatever its fraction and form', () => {
+    // 4,000 instants from 1901 to 2199, in the forms a UTC session prints (and their variants).
+    for (let i = 0; i < 4000; i++) {
+      const ms = Date.UTC(1901, 0, 1) + Math.floor(((i * 2654435761) % 9_400_000_000) * 1000 + (i % 1000));
+      const iso = new Date(ms).toISOString();
+      const [date, rest] = iso.slice(0, -1).split('T') as [string, string];
+      const micros = `${rest}${String(i % 1000).padStart(3, '0')}`;
+      const noFraction = new Date(Math.floor(ms / 1000) * 1000).toISOString();
+      expect(parseTimestamptz(`${date} ${micros}+00`)).toBe(iso);
+      expect(parseTimestamptz(`${date}T${rest}-00:00`)).toBe(iso);
+      expect(parseTimestamptz(`${date} ${rest}Z`)).toBe(iso);
+      expect(parseTimestamptz(`${date} ${rest.slice(0, 8)}+00`)).toBe(noFraction);
+    }
+  });
 });
 
 describe.runIf(drivers.some((d) => d.name === 'postgres'))('several instances on one PostgreSQL', () => {

@@ -62,6 +62,8 @@ import {
   GrantUserRightsRequestSchema,
   type GrantUserRightsResponse,
   GrantUserRightsResponseSchema,
+  type JsActiveContractViewsResponse,
+  JsActiveContractViewsResponseSchema,
   type JsCommands,
   JsCommandsSchema,
   type JsExecuteSubmissionAndWaitForTransactionRequest,
@@ -153,12 +155,21 @@ export type LedgerApiOperation = keyof typeof LEDGER_API_ENDPOINTS;
 /**
  * Client methods that are readers built on an endpoint above rather than one call each:
  * `updatesPaged` pages the HTTP `updates` list, `updatesStream` is the WebSocket form of
- * `/v2/updates`.
+ * `/v2/updates`, `activeContractViews` is the active-contracts list validated for what an
+ * interface-view reader uses.
  */
 export const LEDGER_API_READERS = {
   updatesPaged: { over: 'updates' },
   updatesStream: { over: 'updates', websocket: true },
+  activeContractViews: { over: 'activeContracts' },
 } as const;
+
+// The list responses' schemas, made once: a schema built per call costs its construction and
+// its first-parse set-up every time.
+const UPDATES_LIST = JsGetUpdatesResponseSchema.array();
+const ACTIVE_CONTRACTS_LIST = JsGetActiveContractsResponseSchema.array();
+const ACTIVE_CONTRACT_VIEWS_LIST = JsActiveContractViewsResponseSchema.array();
+const COMPLETIONS_LIST = CompletionStreamResponseSchema.array();
 
 /** Options of {@link LedgerApiClient.updatesPaged}. */
 export interface UpdatesPagedOptions extends CallOptions {
@@ -355,7 +366,7 @@ export class LedgerApiClient {
     return this.call('updates', {
       body: check('updates', GetUpdatesRequestSchema, req, opts),
       query: streamListQuery(opts),
-      response: JsGetUpdatesResponseSchema.array(),
+      response: UPDATES_LIST,
       opts: streamListCall(opts, this.timeoutMs),
     });
   }
@@ -427,7 +438,24 @@ export class LedgerApiClient {
     return this.call('activeContracts', {
       body: check('activeContracts', GetActiveContractsRequestSchema, req, opts),
       query: streamListQuery(opts),
-      response: JsGetActiveContractsResponseSchema.array(),
+      response: ACTIVE_CONTRACTS_LIST,
+      opts: streamListCall(opts, this.timeoutMs),
+    });
+  }
+
+  /**
+   * As {@link activeContracts}, each created event validated and kept only for what an
+   * interface-view reader uses (id, template, creation time, interface views:
+   * `CreatedEventViewsSchema`): the holdings and offers reads.
+   */
+  async activeContractViews(
+    req: GetActiveContractsRequest,
+    opts?: StreamListOptions,
+  ): Promise<JsActiveContractViewsResponse[]> {
+    return this.call('activeContracts', {
+      body: check('activeContracts', GetActiveContractsRequestSchema, req, opts),
+      query: streamListQuery(opts),
+      response: ACTIVE_CONTRACT_VIEWS_LIST,
       opts: streamListCall(opts, this.timeoutMs),
     });
   }
@@ -461,7 +489,7 @@ export class LedgerApiClient {
     return this.call('completions', {
       body: check('completions', CompletionStreamRequestSchema, req, opts),
       query: streamListQuery(opts),
-      response: CompletionStreamResponseSchema.array(),
+      response: COMPLETIONS_LIST,
       opts: streamListCall(opts, this.timeoutMs),
     });
   }

@@ -955,6 +955,42 @@ export const JsGetActiveContractsResponseSchema = z.object({
 });
 export type JsGetActiveContractsResponse = z.output<typeof JsGetActiveContractsResponseSchema>;
 
+/**
+ * What an interface-view reader of the active-contracts list uses of a `CreatedEvent`: the
+ * contract's id, template and creation time, and of each interface view its id, the status code
+ * and the value (what the value holds is the reader's to check). The rest of the event (its create
+ * argument, parties, package names) and of each view is neither validated nor copied: the
+ * holdings and offers reads, on every withdrawal, get each contract's create argument too and use
+ * none of it, and validating (copying) every field cost several times what parsing the JSON did.
+ */
+export const CreatedEventViewsSchema = z.object({
+  contractId: z.string(),
+  templateId: z.string(),
+  createdAt: z.string(),
+  interfaceViews: z
+    .array(
+      z.object({
+        interfaceId: z.string(),
+        viewStatus: z.object({ code: z.number().int() }),
+        viewValue: z.unknown(),
+      }),
+    )
+    .nullish(),
+});
+export type CreatedEventViews = z.output<typeof CreatedEventViewsSchema>;
+
+/**
+ * One item of the active-contracts list read for interface views: an active contract's created
+ * event (see {@link CreatedEventViewsSchema}). Entries of the other kinds (incomplete
+ * reassignments, empty ones) carry nothing such a reader uses and are left unread.
+ */
+export const JsActiveContractViewsResponseSchema = z.object({
+  contractEntry: z
+    .object({ JsActiveContract: z.object({ createdEvent: CreatedEventViewsSchema }).optional() })
+    .nullish(),
+});
+export type JsActiveContractViewsResponse = z.output<typeof JsActiveContractViewsResponseSchema>;
+
 /** `ConnectedSynchronizer` (`permission` optional from 3.5.1). */
 export const ConnectedSynchronizerSchema = z.object({
   synchronizerAlias: z.string(),
