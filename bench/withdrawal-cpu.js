@@ -29,7 +29,9 @@
  * postgresql://postgres@127.0.0.1:5432/postgres: a database is created for
  * the run and dropped after it), BENCH_PROF (a folder: a V8 CPU profile of
  * the service over the window, service-window.cpuprofile), BENCH_TARGET_MS,
- * BENCH_WORKER_POLL_MS (the worker's poll interval, default 200 ms).
+ * BENCH_WORKER_POLL_MS (the worker's poll interval, default 200 ms),
+ * BENCH_PREAPPROVAL=1 (the receiver holds a transfer preapproval: one-step
+ * transfers instead of offers, which leave each sender a locked holding).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -48,6 +50,7 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 64);
 const FROM = Number(process.env.BENCH_FROM ?? 0.15);
 const TO = Number(process.env.BENCH_TO ?? 0.85);
 const TARGET_MS = Number(process.env.BENCH_TARGET_MS ?? 4);
+const PREAPPROVAL = process.env.BENCH_PREAPPROVAL === '1';
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 5000);
 const PG_ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const SECRET = 'bench-shared-secret-0123456789-0123456789';
@@ -135,6 +138,17 @@ async function sandboxMain() {
   const senders = [];
   for (let i = 0; i < PARTIES; i++) senders.push(await setup.host(`sender${i}`, '1000000'));
   const receiver = await setup.host('receiver');
+  if (PREAPPROVAL) {
+    // The receiver holds a transfer preapproval: each withdrawal is a one-step transfer, as to an
+    // exchange's customers who have one, and leaves the sender no locked holding behind.
+    const { transferPreapprovalContract } = await import(dist('sandbox/amulet.js'));
+    const net = sandbox.ctx.net;
+    net.commitInternal({
+      archives: [],
+      creates: [transferPreapprovalContract(net.dso, receiver, net.validatorParty, net.clock.now())],
+      commandId: 'bench-receiver-preapproval',
+    });
+  }
   await setup.service.close();
   await setup.signer.close?.();
   await db.close();
@@ -336,7 +350,8 @@ function report({ first, last, byState, createErrors, totalMs, idle }, { pin, lo
       : `NOT pinned (${pin.why}): every process shares every core; CPU per withdrawal is still each process's own`,
   );
   console.log(
-    `${WITHDRAWALS} withdrawals over ${PARTIES} parties, backlog ${BACKLOG}; final states ${JSON.stringify(byState)}; ` +
+    `${WITHDRAWALS} withdrawals over ${PARTIES} parties, backlog ${BACKLOG}, ` +
+      `${PREAPPROVAL ? 'the receiver with a transfer preapproval (one-step transfers)' : 'the receiver without a preapproval (transfer offers)'}; final states ${JSON.stringify(byState)}; ` +
       `create errors ${createErrors}; ${(totalMs / 1000).toFixed(1)} s in all`,
   );
   if (!first || !last) {
