@@ -11,8 +11,11 @@
  * Node hashes are computed bottom-up with an explicit stack (no recursion over
  * nodes); value encoding recurses, bounded by the decoder's depth limit.
  * From bytes, Daml values are encoded straight from the wire (`WireHasher`,
- * a consumer of the decoder's value walker); from a decoded transaction, from
- * the model (`Hasher.value`). The property test holds the two to one hash.
+ * a consumer of the decoder's value walker), and so are a node's own text
+ * fields (`WireText`, over the decoder's `NodeFields`); from a decoded
+ * transaction, from the model (`Hasher.value`, `ModelNode`). The node encoding
+ * itself (`Hasher.head`) is written once, over either. The property tests hold
+ * the two to one hash.
  */
 import type { Hash } from 'node:crypto';
 import {
