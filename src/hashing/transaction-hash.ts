@@ -390,6 +390,16 @@ class Hasher {
    * Every check is the decoder's and `head`'s, as in `run`.
    */
   stream(bytes: Uint8Array): HashParts {
+    try {
+      return this.streamParts(bytes);
+    } finally {
+      // The hasher outlives the call (keep-alive.ts): nothing it keeps may hold the input.
+      this.wire = undefined;
+      this.wireText.f = undefined;
+    }
+  }
+
+  private streamParts(bytes: Uint8Array): HashParts {
     const s = this.s;
     const seeds = new Map<string, Uint8Array>();
     const decoded = visitPreparedTransaction<Shape>(bytes, {
@@ -420,7 +430,6 @@ class Hasher {
     });
     const parts = this.finish(decoded.version, decoded.roots, nodeHashes, decoded.metadata);
     const wire = this.wire!;
-    this.wire = undefined;
     // Every value left on the wire was checked as it was hashed; one left unhashed would be unchecked.
     // Unreachable: `head` walks every top-level value of every node and input contract.
     if (wire.walked !== wire.deferred)
