@@ -216,15 +216,17 @@ interface NodeText {
   result(s: Sha256Sink): void;
 }
 
-const NO_PARTIES: readonly string[] = [];
+const NONE: readonly string[] = [];
+const EMPTY_IDENTIFIER: Identifier = Object.freeze({ packageId: '', moduleName: '', entityName: '' });
+const UNIT: Value = Object.freeze({ kind: 'unit' });
 
 /** A node of the model seen as `NodeLike` and `NodeText` (one reused per run: `set` it to each node). */
 class ModelNode implements NodeLike, NodeText {
   type: NodeBody['type'] = 'create';
   lfVersion = '';
-  templateId: Identifier = { packageId: '', moduleName: '', entityName: '' };
+  templateId: Identifier = EMPTY_IDENTIFIER;
   interfaceId: Identifier | undefined = undefined;
-  argument: TopValue = { kind: 'unit' };
+  argument: TopValue = UNIT;
   exerciseResult: TopValue | undefined = undefined;
   consuming = false;
   byKey = false;
@@ -235,40 +237,39 @@ class ModelNode implements NodeLike, NodeText {
   private pkg = '';
   private choice = '';
   private lists: Record<PartyList, readonly string[]> = {
-    signatories: NO_PARTIES,
-    stakeholders: NO_PARTIES,
-    actingParties: NO_PARTIES,
-    choiceObservers: NO_PARTIES,
+    signatories: NONE,
+    stakeholders: NONE,
+    actingParties: NONE,
+    choiceObservers: NONE,
   };
-  private resultIds: readonly string[] = NO_PARTIES;
+  private resultIds: readonly string[] = NONE;
 
+  /** Every field is set from `n` (or to its kind's absent value): nothing of the previous node is left. */
   set(n: NodeBody<TopValue>): void {
+    const rollback = n.type === 'rollback';
+    const action = n.type === 'exercise' || n.type === 'fetch';
+    const withParties = n.type === 'create' || action;
     this.type = n.type;
     this.children = childrenOf(n);
-    if (n.type === 'rollback') return;
-    this.lfVersion = n.lfVersion;
-    this.pkg = n.packageName;
-    this.templateId = n.templateId;
-    this.key = n.key;
-    this.interfaceId = n.type === 'exercise' || n.type === 'fetch' ? n.interfaceId : undefined;
-    this.byKey = n.type === 'exercise' || n.type === 'fetch' ? n.byKey : false;
+    this.lfVersion = rollback ? '' : n.lfVersion;
+    this.pkg = rollback ? '' : n.packageName;
+    this.templateId = rollback ? EMPTY_IDENTIFIER : n.templateId;
+    this.key = rollback ? undefined : n.key;
+    this.interfaceId = action ? n.interfaceId : undefined;
+    this.byKey = action ? n.byKey : false;
     this.exhaustive = n.type === 'queryByKey' && n.exhaustive;
-    this.resultIds = n.type === 'queryByKey' ? n.result : NO_PARTIES;
-    if (n.type === 'queryByKey') return;
-    this.cid = n.contractId;
+    this.resultIds = n.type === 'queryByKey' ? n.result : NONE;
+    this.cid = withParties ? n.contractId : '';
     this.lists = {
-      signatories: n.signatories,
-      stakeholders: n.stakeholders,
-      actingParties: n.type === 'create' ? NO_PARTIES : n.actingParties,
-      choiceObservers: n.type === 'exercise' ? n.choiceObservers : NO_PARTIES,
+      signatories: withParties ? n.signatories : NONE,
+      stakeholders: withParties ? n.stakeholders : NONE,
+      actingParties: action ? n.actingParties : NONE,
+      choiceObservers: n.type === 'exercise' ? n.choiceObservers : NONE,
     };
-    if (n.type === 'create') this.argument = n.argument;
-    if (n.type === 'exercise') {
-      this.argument = n.chosenValue;
-      this.exerciseResult = n.exerciseResult;
-      this.consuming = n.consuming;
-      this.choice = n.choiceId;
-    }
+    this.argument = n.type === 'create' ? n.argument : n.type === 'exercise' ? n.chosenValue : UNIT;
+    this.exerciseResult = n.type === 'exercise' ? n.exerciseResult : undefined;
+    this.consuming = n.type === 'exercise' && n.consuming;
+    this.choice = n.type === 'exercise' ? n.choiceId : '';
   }
 
   contractId(s: Sha256Sink): void {
