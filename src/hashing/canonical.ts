@@ -157,6 +157,25 @@ export function packageNameProblem(s: string): string | undefined {
   return undefined;
 }
 
+/** Bytes of the package-name alphabet: A-Z a-z 0-9 - _ (1 where allowed). */
+const PACKAGE_NAME_BYTES: Uint8Array = (() => {
+  const t = new Uint8Array(256);
+  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') t[c.charCodeAt(0)] = 1;
+  return t;
+})();
+
+/**
+ * Whether the bytes [start, end) are a package name `packageNameProblem` accepts, checked on the
+ * bytes (the alphabet is ASCII, so characters and bytes are one): 1–255 bytes of that alphabet.
+ * False says only that the text must be decoded and checked by `packageNameProblem`.
+ */
+export function packageNameBytesOk(b: Uint8Array, start: number, end: number): boolean {
+  const n = end - start;
+  if (n === 0 || n > MAX_PACKAGE_NAME_LENGTH) return false;
+  for (let i = start; i < end; i++) if (PACKAGE_NAME_BYTES[b[i]!] === 0) return false;
+  return true;
+}
+
 /**
  * Compares strings by Unicode code point, which is the order of their UTF-8
  * bytes (the participant's order for text-map keys). JS `<` compares UTF-16

@@ -9,6 +9,7 @@ import {
   contractIdBytesProblem,
   dottedNameProblem,
   packageIdProblem,
+  packageNameBytesOk,
   packageNameProblem,
   partyProblem,
 } from './canonical.js';
@@ -18,6 +19,12 @@ import { ByteCache, WT_LEN, WT_VARINT } from './wire.js';
 
 /** Daml-LF serialization versions a V2 or V3 hash can cover. */
 export const KNOWN_LF_VERSIONS: ReadonlySet<string> = new Set(['2.1', '2']);
+
+/** The known versions with their UTF-8 bytes, for reading them without decoding. */
+const LF_VERSION_BYTES: readonly (readonly [string, Uint8Array])[] = [...KNOWN_LF_VERSIONS].map((v) => [
+  v,
+  Buffer.from(v, 'utf8'),
+]);
 
 export const EMPTY_ID: Identifier = Object.freeze({ packageId: '', moduleName: '', entityName: '' });
 
@@ -63,11 +70,22 @@ export abstract class FieldDecoder extends MessageDecoder {
 
   /** A node's or key's `package_name`, as Daml-LF defines package names. */
   protected packageName(tag: number, end: number): string {
-    const s = this.r.string(tag, end, 'package_name');
+    const start = this.packageNameSpan(tag, end);
+    return this.r.utf8(start, this.r.pos);
+  }
+
+  /** `packageName`'s bytes, checked; returns where they start (`r.pos` is their end). */
+  protected packageNameSpan(tag: number, end: number): number {
+    const r = this.r;
+    const start = r.span(tag, end, 'package_name');
+    // The usual name is accepted on its bytes; anything else is decoded and checked as text, which
+    // refuses it (invalid UTF-8 first, as for any string field) with the words of `packageNameProblem`.
+    if (packageNameBytesOk(r.buf, start, r.pos)) return start;
+    const s = r.text(start, r.pos, 'package_name');
     const bad = packageNameProblem(s);
     if (bad)
       this.p.fail('invalid_identifier', `package name ${JSON.stringify(truncate(s))} ${bad}`, 'package_name');
-    return s;
+    return start;
   }
 
   protected contractId(tag: number, end: number, name: string, index?: number): string {
@@ -117,9 +135,9 @@ export abstract class FieldDecoder extends MessageDecoder {
     return Number(v);
   }
 
-  /** Checks a party list is strictly ascending (a set, as the participant hashes it). */
-  protected sortedSet(list: string[], name: string): void {
-    for (let i = 1; i < list.length; i++) {
+  /** Checks a party list (its first `n` entries) is strictly ascending (a set, as the participant hashes it). */
+  protected sortedSet(list: readonly string[], name: string, n = list.length): void {
+    for (let i = 1; i < n; i++) {
       const a = list[i - 1]!;
       const b = list[i]!;
       if (a === b) this.p.fail('duplicate', `${JSON.stringify(truncate(b))} appears twice in a set`, name);
@@ -132,8 +150,19 @@ export abstract class FieldDecoder extends MessageDecoder {
     }
   }
 
+  /** A known Daml-LF version, as the very string of `KNOWN_LF_VERSIONS` (read without decoding). */
   protected lfVersion(tag: number, end: number): string {
-    const v = this.str(tag, end, 'lf_version');
+    const r = this.r;
+    const start = r.span(tag, end, 'lf_version');
+    const n = r.pos - start;
+    for (let k = 0; k < LF_VERSION_BYTES.length; k++) {
+      const [v, b] = LF_VERSION_BYTES[k]!;
+      if (b.length !== n) continue;
+      let i = 0;
+      while (i < n && r.buf[start + i] === b[i]) i++;
+      if (i === n) return v;
+    }
+    const v = r.text(start, r.pos, 'lf_version');
     if (!KNOWN_LF_VERSIONS.has(v))
       this.p.fail(
         'unsupported_version',

@@ -15,7 +15,7 @@
  */
 import { uuidProblem } from './canonical.js';
 import { KNOWN_LF_VERSIONS, truncate } from './decode-fields.js';
-import { NodeDecoder } from './decode-nodes.js';
+import { NodeDecoder, type NodeFields } from './decode-nodes.js';
 import { checkStructure, type NodeShape, type StructureInput } from './decode-structure.js';
 import { inputBytes, type TransactionInput } from './input.js';
 import { keepAlive } from './keep-alive.js';
@@ -33,6 +33,7 @@ import type {
 import { WT_LEN, WT_VARINT } from './wire.js';
 
 export { KNOWN_LF_VERSIONS } from './decode-fields.js';
+export type { NodeFields, PartyField } from './decode-nodes.js';
 export type { NodeShape } from './decode-structure.js';
 export { MAX_VALUE_DEPTH } from './decode-values.js';
 
@@ -84,6 +85,12 @@ export interface NodeVisitor<S extends NodeShape> {
   begin(values: WireValues): void;
   seeds(seeds: readonly NodeSeed[]): void;
   node(node: Node<TopValue>, index: number): S;
+  /**
+   * Instead of `node`, when present: the node's fields as read and checked,
+   * text as byte ranges of the input (no model node is built). `fields` is
+   * reused for the next node: what is kept of it must be copied.
+   */
+  fields?(fields: NodeFields, index: number): S;
 }
 
 /**
@@ -224,6 +231,12 @@ class Decoder extends NodeDecoder {
         const i = nodes.length;
         this.p.push('nodes');
         this.p.push(i);
+        if (visitor.fields) {
+          const f = this.nodeFields(stop);
+          this.leave(stop, i);
+          nodes.push({ nodeId: f.nodeId, node: visitor.fields(f, i) as NodeBody<TopValue> });
+          continue;
+        }
         const node = this.node(stop);
         this.leave(stop, i);
         nodes.push({ nodeId: node.nodeId, node: visitor.node(node, i) as NodeBody<TopValue> });

@@ -67,19 +67,23 @@ export class Sha256Sink {
     return this;
   }
 
-  /** Finishes the digest and returns its 32 bytes. */
+  /**
+   * Finishes the digest and returns its 32 bytes. The digest comes from node:crypto as a 'binary' (latin1)
+   * string (one character per byte), copied into a small typed array: a string is made on the JS
+   * heap, where a Buffer result costs a native backing store per digest (about 0.5 µs more).
+   */
   digest(): Uint8Array {
-    let out: Buffer;
-    if (this.h === undefined) out = oneShot('sha256', this.buf.subarray(0, this.len), 'buffer') as Buffer;
+    let out: string;
+    if (this.h === undefined) out = oneShot('sha256', this.buf.subarray(0, this.len), 'binary');
     else {
       this.h.update(this.buf.subarray(0, this.len));
-      out = this.h.digest();
+      out = this.h.digest('binary');
       keepAlive('hash', this.h); // finished, it holds no data (keep-alive.ts says why)
       this.h = undefined;
     }
     this.len = 0;
     const d = new Uint8Array(32);
-    d.set(out);
+    for (let i = 0; i < 32; i++) d[i] = out.charCodeAt(i);
     return d;
   }
 

@@ -11,14 +11,19 @@
  * Node hashes are computed bottom-up with an explicit stack (no recursion over
  * nodes); value encoding recurses, bounded by the decoder's depth limit.
  * From bytes, Daml values are encoded straight from the wire (`WireHasher`,
- * a consumer of the decoder's value walker); from a decoded transaction, from
- * the model (`Hasher.value`). The property test holds the two to one hash.
+ * a consumer of the decoder's value walker), and so are a node's own text
+ * fields (`WireText`, over the decoder's `NodeFields`); from a decoded
+ * transaction, from the model (`Hasher.value`, `ModelNode`). The node encoding
+ * itself (`Hasher.head`) is written once, over either. The property tests hold
+ * the two to one hash.
  */
 import type { Hash } from 'node:crypto';
 import {
   type DecodeOptions,
   decodePreparedTransaction,
+  type NodeFields,
   type NodeShape,
+  type PartyField,
   visitPreparedTransaction,
 } from './decode.js';
 import { type TopValue, type ValueConsumer, WireValue, type WireValues } from './decode-values.js';
@@ -26,7 +31,6 @@ import { InvariantError, TransactionError } from './errors.js';
 import { base64ToScratch, inputBytes, type TransactionInput } from './input.js';
 import { keepAlive } from './keep-alive.js';
 import type {
-  CreateNode,
   DecodedTransaction,
   GlobalKeyWithMaintainers,
   Identifier,
@@ -180,6 +184,169 @@ interface Shape extends NodeShape {
   readonly open: Hash | Uint8Array | undefined;
 }
 
+/** The fields of a node the encoding reads as they are: a `NodeFields` as read, or a `ModelNode`. */
+interface NodeLike {
+  readonly type: NodeBody['type'];
+  readonly lfVersion: string;
+  readonly templateId: Identifier;
+  readonly interfaceId: Identifier | undefined;
+  /** A create's argument, an exercise's chosen value. */
+  readonly argument: TopValue;
+  readonly exerciseResult: TopValue | undefined;
+  readonly consuming: boolean;
+  readonly byKey: boolean;
+  readonly exhaustive: boolean;
+  readonly key: GlobalKeyWithMaintainers | undefined;
+  readonly children?: readonly string[];
+}
+
+type PartyList = 'signatories' | 'stakeholders' | 'actingParties' | 'choiceObservers';
+
+/** Writes the text fields of a node: contract ids as the bytes their hex denotes, text length-prefixed. */
+interface NodeText {
+  contractId(s: Sha256Sink): void;
+  packageName(s: Sha256Sink): void;
+  choiceId(s: Sha256Sink): void;
+  /** Party lists: int32(#parties) ‖ each party. */
+  signatories(s: Sha256Sink): void;
+  stakeholders(s: Sha256Sink): void;
+  actingParties(s: Sha256Sink): void;
+  choiceObservers(s: Sha256Sink): void;
+  /** A query-by-key's result: int32(#ids) ‖ each contract id. */
+  result(s: Sha256Sink): void;
+}
+
+const NONE: readonly string[] = [];
+const EMPTY_IDENTIFIER: Identifier = Object.freeze({ packageId: '', moduleName: '', entityName: '' });
+const UNIT: Value = Object.freeze({ kind: 'unit' });
+
+/** A node of the model seen as `NodeLike` and `NodeText` (one reused per run: `set` it to each node). */
+class ModelNode implements NodeLike, NodeText {
+  type: NodeBody['type'] = 'create';
+  lfVersion = '';
+  templateId: Identifier = EMPTY_IDENTIFIER;
+  interfaceId: Identifier | undefined = undefined;
+  argument: TopValue = UNIT;
+  exerciseResult: TopValue | undefined = undefined;
+  consuming = false;
+  byKey = false;
+  exhaustive = false;
+  key: GlobalKeyWithMaintainers | undefined = undefined;
+  children: readonly string[] | undefined = undefined;
+  private cid = '';
+  private pkg = '';
+  private choice = '';
+  private lists: Record<PartyList, readonly string[]> = {
+    signatories: NONE,
+    stakeholders: NONE,
+    actingParties: NONE,
+    choiceObservers: NONE,
+  };
+  private resultIds: readonly string[] = NONE;
+
+  /** Every field is set from `n` (or to its kind's absent value): nothing of the previous node is left. */
+  set(n: NodeBody<TopValue>): void {
+    const rollback = n.type === 'rollback';
+    const action = n.type === 'exercise' || n.type === 'fetch';
+    const withParties = n.type === 'create' || action;
+    this.type = n.type;
+    this.children = childrenOf(n);
+    this.lfVersion = rollback ? '' : n.lfVersion;
+    this.pkg = rollback ? '' : n.packageName;
+    this.templateId = rollback ? EMPTY_IDENTIFIER : n.templateId;
+    this.key = rollback ? undefined : n.key;
+    this.interfaceId = action ? n.interfaceId : undefined;
+    this.byKey = action ? n.byKey : false;
+    this.exhaustive = n.type === 'queryByKey' && n.exhaustive;
+    this.resultIds = n.type === 'queryByKey' ? n.result : NONE;
+    this.cid = withParties ? n.contractId : '';
+    this.lists = {
+      signatories: withParties ? n.signatories : NONE,
+      stakeholders: withParties ? n.stakeholders : NONE,
+      actingParties: action ? n.actingParties : NONE,
+      choiceObservers: n.type === 'exercise' ? n.choiceObservers : NONE,
+    };
+    this.argument = n.type === 'create' ? n.argument : n.type === 'exercise' ? n.chosenValue : UNIT;
+    this.exerciseResult = n.type === 'exercise' ? n.exerciseResult : undefined;
+    this.consuming = n.type === 'exercise' && n.consuming;
+    this.choice = n.type === 'exercise' ? n.choiceId : '';
+  }
+
+  contractId(s: Sha256Sink): void {
+    s.hex(this.cid);
+  }
+  packageName(s: Sha256Sink): void {
+    s.string(this.pkg);
+  }
+  choiceId(s: Sha256Sink): void {
+    s.string(this.choice);
+  }
+  signatories(s: Sha256Sink): void {
+    modelParties(s, this.lists.signatories);
+  }
+  stakeholders(s: Sha256Sink): void {
+    modelParties(s, this.lists.stakeholders);
+  }
+  actingParties(s: Sha256Sink): void {
+    modelParties(s, this.lists.actingParties);
+  }
+  choiceObservers(s: Sha256Sink): void {
+    modelParties(s, this.lists.choiceObservers);
+  }
+  result(s: Sha256Sink): void {
+    s.i32(this.resultIds.length);
+    for (const c of this.resultIds) s.hex(c);
+  }
+}
+
+function modelParties(s: Sha256Sink, list: readonly string[]): void {
+  s.i32(list.length);
+  for (const x of list) encodeParty(s, x);
+}
+
+/** A party list as read, copied from the wire bytes. */
+function wireParties(s: Sha256Sink, buf: Uint8Array, p: PartyField): void {
+  const n = p.length;
+  const spans = p.spans;
+  s.i32(n);
+  for (let i = 0; i < 2 * n; i += 2) s.utf8(buf, spans[i]!, spans[i + 1]!);
+}
+
+/** The text fields of a node as read while streaming (`f`), written straight from the wire bytes. */
+class WireText implements NodeText {
+  f: NodeFields | undefined;
+  contractId(s: Sha256Sink): void {
+    const f = this.f!;
+    s.hexBytes(f.buf, f.contractIdStart, f.contractIdEnd);
+  }
+  packageName(s: Sha256Sink): void {
+    const f = this.f!;
+    s.utf8(f.buf, f.packageNameStart, f.packageNameEnd);
+  }
+  choiceId(s: Sha256Sink): void {
+    const f = this.f!;
+    s.utf8(f.buf, f.choiceIdStart, f.choiceIdEnd);
+  }
+  signatories(s: Sha256Sink): void {
+    wireParties(s, this.f!.buf, this.f!.signatories);
+  }
+  stakeholders(s: Sha256Sink): void {
+    wireParties(s, this.f!.buf, this.f!.stakeholders);
+  }
+  actingParties(s: Sha256Sink): void {
+    wireParties(s, this.f!.buf, this.f!.actingParties);
+  }
+  choiceObservers(s: Sha256Sink): void {
+    wireParties(s, this.f!.buf, this.f!.choiceObservers);
+  }
+  result(s: Sha256Sink): void {
+    const f = this.f!;
+    const r = f.result;
+    s.i32(r.length >>> 1);
+    for (let i = 0; i < r.length; i += 2) s.hexBytes(f.buf, r[i]!, r[i + 1]!);
+  }
+}
+
 function isDecoded(x: unknown): x is DecodedTransaction {
   return typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && 'nodeById' in x;
 }
@@ -192,6 +359,8 @@ const SINK = new Sha256Sink();
 
 class Hasher {
   private readonly s = SINK;
+  /** Writes the text fields of the node being hashed while streaming, from the wire bytes. */
+  private readonly wireText = new WireText();
   /** While streaming: the decoder's walker of the values it left on the wire, and the encoder it drives. */
   private wire: WireValues | undefined;
   private readonly wireHasher = new WireHasher(SINK);
@@ -202,9 +371,11 @@ class Hasher {
 
   run(tx: DecodedTransaction): HashParts {
     this.checkVersion(tx.transaction.version);
+    const m = new ModelNode();
     const nodeHashes = this.postOrder(tx.transaction.roots, tx.nodeById, (id, n, done) => {
       this.s.begin();
-      this.head(n, tx.seedById.get(id), () => nodePath(tx, id));
+      m.set(n);
+      this.head(m, m, tx.seedById.get(id), () => nodePath(tx, id));
       const kids = childrenOf(n);
       if (kids) this.children(kids, done);
       return this.s.digest();
@@ -220,6 +391,16 @@ class Hasher {
    * Every check is the decoder's and `head`'s, as in `run`.
    */
   stream(bytes: Uint8Array): HashParts {
+    try {
+      return this.streamParts(bytes);
+    } finally {
+      // The hasher outlives the call (keep-alive.ts): nothing it keeps may hold the input.
+      this.wire = undefined;
+      this.wireText.f = undefined;
+    }
+  }
+
+  private streamParts(bytes: Uint8Array): HashParts {
     const s = this.s;
     const seeds = new Map<string, Uint8Array>();
     const decoded = visitPreparedTransaction<Shape>(bytes, {
@@ -229,13 +410,16 @@ class Hasher {
       seeds: (list) => {
         for (const x of list) seeds.set(String(x.nodeId), x.seed);
       },
-      node: (node, i) => {
-        const n = node.node;
+      node: () => {
+        throw new InvariantError('the streaming hasher reads node fields, not nodes');
+      },
+      fields: (f, i) => {
         s.begin();
-        this.head(n, seeds.get(node.nodeId), () => `transaction.nodes[${i}]`);
-        const kids = childrenOf(n);
-        if (kids) return { type: n.type, children: kids, hash: undefined, open: s.detach() };
-        return { type: n.type, children: undefined, hash: s.digest(), open: undefined };
+        this.wireText.f = f;
+        this.head(f, this.wireText, seeds.get(f.nodeId), () => `transaction.nodes[${i}]`);
+        const kids = childrenOf(f);
+        if (kids) return { type: f.type, children: kids, hash: undefined, open: s.detach() };
+        return { type: f.type, children: undefined, hash: s.digest(), open: undefined };
       },
     });
     this.checkVersion(decoded.version);
@@ -247,7 +431,6 @@ class Hasher {
     });
     const parts = this.finish(decoded.version, decoded.roots, nodeHashes, decoded.metadata);
     const wire = this.wire!;
-    this.wire = undefined;
     // Every value left on the wire was checked as it was hashed; one left unhashed would be unchecked.
     // Unreachable: `head` walks every top-level value of every node and input contract.
     if (wire.walked !== wire.deferred)
@@ -333,9 +516,11 @@ class Hasher {
   /**
    * A node's encoding, after `begin()`, up to its children: all of it for a
    * create, fetch or query-by-key, all but `int32(#children) ‖ child hashes`
-   * for an exercise or a rollback. `path` names the node when refusing.
+   * for an exercise or a rollback. `n` holds its fields, `t` writes its text
+   * fields (from the model's strings or straight from the wire bytes); `path`
+   * names the node when refusing.
    */
-  private head(n: NodeBody<TopValue>, seed: Uint8Array | undefined, path: () => string): void {
+  private head(n: NodeLike, t: NodeText, seed: Uint8Array | undefined, path: () => string): void {
     const { s, rules } = this;
     if (n.type !== 'rollback' && !rules.lfVersions.has(n.lfVersion))
       throw this.refuseVersion(`${path()}.lf_version`, n.lfVersion);
@@ -343,29 +528,29 @@ class Hasher {
     if (rules.encodingVersionByte) s.u8(1);
     switch (n.type) {
       case 'create':
-        this.create(n, seed);
+        this.create(n, t, seed);
         break;
       case 'exercise': {
         if (!seed) throw new TransactionError('seed', path(), 'exercise node has no seed');
         s.string(n.lfVersion);
         s.u8(1);
         s.raw(seed);
-        s.hex(n.contractId);
-        s.string(n.packageName);
+        t.contractId(s);
+        t.packageName(s);
         this.identifier(n.templateId);
-        this.parties(n.signatories);
-        this.parties(n.stakeholders);
-        this.parties(n.actingParties);
+        t.signatories(s);
+        t.stakeholders(s);
+        t.actingParties(s);
         this.optIdentifier(n.interfaceId);
-        s.string(n.choiceId);
-        this.topValue(n.chosenValue);
+        t.choiceId(s);
+        this.topValue(n.argument);
         s.bool(n.consuming);
         if (n.exerciseResult === undefined) s.u8(0);
         else {
           s.u8(1);
           this.topValue(n.exerciseResult);
         }
-        this.parties(n.choiceObservers);
+        t.choiceObservers(s);
         if (rules.keys) {
           s.bool(n.byKey);
           this.optKey(n.key);
@@ -375,13 +560,13 @@ class Hasher {
       case 'fetch':
         s.string(n.lfVersion);
         s.u8(2);
-        s.hex(n.contractId);
-        s.string(n.packageName);
+        t.contractId(s);
+        t.packageName(s);
         this.identifier(n.templateId);
-        this.parties(n.signatories);
-        this.parties(n.stakeholders);
+        t.signatories(s);
+        t.stakeholders(s);
         this.optIdentifier(n.interfaceId);
-        this.parties(n.actingParties);
+        t.actingParties(s);
         if (rules.keys) {
           s.bool(n.byKey);
           this.optKey(n.key);
@@ -393,18 +578,17 @@ class Hasher {
       case 'queryByKey':
         s.string(n.lfVersion);
         s.u8(4);
-        s.string(n.packageName);
+        t.packageName(s);
         this.identifier(n.templateId);
         s.bool(n.exhaustive);
-        this.key(n.key);
-        s.i32(n.result.length);
-        for (const c of n.result) s.hex(c);
+        this.key(n.key!);
+        t.result(s);
         break;
     }
   }
 
   /** V2 has no encoding for contract keys: refusing is the only way not to sign what is not hashed. */
-  private refuseKeys(n: NodeBody<TopValue>, path: () => string): void {
+  private refuseKeys(n: NodeLike, path: () => string): void {
     const why = 'is not covered by hashing scheme V2 (use V3)';
     if (n.type === 'queryByKey')
       throw new TransactionError('unsupported', path(), `a QueryByKey node ${why}`);
@@ -416,7 +600,7 @@ class Hasher {
   }
 
   /** Create encoding after the optional V2 version byte; `seed` absent for input contracts. */
-  private create(n: CreateNode<TopValue>, seed: Uint8Array | undefined): void {
+  private create(n: NodeLike, t: NodeText, seed: Uint8Array | undefined): void {
     const s = this.s;
     s.string(n.lfVersion);
     s.u8(0);
@@ -425,12 +609,12 @@ class Hasher {
       s.u8(1);
       s.raw(seed);
     }
-    s.hex(n.contractId);
-    s.string(n.packageName);
+    t.contractId(s);
+    t.packageName(s);
     this.identifier(n.templateId);
     this.topValue(n.argument);
-    this.parties(n.signatories);
-    this.parties(n.stakeholders);
+    t.signatories(s);
+    t.stakeholders(s);
     if (this.rules.keys) this.optKey(n.key);
   }
 
@@ -442,14 +626,15 @@ class Hasher {
   private metadata(m: Metadata<TopValue>): Uint8Array {
     const { s, rules } = this;
     // Input-contract create hashes first: the sink hashes one thing at a time.
+    const mn = new ModelNode();
     const inputs = m.inputContracts.map((ic, i) => {
       const path = `metadata.input_contracts[${i}].v1`;
-      if (!rules.lfVersions.has(ic.contract.lfVersion))
-        throw this.refuseVersion(`${path}.lf_version`, ic.contract.lfVersion);
-      if (!rules.keys) this.refuseKeys(ic.contract, () => path);
+      mn.set(ic.contract);
+      if (!rules.lfVersions.has(mn.lfVersion)) throw this.refuseVersion(`${path}.lf_version`, mn.lfVersion);
+      if (!rules.keys) this.refuseKeys(mn, () => path);
       s.begin();
       if (rules.encodingVersionByte) s.u8(1);
-      this.create(ic.contract, undefined);
+      this.create(mn, mn, undefined);
       return s.digest();
     });
     s.begin();

@@ -339,56 +339,58 @@ function slowUtf8(buf: Uint8Array, start: number, end: number): string | null {
 
 /**
  * A bounded cache from exact byte strings to decoded values, looked up without
- * allocating: a numeric hash of a few sampled words picks a bucket and a native
- * compare confirms the bytes. Used for values that repeat across a transaction
- * and across transactions (identifiers, party ids). Buckets are capped, so
- * input crafted to collide costs a few compares, never a quadratic scan.
+ * allocating: a numeric hash of a few sampled words picks a pair of slots of a
+ * fixed table (two-way set-associative), and a word-by-word compare confirms
+ * the bytes. Used for values that repeat across a transaction and across
+ * transactions (identifiers, party ids). The table's size bounds the memory; a
+ * new entry displaces the older of its pair, so input crafted to collide
+ * costs misses (the value is then decoded and checked again), never a scan.
  */
 export class ByteCache<T> {
-  private readonly buckets = new Map<number, { bytes: Uint8Array; words: DataView; value: T }[]>();
-  private size = 0;
-  constructor(
-    private readonly limit: number,
-    private readonly bucketLimit = 4,
-  ) {}
-
+  private readonly slots: (CacheEntry<T> | undefined)[];
+  private readonly mask: number;
   /** The entry found last: values repeat in runs (the record ids of a list), so it is tried first. */
-  private last: { bytes: Uint8Array; words: DataView; value: T } | undefined;
+  private last: CacheEntry<T> | undefined;
+
+  /** `limit`: at most this many entries are kept (rounded down to a power of two, at least 2). */
+  constructor(limit: number) {
+    let size = 2;
+    while (size * 2 <= limit) size *= 2;
+    this.slots = new Array<CacheEntry<T> | undefined>(size).fill(undefined);
+    this.mask = (size - 1) & ~1;
+  }
 
   get(r: WireReader, start: number, end: number): T | undefined {
-    const b = r.buf;
-    const last = this.last;
-    if (last !== undefined && last.bytes.length === end - start && sameBytes(last, r, start, end))
-      return last.value;
-    const bucket = this.buckets.get(sampleHash(b, start, end));
-    if (bucket === undefined) return undefined;
     const n = end - start;
-    for (let k = 0; k < bucket.length; k++) {
-      const e = bucket[k]!;
-      if (e.bytes.length !== n || !sameBytes(e, r, start, end)) continue;
-      this.last = e;
-      return e.value;
+    const last = this.last;
+    if (last !== undefined && last.bytes.length === n && sameBytes(last, r, start, end)) return last.value;
+    const i = sampleHash(r.view32, start, end) & this.mask;
+    const a = this.slots[i];
+    if (a !== undefined && a.bytes.length === n && sameBytes(a, r, start, end)) {
+      this.last = a;
+      return a.value;
+    }
+    const b = this.slots[i + 1];
+    if (b !== undefined && b.bytes.length === n && sameBytes(b, r, start, end)) {
+      this.last = b;
+      return b.value;
     }
     return undefined;
   }
 
   set(r: WireReader, start: number, end: number, value: T): void {
-    if (this.size >= this.limit) {
-      this.buckets.clear();
-      this.size = 0;
-      this.last = undefined;
-    }
-    const h = sampleHash(r.buf, start, end);
-    let bucket = this.buckets.get(h);
-    if (bucket === undefined) {
-      bucket = [];
-      this.buckets.set(h, bucket);
-    }
-    if (bucket.length >= this.bucketLimit) return;
+    const i = sampleHash(r.view32, start, end) & this.mask;
     const bytes = r.buf.slice(start, end);
-    bucket.push({ bytes, words: new DataView(bytes.buffer), value });
-    this.size++;
+    // The newest entry first; the one it displaces takes the second slot (the second is dropped).
+    this.slots[i + 1] = this.slots[i];
+    this.slots[i] = { bytes, words: new DataView(bytes.buffer), value };
   }
+}
+
+interface CacheEntry<T> {
+  readonly bytes: Uint8Array;
+  readonly words: DataView;
+  readonly value: T;
 }
 
 /** Whether an entry's bytes are those of [start, end) (same length already checked). */
@@ -398,33 +400,30 @@ function sameBytes(
   start: number,
   end: number,
 ): boolean {
-  // Four bytes at a time through DataViews: faster than Buffer#compare for ~100-byte keys.
-  // The last word first: keys that differ often share a long prefix (identifiers of one package).
+  // Four bytes at a time through DataViews (little-endian: no byte swaps): faster than
+  // Buffer#compare for ~100-byte keys. The last word first: keys that differ often share a long
+  // prefix (identifiers of one package).
   const n = end - start;
   const w = e.words;
   const v = r.view32;
-  if (n >= 4 && w.getUint32(n - 4) !== v.getUint32(end - 4)) return false;
+  if (n >= 4 && w.getInt32(n - 4, true) !== v.getInt32(end - 4, true)) return false;
   let i = 0;
-  for (; i + 4 <= n; i += 4) if (w.getUint32(i) !== v.getUint32(start + i)) return false;
+  for (; i + 4 <= n; i += 4) if (w.getInt32(i, true) !== v.getInt32(start + i, true)) return false;
   const b = r.buf;
   for (; i < n; i++) if (e.bytes[i] !== b[start + i]) return false;
   return true;
 }
 
-function word(b: Uint8Array, i: number): number {
-  return b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24);
-}
-
-/** Mixes the length and five sampled words (a bucket picker, not a checksum: hits are confirmed byte by byte). */
-function sampleHash(b: Uint8Array, start: number, end: number): number {
+/** Mixes the length and five sampled words (a slot picker, not a checksum: hits are confirmed byte by byte). */
+function sampleHash(v: DataView, start: number, end: number): number {
   const n = end - start;
   let h = Math.imul(n, 0x9e3779b1);
   if (n >= 4) {
-    h = Math.imul(h ^ word(b, start), 0x85ebca6b);
-    h = Math.imul(h ^ word(b, start + (n >> 2)), 0xc2b2ae35);
-    h = Math.imul(h ^ word(b, start + (n >> 1)), 0x85ebca6b);
-    h = Math.imul(h ^ word(b, start + n - 4 - (n >> 3)), 0xc2b2ae35);
-    h = Math.imul(h ^ word(b, end - 4), 0x85ebca6b);
-  } else for (let i = start; i < end; i++) h = Math.imul(h ^ b[i]!, 0x85ebca6b);
+    h = Math.imul(h ^ v.getInt32(start, true), 0x85ebca6b);
+    h = Math.imul(h ^ v.getInt32(start + (n >> 2), true), 0xc2b2ae35);
+    h = Math.imul(h ^ v.getInt32(start + (n >> 1), true), 0x85ebca6b);
+    h = Math.imul(h ^ v.getInt32(end - 4 - (n >> 3), true), 0xc2b2ae35);
+    h = Math.imul(h ^ v.getInt32(end - 4, true), 0x85ebca6b);
+  } else for (let i = start; i < end; i++) h = Math.imul(h ^ v.getUint8(i), 0x85ebca6b);
   return (h ^ (h >>> 15)) | 0;
 }
