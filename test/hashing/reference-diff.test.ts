@@ -1,24 +1,3 @@
-/**
- * Differential fuzz of the transaction hasher: the streaming pass, the public
- * entry point (bytes and base64) and decode-then-hash must give one outcome
- * (the same hashes, or the public refusal with the same code, path and
- * detail), for real vectors and random transactions edited at any depth
- * (node bodies, identifiers, keys, values, metadata; in the model and on the
- * wire), and for every text field of every node kind given payloads on both
- * sides of its rule (UTF-8 overlongs, surrogates, truncations, above
- * U+10FFFF; party, package-name, Daml-LF version, contract-id limits). The
- * node scratch reused from node to node must keep nothing of the node before.
- * Transactions run one after the other in one process, so what a refused one
- * left in a cache is met by the next; party ids crafted to collide in the byte
- * cache (same length, same sampled words) are each checked on their own, also
- * after the table has turned over.
- *
- * With CANTON_HASHING_REFERENCE set to a built `hashing` directory of another
- * revision (e.g. /work/main/dist/hashing), every outcome is also compared with
- * that revision's; CANTON_FUZZ_RUNS and CANTON_FUZZ_SEED scale and vary the
- * fuzz (CANTON_FUZZ_TALLY=1 prints how many inputs were accepted and refused).
- */
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +12,7 @@ import {
   hashPartsStreaming,
 } from '../../src/hashing/transaction-hash.js';
 import { arbPreparedTransaction } from '../support/arbitrary.js';
+import { arbFieldEdit, EDGE_PAYLOADS, type FieldEdit } from '../support/field-edits.js';
 import {
   ALICE,
   BOB,
@@ -45,17 +25,8 @@ import {
   seed,
   unit,
 } from '../support/fixtures.js';
-import {
-  concat,
-  parseFields,
-  type Step,
-  tag,
-  varint,
-  WT_I64,
-  WT_LEN,
-  WT_VARINT,
-} from '../support/protobuf.js';
-import { VECTORS_DIR } from '../support/vectors.js';
+import { concat, editMessage, parseFields, type Step, tag, varint, WT_LEN } from '../support/protobuf.js';
+import { realPreparedBytes } from '../support/vectors.js';
 
 const RUNS = Number(process.env.CANTON_FUZZ_RUNS ?? 200);
 const REFERENCE = process.env.CANTON_HASHING_REFERENCE;
@@ -132,66 +103,9 @@ function agree(bytes: Uint8Array, scheme: HashingScheme): void {
 
 // ---- payloads ------------------------------------------------------------
 
-const enc = (s: string) => new TextEncoder().encode(s);
-const hex = (n: number, seed = 'a1') => seed.repeat(n).slice(0, 2 * n);
-const bytes = (...b: number[]) => Uint8Array.from(b);
-
-const PAYLOADS: Uint8Array[] = [
-  enc('2.1'),
-  enc('2'),
-  enc('2.1 '),
-  enc('2.1\0'),
-  enc('２.1'),
-  bytes(0x32, 0x2e, 0xb1),
-  enc(''),
-  enc('splice-amulet'),
-  enc('Splice_Amulet-0'),
-  enc('splice-amulét'),
-  enc('x'.repeat(255)),
-  enc('x'.repeat(256)),
-  enc('é'.repeat(128)),
-  enc(`00${hex(32)}`),
-  enc(`00${hex(126)}`),
-  enc(`00${hex(127)}`),
-  enc(`01${hex(12)}`),
-  enc(`01${hex(46)}`),
-  enc(`00${hex(32, 'A1')}`),
-  enc(ALICE),
-  enc(BOB),
-  enc('a b:c-d_e'),
-  enc('p'.repeat(255)),
-  enc('p'.repeat(256)),
-  enc('alice!'),
-  enc('Transfer'),
-  enc('ünïcödé 😀'),
-  enc('\uFEFFTransfer'),
-  enc('\uFFFD'),
-  enc('Splice.Amulet'),
-  enc('d'.repeat(64)),
-  enc('d'.repeat(65)),
-  // invalid UTF-8: truncated, lone continuation, overlongs, surrogates, above U+10FFFF
-  bytes(0xc3),
-  bytes(0x41, 0xe2, 0x82),
-  bytes(0x80),
-  bytes(0xc0, 0x80),
-  bytes(0xc1, 0xbf),
-  bytes(0xe0, 0x80, 0x80),
-  bytes(0xe0, 0x9f, 0xbf),
-  bytes(0xf0, 0x80, 0x80, 0x80),
-  bytes(0xf0, 0x8f, 0xbf, 0xbf),
-  bytes(0xed, 0xa0, 0x80),
-  bytes(0xed, 0xbf, 0xbf),
-  bytes(0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80),
-  bytes(0xf4, 0x90, 0x80, 0x80),
-  bytes(0xf8, 0x88, 0x80, 0x80, 0x80),
-  bytes(0xff),
-  // the same with a long ASCII prefix (the native check runs on more than 32 bytes)
-  concat(enc('x'.repeat(40)), bytes(0xed, 0xa0, 0x80)),
-  concat(enc('x'.repeat(40)), bytes(0xe0, 0x80, 0x80)),
-  concat(enc('x'.repeat(40)), bytes(0xe2, 0x82)),
-  concat(enc('x'.repeat(40)), bytes(0xf4, 0x90, 0x80, 0x80)),
-  concat(enc('x'.repeat(40)), bytes(0xef, 0xbf, 0xbd)),
-];
+const _enc = (s: string) => new TextEncoder().encode(s);
+const _hex = (n: number, seed = 'a1') => seed.repeat(n).slice(0, 2 * n);
+const _bytes = (...b: number[]) => Uint8Array.from(b);
 
 // ---- structure-aware edits at any depth -------------------------------------
 
@@ -236,98 +150,14 @@ function locate(buf: Uint8Array, path: readonly Step[]): [number, number] {
   return [start, start + cur.length];
 }
 
-/** Rewrites the message at `path`, re-encoding every enclosing length prefix. */
-function edit(buf: Uint8Array, path: readonly Step[], fn: (inner: Uint8Array) => Uint8Array): Uint8Array {
-  if (path.length === 0) return fn(buf);
-  const [field, occ] = path[0]!;
-  const f = parseFields(buf).filter((x) => x.field === field)[occ]!;
-  const inner = edit(buf.subarray(f.payloadStart, f.end), path.slice(1), fn);
-  return concat(
-    buf.subarray(0, f.start),
-    tag(f.field, WT_LEN),
-    varint(inner.length),
-    inner,
-    buf.subarray(f.end),
-  );
-}
-
-type Edit = (body: Uint8Array) => Uint8Array;
-
-const arbEdit: fc.Arbitrary<Edit> = fc.oneof(
-  fc.array(fc.nat(), { minLength: 1, maxLength: 12 }).map((keys) => (body: Uint8Array) => {
-    const fields = parseFields(body);
-    const order = fields.map((f, i) => ({ f, k: keys[i % keys.length]! + i * 0.001 }));
-    order.sort((a, b) => a.k - b.k);
-    return concat(...order.map(({ f }) => body.subarray(f.start, f.end)));
-  }),
-  fc.nat().map((a) => (body: Uint8Array) => {
-    const fields = parseFields(body);
-    const f = fields[a % Math.max(1, fields.length)];
-    return f ? concat(body, body.subarray(f.start, f.end)) : body;
-  }),
-  fc.nat().map((a) => (body: Uint8Array) => {
-    const fields = parseFields(body);
-    const f = fields[a % Math.max(1, fields.length)];
-    return f ? concat(body.subarray(0, f.start), body.subarray(f.end)) : body;
-  }),
-  fc.tuple(fc.nat(), fc.nat()).map(([a, p]) => (body: Uint8Array) => {
-    const fields = parseFields(body).filter((f) => f.wireType === WT_LEN);
-    const f = fields[a % Math.max(1, fields.length)];
-    if (!f) return body;
-    const payload = PAYLOADS[p % PAYLOADS.length]!;
-    return concat(
-      body.subarray(0, f.start),
-      tag(f.field, WT_LEN),
-      varint(payload.length),
-      payload,
-      body.subarray(f.end),
-    );
-  }),
-  fc
-    .tuple(fc.integer({ min: 1, max: 18 }), fc.nat(), fc.boolean())
-    .map(([field, p, len]) => (body: Uint8Array) => {
-      const payload = PAYLOADS[p % PAYLOADS.length]!;
-      const extra = len
-        ? concat(tag(field, WT_LEN), varint(payload.length), payload)
-        : concat(tag(field, WT_VARINT), varint(p % 3));
-      return concat(body, extra);
-    }),
-  fc.tuple(fc.nat(), fc.constantFrom(WT_VARINT, WT_I64, WT_LEN)).map(([a, wt]) => (body: Uint8Array) => {
-    const fields = parseFields(body);
-    const f = fields[a % Math.max(1, fields.length)];
-    if (!f) return body;
-    const oldTagEnd = f.start + tag(f.field, f.wireType).length;
-    return concat(body.subarray(0, f.start), tag(f.field, wt), body.subarray(oldTagEnd));
-  }),
-  // a varint field made non-canonical (a redundant continuation byte)
-  fc.nat().map((a) => (body: Uint8Array) => {
-    const fields = parseFields(body).filter((f) => f.wireType === WT_VARINT);
-    const f = fields[a % Math.max(1, fields.length)];
-    if (!f) return body;
-    const t = tag(f.field, WT_VARINT);
-    const v = body.subarray(f.start + t.length, f.end);
-    const longer = concat(v.subarray(0, v.length - 1), [v[v.length - 1]! | 0x80, 0x00]);
-    return concat(body.subarray(0, f.start), t, longer, body.subarray(f.end));
-  }),
-  // one byte of a text payload changed (keeps the length)
-  fc.tuple(fc.nat(), fc.nat(), fc.nat({ max: 255 })).map(([a, i, v]) => (body: Uint8Array) => {
-    const fields = parseFields(body).filter((f) => f.wireType === WT_LEN && f.end > f.payloadStart);
-    const f = fields[a % Math.max(1, fields.length)];
-    if (!f) return body;
-    const c = Uint8Array.from(body);
-    c[f.payloadStart + (i % (f.end - f.payloadStart))] = v;
-    return c;
-  }),
-);
-
-function mutate(buf: Uint8Array, picks: number[], edits: Edit[], flips: [number, number][]): Uint8Array {
+function mutate(buf: Uint8Array, picks: number[], edits: FieldEdit[], flips: [number, number][]): Uint8Array {
   let out = buf;
   for (let i = 0; i < edits.length; i++) {
     const paths = messagePaths(out, 7);
     if (paths.length === 0) break;
     const path = paths[picks[i % picks.length]! % paths.length]!;
     try {
-      out = edit(out, path, edits[i]!);
+      out = editMessage(out, path, edits[i]!);
     } catch {
       // the helper cannot walk damaged bytes: keep what we have
     }
@@ -339,23 +169,11 @@ function mutate(buf: Uint8Array, picks: number[], edits: Edit[], flips: [number,
   return out;
 }
 
-function realVectors(): Uint8Array[] {
-  const dir = join(VECTORS_DIR, 'real');
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map(
-      (f) =>
-        new Uint8Array(
-          Buffer.from(JSON.parse(readFileSync(join(dir, f), 'utf8')).prepared_transaction_base64, 'base64'),
-        ),
-    );
-}
-const REAL = realVectors();
+const REAL = realPreparedBytes();
 
 const arbMutation = fc.record({
   picks: fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
-  edits: fc.array(arbEdit, { minLength: 0, maxLength: 4 }),
+  edits: fc.array(arbFieldEdit, { minLength: 0, maxLength: 4 }),
   flips: fc.oneof(
     { weight: 4, arbitrary: fc.constant([] as [number, number][]) },
     {
@@ -599,11 +417,11 @@ describe('every text field of every node kind, given each edge-case payload', ()
 
   // Under V3 only the Daml-LF version rule differs: the CI run takes V2; a run against a reference takes both.
   for (const scheme of REFERENCE ? (['v2', 'v3'] as const) : (['v2'] as const))
-    it(`${scheme}: ${targets.length} fields x ${PAYLOADS.length} payloads`, () => {
+    it(`${scheme}: ${targets.length} fields x ${EDGE_PAYLOADS.length} payloads`, () => {
       let refused = 0;
       for (const [path, [field, occ]] of targets)
-        for (const payload of PAYLOADS) {
-          const b = edit(base, path, (msg) => {
+        for (const payload of EDGE_PAYLOADS) {
+          const b = editMessage(base, path, (msg) => {
             const f = parseFields(msg).filter((x) => x.field === field)[occ]!;
             return concat(
               msg.subarray(0, f.start),
