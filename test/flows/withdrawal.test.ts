@@ -529,8 +529,14 @@ describe('a submission whose outcome is unknown', () => {
     ledger.updates = f((req, o) => ctx.ledger.updates(req, o));
     return { ...ctx, ledger };
   };
-  /** Every preparation on record for `w` spends `pinned`: nothing was prepared with other holdings. */
-  const onlyPinned = async (w: Withdrawal, pinned: string[]) => {
+  /**
+   * A run with `c` does not finish: the row stays `submitted`, and every preparation on record
+   * spends `pinned` (nothing was prepared with other holdings).
+   */
+  const waitsOnPinned = async (c: FlowContext, w: Withdrawal, pinned: string[]) => {
+    const r = await runWithdrawal({ ctx: c, store }, await now(w.id));
+    expect(r.done).toBe(false);
+    expect((await now(w.id)).state).toBe('submitted');
     for (const p of await store.artifacts.preparedFor(w.id)) {
       const tx = decodePreparedTransaction(base64ToBytes(p.bytes, 'prepared'));
       expect(recogniseActions(tx)[0]?.inputs).toEqual(pinned);
@@ -550,11 +556,8 @@ describe('a submission whose outcome is unknown', () => {
             return { ...item, update: { Transaction: { value } } } as typeof item;
           }),
       );
-      const r = await runWithdrawal({ ctx: hidden, store }, await now(w.id));
-      expect(r.done).toBe(false);
-      expect((await now(w.id)).state).toBe('submitted');
+      await waitsOnPinned(hidden, w, pinned);
       expect(updatesOf(w.commandId)).toEqual([]);
-      await onlyPinned(w, pinned);
     });
 
   it('the updates read one at a time (pages cut short): the transaction that spent its holdings is still found', async () => {
@@ -575,11 +578,8 @@ describe('a submission whose outcome is unknown', () => {
   it('an updates read that ends before the ledger end (an empty page): it waits, nothing prepared with other holdings', async () => {
     const { w, pinned } = await spentByAnother();
     const short = withUpdates(() => async () => []);
-    const r = await runWithdrawal({ ctx: short, store }, await now(w.id));
-    expect(r.done).toBe(false);
-    expect((await now(w.id)).state).toBe('submitted');
+    await waitsOnPinned(short, w, pinned);
     expect(updatesOf(w.commandId)).toEqual([]);
-    await onlyPinned(w, pinned);
   });
 
   it('the updates read failing: it waits, nothing prepared with other holdings', async () => {
@@ -587,10 +587,7 @@ describe('a submission whose outcome is unknown', () => {
     const failing = withUpdates(() => async () => {
       throw new Error('stream reset');
     });
-    const r = await runWithdrawal({ ctx: failing, store }, await now(w.id));
-    expect(r.done).toBe(false);
-    expect((await now(w.id)).state).toBe('submitted');
-    await onlyPinned(w, pinned);
+    await waitsOnPinned(failing, w, pinned);
   });
 
   it('a holding its recorded preparation names as an input but its transaction never uses, spent by another command: it waits (that transaction may still commit)', async () => {

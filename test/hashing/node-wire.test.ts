@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../../src/hashing/encode.js';
 import { TransactionError } from '../../src/hashing/errors.js';
-import { bytesToHex } from '../../src/hashing/input.js';
 import {
   type HashingScheme,
   type HashParts,
@@ -12,6 +11,7 @@ import {
 } from '../../src/hashing/transaction-hash.js';
 import { arbPreparedTransaction } from '../support/arbitrary.js';
 import { arbFieldEdit, type FieldEdit } from '../support/field-edits.js';
+import { partsHex } from '../support/hash-parts.js';
 import { concat, editMessage, parseFields, type Step } from '../support/protobuf.js';
 import { realPreparedBytes } from '../support/vectors.js';
 
@@ -22,14 +22,7 @@ type Outcome = { hashes: string[] } | { refused: string; code: string };
 function outcome(fn: () => HashParts): Outcome {
   try {
     const p = fn();
-    return {
-      hashes: [
-        bytesToHex(p.hash),
-        bytesToHex(p.transactionHash),
-        bytesToHex(p.metadataHash),
-        ...[...p.nodeHashes].map(([id, h]) => `${id}=${bytesToHex(h)}`),
-      ],
-    };
+    return { hashes: partsHex(p) };
   } catch (e) {
     if (e instanceof TransactionError) return { refused: e.message, code: e.code };
     throw e;

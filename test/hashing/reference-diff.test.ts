@@ -3,7 +3,6 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodePreparedTransaction } from '../../src/hashing/decode.js';
 import { encodePreparedTransaction } from '../../src/hashing/encode.js';
-import { bytesToHex } from '../../src/hashing/input.js';
 import type { PreparedTransaction } from '../../src/hashing/model.js';
 import {
   type HashingScheme,
@@ -25,6 +24,7 @@ import {
   seed,
   unit,
 } from '../support/fixtures.js';
+import { partsHex } from '../support/hash-parts.js';
 import { concat, editMessage, parseFields, type Step, tag, varint, WT_LEN } from '../support/protobuf.js';
 import { realPreparedBytes } from '../support/vectors.js';
 
@@ -60,12 +60,7 @@ type Outcome = string;
 function outcome(fn: () => HashParts): Outcome {
   try {
     const p = fn();
-    return [
-      bytesToHex(p.hash),
-      bytesToHex(p.transactionHash),
-      bytesToHex(p.metadataHash),
-      ...[...p.nodeHashes].map(([id, h]) => `${id}=${bytesToHex(h)}`),
-    ].join(' ');
+    return partsHex(p).join(' ');
   } catch (e) {
     const x = e as { name?: string; code?: string; path?: string; detail?: string };
     if (x?.name === 'TransactionError') return `REFUSED ${x.code} @${x.path}: ${x.detail}`;

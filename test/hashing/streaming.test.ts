@@ -16,7 +16,6 @@ import { decodePreparedTransaction, visitPreparedTransaction } from '../../src/h
 import { MODEL, type TopValue, WireValue, type WireValues } from '../../src/hashing/decode-values.js';
 import { encodePreparedTransaction, encodeValue } from '../../src/hashing/encode.js';
 import { TransactionError } from '../../src/hashing/errors.js';
-import { bytesToHex } from '../../src/hashing/input.js';
 import type { PreparedTransaction, Value } from '../../src/hashing/model.js';
 import {
   type HashingScheme,
@@ -25,6 +24,7 @@ import {
   hashPartsStreaming,
 } from '../../src/hashing/transaction-hash.js';
 import { arbPreparedTransaction, arbSeed } from '../support/arbitrary.js';
+import { partsHex } from '../support/hash-parts.js';
 
 const SEED = 0x5742_4d;
 
@@ -33,14 +33,7 @@ type Outcome = { hashes: string[] } | { refused: TransactionError };
 function outcome(fn: () => HashParts): Outcome {
   try {
     const p = fn();
-    return {
-      hashes: [
-        bytesToHex(p.hash),
-        bytesToHex(p.transactionHash),
-        bytesToHex(p.metadataHash),
-        ...[...p.nodeHashes].map(([id, h]) => `${id}=${bytesToHex(h)}`),
-      ],
-    };
+    return { hashes: partsHex(p) };
   } catch (e) {
     if (e instanceof TransactionError) return { refused: e };
     throw e;
